@@ -1,0 +1,98 @@
+"""Running the PyPI cmake and ninja, and reading CMake's File API reply."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from buildtool import process
+from buildtool.errors import InputError, UsageError
+
+FILE_API_CLIENT = "client-buildtool"
+
+
+def cmake_executable() -> Path:
+    """The cmake from the ``cmake`` package on PyPI (never the system's)."""
+    try:
+        import cmake
+    except ImportError:
+        raise UsageError("the 'cmake' package is not installed: pip install cmake") from None
+    return Path(cmake.CMAKE_BIN_DIR) / "cmake"
+
+
+def ninja_executable() -> Path:
+    """The ninja from the ``ninja`` package on PyPI (never the system's)."""
+    try:
+        import ninja
+    except ImportError:
+        raise UsageError("the 'ninja' package is not installed: pip install ninja") from None
+    return Path(ninja.BIN_DIR) / "ninja"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A target as CMake's File API reports it."""
+
+    name: str
+    type: str
+    """``SHARED_LIBRARY``, ``EXECUTABLE``, ``OBJECT_LIBRARY``, ..."""
+    artifacts: tuple[str, ...]
+    """Paths of what it builds, relative to the build folder."""
+
+
+def configure_command(
+    source_dir: Path, build_dir: Path, defines: Mapping[str, str]
+) -> list[str | Path]:
+    """The ``cmake`` configure command line, with PyPI's ninja as the generator's program."""
+    command: list[str | Path] = [
+        cmake_executable(), "-S", source_dir, "-B", build_dir, "-G", "Ninja",
+        f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
+    ]
+    command += [f"-D{name}={value}" for name, value in sorted(defines.items())]
+    return command
+
+
+def write_file_api_query(build_dir: Path) -> None:
+    """Ask CMake for its code model; it answers under ``.cmake/api/v1/reply`` on configure."""
+    query = build_dir / ".cmake" / "api" / "v1" / "query" / FILE_API_CLIENT
+    query.mkdir(parents=True, exist_ok=True)
+    (query / "codemodel-v2").touch()
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: cannot read CMake's File API reply: {error}") from None
+
+
+def read_targets(build_dir: Path) -> tuple[Target, ...]:
+    """Targets of the last configure, from the File API reply (not from scraping output)."""
+    reply_dir = build_dir / ".cmake" / "api" / "v1" / "reply"
+    indexes = sorted(reply_dir.glob("index-*.json"))
+    if not indexes:
+        raise InputError(f"{reply_dir}: no File API reply; configure the build folder first")
+    index = _read_json(indexes[-1])
+    try:
+        codemodel_file = index["reply"][FILE_API_CLIENT]["codemodel-v2"]["jsonFile"]
+        codemodel = _read_json(reply_dir / codemodel_file)
+        entries = codemodel["configurations"][0]["targets"]
+        targets = [_read_json(reply_dir / entry["jsonFile"]) for entry in entries]
+        return tuple(
+            Target(
+                name=target["name"],
+                type=target["type"],
+                artifacts=tuple(item["path"] for item in target.get("artifacts", [])),
+            )
+            for target in targets
+        )
+    except (KeyError, IndexError, TypeError) as error:
+        raise InputError(f"{reply_dir}: unexpected File API reply ({error!r})") from None
+
+
+def build_command(build_dir: Path, targets: Sequence[str] = ()) -> list[str | Path]:
+    """ninja with its own progress lines (``[3/12] Building CXX object ...``)."""
+    return [ninja_executable(), "-C", build_dir, *targets]

@@ -1,0 +1,1 @@
+"""One module per subcommand: ``populate_parser`` declares its options, ``run`` does the work."""

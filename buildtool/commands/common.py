@@ -1,0 +1,33 @@
+"""Options shared by several subcommands."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from buildtool.recipe import LoadedRecipe, find_default_recipe, load_recipe
+
+
+def add_recipe_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--recipe",
+        type=Path,
+        metavar="FILE",
+        help="recipe TOML or a pyproject.toml with [tool.buildtool] "
+        "(default: ./pyproject.toml if it has one, else recipes/demo.toml, the bundled example)",
+    )
+
+
+def add_build_dir_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--build-dir", type=Path, default=Path("build"), metavar="DIR",
+        help="CMake build folder (default: build); libraries land in DIR/lib",
+    )
+
+
+def resolve_recipe(args: argparse.Namespace) -> LoadedRecipe:
+    """The recipe named by --recipe, or the default one."""
+    path: Path | None = args.recipe
+    if path is None:
+        path = find_default_recipe(Path.cwd())
+    return load_recipe(path, str(path))

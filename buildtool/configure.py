@@ -1,0 +1,129 @@
+"""``buildtool configure`` and ``buildtool build``: recipe -> generated CMake -> Ninja build."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from buildtool import cmake, process
+from buildtool.errors import ChecksFailed, UsageError
+from buildtool.fsutil import folder_lock, write_atomic
+from buildtool.generate import render_build_files
+from buildtool.plan import LinkPlan, make_plan
+from buildtool.recipe import LoadedRecipe
+from buildtool.resources import read_templates
+from buildtool.sources import expand_sources
+
+log = logging.getLogger("buildtool")
+
+Variant = Literal["full", "runtime"]
+VARIANTS: tuple[Variant, ...] = ("full", "runtime")
+
+
+def plan_recipe(loaded: LoadedRecipe) -> LinkPlan:
+    """Expand the recipe's sources on disk and make its link plan."""
+    return make_plan(loaded.recipe, loaded.source, expand_sources(loaded))
+
+
+def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
+    """Every file buildtool generates into the project tree, by root-relative path."""
+    buildable = [lib for lib in plan.libraries if not lib.sources and not lib.objects]
+    if buildable:
+        raise UsageError(
+            f"{loaded.source}: libraries.{buildable[0].name}.sources: empty; a recipe without "
+            "sources can verify binaries built elsewhere but cannot generate a build"
+        )
+    header_plan = _with_header_source(plan, loaded)
+    return render_build_files(header_plan, read_templates(), loaded.digest)
+
+
+def _with_header_source(plan: LinkPlan, loaded: LoadedRecipe) -> LinkPlan:
+    # The header names the recipe relative to the project root: the same text in every checkout.
+    return dataclasses.replace(plan, recipe_source=loaded.source_from_root)
+
+
+def stale_files(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]:
+    """Generated files whose content on disk differs from what the recipe gives now."""
+    stale = []
+    for relative, text in sorted(files.items()):
+        path = loaded.root / relative
+        try:
+            current = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            current = None
+        if current != text:
+            stale.append(relative)
+    return stale
+
+
+def write_generated(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]:
+    """Write the generated files that changed; return their root-relative paths."""
+    changed = stale_files(loaded, files)
+    for relative in changed:
+        write_atomic(loaded.root / relative, files[relative])
+        log.info("generated %s", loaded.root / relative)
+    return changed
+
+
+def check_generated(loaded: LoadedRecipe) -> None:
+    """``configure --check``: raise ``ChecksFailed`` naming every stale generated file."""
+    files = generated_files(loaded, plan_recipe(loaded))
+    stale = stale_files(loaded, files)
+    if stale:
+        listed = ", ".join(str(loaded.root / name) for name in stale)
+        raise ChecksFailed(
+            f"generated files are stale for {loaded.source}: {listed}; run `buildtool configure`"
+        )
+    log.info("generated files are current for %s", loaded.source)
+
+
+def variant_defines(plan: LinkPlan, variant: Variant) -> dict[str, str]:
+    """Explicit ON/OFF for every optional library, so a reconfigure switches variants cleanly."""
+    value = "ON" if variant == "full" else "OFF"
+    return {option: value for option in plan.options}
+
+
+def _remove_disabled_outputs(plan: LinkPlan, build_dir: Path, variant: Variant) -> None:
+    # ninja never deletes outputs of targets that are gone: a runtime-only reconfigure of a full
+    # build folder would otherwise leave a stale compiler library in lib/.
+    if variant == "full":
+        return
+    for lib in plan.libraries:
+        stale = build_dir / "lib" / lib.file_name
+        if lib.optional and stale.exists():
+            stale.unlink()
+            log.info("removed %s (not part of the %s variant)", stale, variant)
+
+
+def configure(
+    loaded: LoadedRecipe,
+    build_dir: Path,
+    variant: Variant,
+    extra_defines: Mapping[str, str] | None = None,
+) -> tuple[cmake.Target, ...]:
+    """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja."""
+    plan = plan_recipe(loaded)
+    write_generated(loaded, generated_files(loaded, plan))
+    defines = {**variant_defines(plan, variant), **(extra_defines or {})}
+    with folder_lock(build_dir, "configure"):
+        cmake.write_file_api_query(build_dir)
+        process.run(cmake.configure_command(loaded.root, build_dir, defines))
+        _remove_disabled_outputs(plan, build_dir, variant)
+        targets = cmake.read_targets(build_dir)
+    for target in targets:
+        if target.type in ("SHARED_LIBRARY", "EXECUTABLE"):
+            log.debug("target %s (%s): %s", target.name, target.type, ", ".join(target.artifacts))
+    return targets
+
+
+def is_configured(build_dir: Path) -> bool:
+    return (build_dir / "CMakeCache.txt").is_file() and (build_dir / "build.ninja").is_file()
+
+
+def build(build_dir: Path) -> None:
+    """Compile with ninja, its progress lines streamed to the log."""
+    with folder_lock(build_dir, "build"):
+        process.run(cmake.build_command(build_dir))

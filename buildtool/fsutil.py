@@ -1,0 +1,55 @@
+"""Writing files so that a failure or Ctrl-C leaves the destination as it was."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from buildtool.errors import UsageError
+
+log = logging.getLogger("buildtool")
+
+
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write to a temporary file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, purpose: str) -> Iterator[None]:
+    """Serialize runs on one folder (two ``configure`` at once would corrupt the cache)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lock_path = folder / ".buildtool.lock"
+    with lock_path.open("a+") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            if error.errno not in (errno.EAGAIN, errno.EACCES):
+                raise UsageError(f"{lock_path}: cannot lock: {error}") from None
+            log.warning(
+                "another buildtool %s is running on %s; waiting for it to finish", purpose, folder
+            )
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,349 @@
+"""The link plan: who owns what, who links whom. A pure function of the recipe.
+
+Every rule that would otherwise surface as an abort at import time on a user's machine is
+refused here, before anything is built. Generation, packaging and verification all read the
+plan, so they cannot disagree about the split.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from buildtool.errors import PlanError
+from buildtool.recipe_model import Executable, ProjectSettings, Recipe, SharedLibrary
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryPlan:
+    """One shared library as it will be built and checked."""
+
+    name: str
+    """Recipe name, also the CMake target name (``runtime``)."""
+    output_name: str
+    """CMake OUTPUT_NAME (``demo_runtime``)."""
+    file_name: str
+    """File name of the built library (``libdemo_runtime.so``)."""
+    sources: tuple[str, ...]
+    """Root-relative source files of its own."""
+    links: tuple[str, ...]
+    """Libraries it links directly (PUBLIC)."""
+    link_closure: tuple[str, ...]
+    """Every library it links, directly or through PUBLIC links, nearest first."""
+    objects: tuple[str, ...]
+    """Object libraries it owns."""
+    externals: tuple[str, ...]
+    """Externals attached to it."""
+    registers: tuple[str, ...]
+    """Registrations of its own sources and of its objects."""
+    optional: bool
+    """Whether deployments may lack it."""
+    load: str
+    """``global`` or ``local``: how the Python loader opens it."""
+    option: str
+    """CMake option that builds it (``DEMO_BUILD_COMPILER``); empty for required libraries."""
+    requires_options: tuple[str, ...]
+    """Every option that must be ON for it to build (its own and its links')."""
+    export_macro: str
+    """Export macro of its public API (``DEMO_RUNTIME_API``)."""
+    include_dirs: tuple[str, ...]
+    """Public include folders, root-relative."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectPlan:
+    """One object library and its single owner."""
+
+    name: str
+    sources: tuple[str, ...]
+    owner: str
+    registers: tuple[str, ...]
+    build_info: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutablePlan:
+    """An executable or a test executable."""
+
+    name: str
+    sources: tuple[str, ...]
+    links: tuple[str, ...]
+    link_closure: tuple[str, ...]
+    no_as_needed: tuple[str, ...]
+    is_test: bool
+    args: tuple[str, ...]
+    requires_options: tuple[str, ...]
+    allowed_needed: tuple[str, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class ExternalPlan:
+    """A library from outside the recipe, attached to exactly the libraries that list it."""
+
+    name: str
+    link: tuple[str, ...]
+    find_package: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkPlan:
+    """The whole split. Libraries come in dependency order (what is linked comes first)."""
+
+    project: ProjectSettings
+    recipe_source: str
+    libraries: tuple[LibraryPlan, ...]
+    objects: tuple[ObjectPlan, ...]
+    executables: tuple[ExecutablePlan, ...]
+    externals: tuple[ExternalPlan, ...]
+    registrations: tuple[tuple[str, str], ...]
+    """(registered name, library that must hold it), sorted by name."""
+
+    def library(self, name: str) -> LibraryPlan:
+        return next(lib for lib in self.libraries if lib.name == name)
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        return tuple(lib.option for lib in self.libraries if lib.option)
+
+    @property
+    def runtime_libraries(self) -> tuple[LibraryPlan, ...]:
+        """What a runtime-only deployment ships: every library that is not optional."""
+        return tuple(lib for lib in self.libraries if not lib.optional)
+
+
+class _Planner:
+    """Holds the recipe and its source while the rules run; ``make_plan`` is the entry point."""
+
+    def __init__(self, recipe: Recipe, source: str, sources: Mapping[str, tuple[str, ...]]):
+        self.recipe = recipe
+        self.source = source
+        self.sources = sources
+
+    def refuse(self, key: str, problem: str) -> PlanError:
+        return PlanError(self.source, key, problem)
+
+    def check_references(self, key: str, names: Sequence[str], known: Mapping[str, object]) -> None:
+        kind = key.rsplit(".", 1)[-1]
+        table = {"links": "libraries", "objects": "objects", "externals": "externals"}.get(kind, kind)
+        for index, name in enumerate(names):
+            if name not in known:
+                shown = ", ".join(sorted(known)) or "none"
+                raise self.refuse(
+                    f"{key}[{index}]", f"unknown {table} entry {name!r}; the recipe has: {shown}"
+                )
+
+    def check_all_references(self) -> None:
+        recipe = self.recipe
+        for name, lib in recipe.libraries.items():
+            self.check_references(f"libraries.{name}.links", lib.links, recipe.libraries)
+            self.check_references(f"libraries.{name}.objects", lib.objects, recipe.objects)
+            self.check_references(f"libraries.{name}.externals", lib.externals, recipe.externals)
+        for table, entries in (("executables", recipe.executables), ("tests", recipe.tests)):
+            for name, exe in entries.items():
+                self.check_references(f"{table}.{name}.links", exe.links, recipe.libraries)
+                self.check_no_as_needed(f"{table}.{name}", exe)
+
+    def check_no_as_needed(self, key: str, exe: Executable) -> None:
+        for index, name in enumerate(exe.no_as_needed):
+            if name not in exe.links:
+                raise self.refuse(
+                    f"{key}.no-as-needed[{index}]",
+                    f"{name!r} is not linked by {key} (links: {', '.join(exe.links) or 'none'}); "
+                    "--no-as-needed can only keep a library that is linked",
+                )
+
+    def link_order(self) -> tuple[str, ...]:
+        """Libraries in dependency order; a cycle in ``links`` is refused with its path."""
+        order: list[str] = []
+        state: dict[str, str] = {}
+
+        def visit(name: str, path: tuple[str, ...]) -> None:
+            if state.get(name) == "done":
+                return
+            if state.get(name) == "active":
+                cycle = " -> ".join((*path[path.index(name) :], name))
+                raise self.refuse(
+                    f"libraries.{path[-1]}.links", f"links form a cycle: {cycle}"
+                )
+            state[name] = "active"
+            for linked in self.recipe.libraries[name].links:
+                visit(linked, (*path, name))
+            state[name] = "done"
+            order.append(name)
+
+        for name in sorted(self.recipe.libraries):
+            visit(name, ())
+        return tuple(order)
+
+    def closure(self, links: Sequence[str]) -> tuple[str, ...]:
+        seen: list[str] = []
+        queue = list(links)
+        while queue:
+            name = queue.pop(0)
+            if name not in seen:
+                seen.append(name)
+                queue.extend(self.recipe.libraries[name].links)
+        return tuple(seen)
+
+    def check_optional_links(self) -> None:
+        for name, lib in self.recipe.libraries.items():
+            if lib.optional:
+                continue
+            for index, linked in enumerate(lib.links):
+                if self.recipe.libraries[linked].optional:
+                    raise self.refuse(
+                        f"libraries.{name}.links[{index}]",
+                        f"required library {name!r} links optional library {linked!r}; a "
+                        f"deployment without {linked!r} could not load {name!r}. Move the code "
+                        f"that needs {linked!r} into it, or make {name!r} optional",
+                    )
+
+    def owners(self) -> dict[str, str]:
+        owners: dict[str, str] = {}
+        for name, lib in sorted(self.recipe.libraries.items()):
+            for obj in lib.objects:
+                if obj in owners:
+                    raise self.refuse(
+                        f"libraries.{name}.objects",
+                        f"object library {obj!r} is linked statically more than once: owned by "
+                        f"both {owners[obj]!r} and {name!r}. Its static initializers would run "
+                        "twice in one process (duplicate registration abort); keep it in one "
+                        "library and let the others get it through a PUBLIC link",
+                    )
+                owners[obj] = name
+        for obj in sorted(self.recipe.objects):
+            if obj not in owners:
+                raise self.refuse(
+                    f"objects.{obj}", "owned by no library: add it to one library's 'objects'"
+                )
+        return owners
+
+    def check_externals(self) -> None:
+        attached: dict[str, list[str]] = {}
+        for name, lib in sorted(self.recipe.libraries.items()):
+            for ext in lib.externals:
+                attached.setdefault(ext, []).append(name)
+        for ext, libs in sorted(attached.items()):
+            for lib in libs:
+                above = [other for other in libs if other != lib and lib in self.closure((other,))]
+                if above:
+                    raise self.refuse(
+                        f"libraries.{above[0]}.externals",
+                        f"external {ext!r} is attached to {lib!r} and to {above[0]!r}, which "
+                        f"links {lib!r}; attach it to {lib!r} only ({above[0]!r} gets it through "
+                        "the PUBLIC link)",
+                    )
+
+    def registrations(self, owners: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        declared: dict[str, tuple[str, str]] = {}
+        entries: list[tuple[str, str, tuple[str, ...]]] = [
+            (f"libraries.{name}", name, lib.registers)
+            for name, lib in sorted(self.recipe.libraries.items())
+        ]
+        entries += [
+            (f"objects.{name}", owners[name], obj.registers)
+            for name, obj in sorted(self.recipe.objects.items())
+        ]
+        for key, library, names in entries:
+            for index, registered in enumerate(names):
+                if registered in declared:
+                    raise self.refuse(
+                        f"{key}.registers[{index}]",
+                        f"registration {registered!r} is declared twice (also in "
+                        f"{declared[registered][0]}); a name may be registered by one library only",
+                    )
+                declared[registered] = (key, library)
+        return tuple(sorted((name, where[1]) for name, where in declared.items()))
+
+
+def option_name(project: ProjectSettings, library: str) -> str:
+    """The CMake option that builds an optional library: ``DEMO_BUILD_COMPILER``."""
+    return f"{project.env_prefix}_BUILD_{library.upper()}"
+
+
+def _library_plan(
+    planner: _Planner, name: str, lib: SharedLibrary, owners: Mapping[str, str]
+) -> LibraryPlan:
+    project = planner.recipe.project
+    output = f"{project.library_prefix}{name}"
+    closure = planner.closure(lib.links)
+    options = [option_name(project, other) for other in (name, *closure)
+               if planner.recipe.libraries[other].optional]
+    registers = list(lib.registers)
+    for obj in lib.objects:
+        registers.extend(planner.recipe.objects[obj].registers)
+    return LibraryPlan(
+        name=name,
+        output_name=output,
+        file_name=lib.file or f"lib{output}.so",
+        sources=planner.sources.get(f"libraries.{name}.sources", ()),
+        links=lib.links,
+        link_closure=closure,
+        objects=lib.objects,
+        externals=lib.externals,
+        registers=tuple(registers),
+        optional=lib.optional,
+        load=lib.load,
+        option=option_name(project, name) if lib.optional else "",
+        requires_options=tuple(dict.fromkeys(options)),
+        export_macro=f"{output.upper()}_API",
+        include_dirs=lib.include_dirs,
+    )
+
+
+def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) -> ExecutablePlan:
+    closure = planner.closure(exe.links)
+    options = [option_name(planner.recipe.project, lib) for lib in closure
+               if planner.recipe.libraries[lib].optional]
+    return ExecutablePlan(
+        name=name,
+        sources=planner.sources.get(f"{table}.{name}.sources", ()),
+        links=exe.links,
+        link_closure=closure,
+        no_as_needed=exe.no_as_needed,
+        is_test=table == "tests",
+        args=exe.args,
+        requires_options=tuple(dict.fromkeys(options)),
+        allowed_needed=exe.allowed_needed,
+    )
+
+
+def make_plan(
+    recipe: Recipe, source: str, sources: Mapping[str, tuple[str, ...]] | None = None
+) -> LinkPlan:
+    """Check every rule of the split and lay it out; raises ``PlanError`` naming the key."""
+    planner = _Planner(recipe, source, sources or {})
+    planner.check_all_references()
+    order = planner.link_order()
+    planner.check_optional_links()
+    owners = planner.owners()
+    planner.check_externals()
+    registrations = planner.registrations(owners)
+    executables = [
+        _executable_plan(planner, table, name, exe)
+        for table, entries in (("executables", recipe.executables), ("tests", recipe.tests))
+        for name, exe in sorted(entries.items())
+    ]
+    return LinkPlan(
+        project=recipe.project,
+        recipe_source=source,
+        libraries=tuple(
+            _library_plan(planner, name, recipe.libraries[name], owners) for name in order
+        ),
+        objects=tuple(
+            ObjectPlan(
+                name=name,
+                sources=planner.sources.get(f"objects.{name}.sources", ()),
+                owner=owners[name],
+                registers=obj.registers,
+                build_info=obj.build_info,
+            )
+            for name, obj in sorted(recipe.objects.items())
+        ),
+        executables=tuple(executables),
+        externals=tuple(
+            ExternalPlan(name=name, link=ext.link, find_package=ext.find_package)
+            for name, ext in sorted(recipe.externals.items())
+        ),
+        registrations=registrations,
+    )

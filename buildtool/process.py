@@ -1,0 +1,84 @@
+"""Running external tools: never through a shell, with an explicit environment, output streamed
+to the logger and its tail kept for the error message."""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import shlex
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from buildtool.errors import ToolFailed
+
+log = logging.getLogger("buildtool")
+
+PASSED_ENVIRONMENT = (
+    "PATH", "HOME", "USER", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TERM", "SYSTEMROOT",
+    "CC", "CXX", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "SOURCE_DATE_EPOCH",
+    "MACOSX_DEPLOYMENT_TARGET", "SDKROOT", "DEVELOPER_DIR",
+)
+"""Variables handed to tools as they are: what compilers and linkers need, nothing else."""
+
+PASSED_PREFIXES = ("CCACHE_", "SCCACHE_", "DISTCC_", "PIP_", "NO_COLOR", "FORCE_COLOR")
+"""Families of variables that configure the tools buildtool runs on purpose."""
+
+TAIL_LINES = 40
+
+
+def tool_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A minimal environment for a subprocess, plus ``extra``."""
+    env = {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
+    env.update(
+        {name: value for name, value in os.environ.items() if name.startswith(PASSED_PREFIXES)}
+    )
+    env.update(extra or {})
+    return env
+
+
+def format_command(command: Sequence[str | Path]) -> str:
+    """The command as a user could paste it into a shell."""
+    return shlex.join(str(part) for part in command)
+
+
+def run(
+    command: Sequence[str | Path],
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    stream: bool = True,
+) -> str:
+    """Run ``command``; log it and (when ``stream``) each output line; return the output.
+
+    Raises ``ToolFailed`` with the command line and the last lines of output on a non-zero exit.
+    """
+    argv = [str(part) for part in command]
+    log.info("$ %s", format_command(argv))
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    lines: list[str] = []
+    try:
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env=dict(env) if env is not None else tool_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+    except OSError as error:
+        raise ToolFailed(argv, 127, str(error)) from None
+    assert process.stdout is not None
+    with process:
+        for line in process.stdout:
+            text = line.rstrip("\n")
+            tail.append(text)
+            lines.append(text)
+            if stream:
+                log.info("  %s", text)
+    if process.returncode != 0:
+        raise ToolFailed(argv, process.returncode, "\n".join(tail))
+    return "\n".join(lines)

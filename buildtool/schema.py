@@ -1,0 +1,113 @@
+"""The recipe's JSON Schema, generated from the model's type hints and field docstrings."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import json
+import types
+import typing
+from typing import Any
+
+from buildtool import recipe_model
+from buildtool.recipe import is_required
+
+SCHEMA_ID = "https://buildtool.invalid/schemas/recipe.schema.json"
+
+
+def field_docs(cls: type) -> dict[str, str]:
+    """Attribute docstrings (the string literal after each field) of a dataclass."""
+    tree = ast.parse(inspect.getsource(cls))
+    body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for before, after in zip(body, body[1:]):
+        is_field = isinstance(before, ast.AnnAssign) and isinstance(before.target, ast.Name)
+        is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        if is_field and is_doc:
+            assert isinstance(before, ast.AnnAssign) and isinstance(before.target, ast.Name)
+            assert isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+            docs[before.target.id] = inspect.cleandoc(str(after.value.value))
+    return docs
+
+
+def _toml_name(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _type_schema(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        definitions.setdefault(hint.__name__, {})
+        definitions[hint.__name__] = _dataclass_schema(hint, definitions)
+        return {"$ref": f"#/$defs/{hint.__name__}"}
+    if origin is typing.Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if origin is tuple:
+        return {"type": "array", "items": _type_schema(typing.get_args(hint)[0], definitions)}
+    if origin is dict:
+        item = _type_schema(typing.get_args(hint)[1], definitions)
+        return {
+            "type": "object",
+            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+            "additionalProperties": item,
+        }
+    if origin in (typing.Union, types.UnionType):
+        return _type_schema(typing.get_args(hint)[0], definitions)
+    scalar = {str: "string", bool: "boolean", int: "integer", float: "number"}
+    return {"type": scalar[hint]}
+
+
+def _default(field: dataclasses.Field[Any]) -> Any:
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return dataclasses.MISSING
+    if dataclasses.is_dataclass(value):
+        return dataclasses.MISSING
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _dataclass_schema(cls: type, definitions: dict[str, Any]) -> dict[str, Any]:
+    hints = typing.get_type_hints(cls)
+    docs = field_docs(cls)
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for field in dataclasses.fields(cls):
+        entry = _type_schema(hints[field.name], definitions)
+        entry = {"description": docs.get(field.name, ""), **entry}
+        default = _default(field)
+        if is_required(field):
+            required.append(_toml_name(field.name))
+        elif default is not dataclasses.MISSING:
+            entry["default"] = default
+        properties[_toml_name(field.name)] = entry
+    schema: dict[str, Any] = {
+        "type": "object",
+        "description": inspect.cleandoc(cls.__doc__ or ""),
+        "additionalProperties": False,
+        "properties": properties,
+    }
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def recipe_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a recipe."""
+    definitions: dict[str, Any] = {}
+    root = _dataclass_schema(recipe_model.Recipe, definitions)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "buildtool recipe",
+        **root,
+        "$defs": dict(sorted(definitions.items())),
+    }
+
+
+def render_schema() -> str:
+    """The schema as committed: sorted keys would lose field order, so only indentation is fixed."""
+    return json.dumps(recipe_schema(), indent=2) + "\n"
