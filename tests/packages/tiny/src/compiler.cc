@@ -1,0 +1,1 @@
+int tiny_compiler() { return 3; }

@@ -1,0 +1,1 @@
+int tiny_ffi() { return 1; }

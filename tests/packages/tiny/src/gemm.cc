@@ -1,0 +1,1 @@
+int tiny_gemm() { return 4; }

@@ -1,0 +1,1 @@
+int tiny_runtime() { return 2; }
