@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from buildtool import process
 from buildtool.errors import InputError, UsageError
 
 FILE_API_CLIENT = "client-buildtool"
@@ -48,7 +47,13 @@ def configure_command(
 ) -> list[str | Path]:
     """The ``cmake`` configure command line, with PyPI's ninja as the generator's program."""
     command: list[str | Path] = [
-        cmake_executable(), "-S", source_dir, "-B", build_dir, "-G", "Ninja",
+        cmake_executable(),
+        "-S",
+        source_dir,
+        "-B",
+        build_dir,
+        "-G",
+        "Ninja",
         f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
     ]
     command += [f"-D{name}={value}" for name, value in sorted(defines.items())]

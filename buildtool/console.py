@@ -7,8 +7,14 @@ import os
 from typing import TextIO
 
 RESET = "\033[0m"
-STYLES = {"bold": "\033[1m", "dim": "\033[2m", "red": "\033[31m", "green": "\033[32m",
-          "yellow": "\033[33m", "cyan": "\033[36m"}
+STYLES = {
+    "bold": "\033[1m",
+    "dim": "\033[2m",
+    "red": "\033[31m",
+    "green": "\033[32m",
+    "yellow": "\033[33m",
+    "cyan": "\033[36m",
+}
 
 
 def use_colour(stream: TextIO) -> bool:

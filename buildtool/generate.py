@@ -51,7 +51,9 @@ def _guard(templates: Mapping[str, str], options: Iterable[str], body: str) -> s
     if not conditions:
         return body
     indented = "".join(f"  {line}\n" if line else "\n" for line in body.splitlines())
-    return fill(templates["guard.cmake.in"], {"CONDITION": " AND ".join(conditions), "BODY": indented})
+    return fill(
+        templates["guard.cmake.in"], {"CONDITION": " AND ".join(conditions), "BODY": indented}
+    )
 
 
 def _render_library(templates: Mapping[str, str], lib: LibraryPlan) -> str:

@@ -124,7 +124,9 @@ class _Planner:
 
     def check_references(self, key: str, names: Sequence[str], known: Mapping[str, object]) -> None:
         kind = key.rsplit(".", 1)[-1]
-        table = {"links": "libraries", "objects": "objects", "externals": "externals"}.get(kind, kind)
+        table = {"links": "libraries", "objects": "objects", "externals": "externals"}.get(
+            kind, kind
+        )
         for index, name in enumerate(names):
             if name not in known:
                 shown = ", ".join(sorted(known)) or "none"
@@ -162,9 +164,7 @@ class _Planner:
                 return
             if state.get(name) == "active":
                 cycle = " -> ".join((*path[path.index(name) :], name))
-                raise self.refuse(
-                    f"libraries.{path[-1]}.links", f"links form a cycle: {cycle}"
-                )
+                raise self.refuse(f"libraries.{path[-1]}.links", f"links form a cycle: {cycle}")
             state[name] = "active"
             for linked in self.recipe.libraries[name].links:
                 visit(linked, (*path, name))
@@ -223,15 +223,19 @@ class _Planner:
         for name, lib in sorted(self.recipe.libraries.items()):
             for ext in lib.externals:
                 attached.setdefault(ext, []).append(name)
-        for ext, libs in sorted(attached.items()):
-            for lib in libs:
-                above = [other for other in libs if other != lib and lib in self.closure((other,))]
+        for ext, holders in sorted(attached.items()):
+            for holder in holders:
+                above = [
+                    other
+                    for other in holders
+                    if other != holder and holder in self.closure((other,))
+                ]
                 if above:
                     raise self.refuse(
                         f"libraries.{above[0]}.externals",
-                        f"external {ext!r} is attached to {lib!r} and to {above[0]!r}, which "
-                        f"links {lib!r}; attach it to {lib!r} only ({above[0]!r} gets it through "
-                        "the PUBLIC link)",
+                        f"external {ext!r} is attached to {holder!r} and to {above[0]!r}, which "
+                        f"links {holder!r}; attach it to {holder!r} only ({above[0]!r} gets it "
+                        "through the PUBLIC link)",
                     )
 
     def registrations(self, owners: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
@@ -261,14 +265,15 @@ def option_name(project: ProjectSettings, library: str) -> str:
     return f"{project.env_prefix}_BUILD_{library.upper()}"
 
 
-def _library_plan(
-    planner: _Planner, name: str, lib: SharedLibrary, owners: Mapping[str, str]
-) -> LibraryPlan:
+def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPlan:
     project = planner.recipe.project
     output = f"{project.library_prefix}{name}"
     closure = planner.closure(lib.links)
-    options = [option_name(project, other) for other in (name, *closure)
-               if planner.recipe.libraries[other].optional]
+    options = [
+        option_name(project, other)
+        for other in (name, *closure)
+        if planner.recipe.libraries[other].optional
+    ]
     registers = list(lib.registers)
     for obj in lib.objects:
         registers.extend(planner.recipe.objects[obj].registers)
@@ -293,8 +298,11 @@ def _library_plan(
 
 def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) -> ExecutablePlan:
     closure = planner.closure(exe.links)
-    options = [option_name(planner.recipe.project, lib) for lib in closure
-               if planner.recipe.libraries[lib].optional]
+    options = [
+        option_name(planner.recipe.project, lib)
+        for lib in closure
+        if planner.recipe.libraries[lib].optional
+    ]
     return ExecutablePlan(
         name=name,
         sources=planner.sources.get(f"{table}.{name}.sources", ()),
@@ -327,9 +335,7 @@ def make_plan(
     return LinkPlan(
         project=recipe.project,
         recipe_source=source,
-        libraries=tuple(
-            _library_plan(planner, name, recipe.libraries[name], owners) for name in order
-        ),
+        libraries=tuple(_library_plan(planner, name, recipe.libraries[name]) for name in order),
         objects=tuple(
             ObjectPlan(
                 name=name,

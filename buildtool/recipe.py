@@ -139,7 +139,8 @@ class _Converter:
             entry_key = key_path(key, name)
             if not _NAME.match(name):
                 raise self.fail(
-                    entry_key, "expected a name of letters, digits and '_' (not starting with a digit)"
+                    entry_key,
+                    "expected a name of letters, digits and '_' (not starting with a digit)",
                 )
             result[name] = self.convert(entry, item, entry_key)
         return result
@@ -189,7 +190,9 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
         )
     package = project.package or project.name.replace("-", "_").replace(".", "_")
     if not package.isidentifier():
-        raise RecipeError(source, "project.package", f"expected a Python identifier, found {package!r}")
+        raise RecipeError(
+            source, "project.package", f"expected a Python identifier, found {package!r}"
+        )
     env_prefix = project.env_prefix or package.upper()
     if not _ENV_PREFIX.match(env_prefix):
         raise RecipeError(
@@ -198,7 +201,9 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
             f"expected upper-case letters, digits and '_', found {env_prefix!r}",
         )
     prefix = project.library_prefix or f"{package}_"
-    return dataclasses.replace(project, package=package, env_prefix=env_prefix, library_prefix=prefix)
+    return dataclasses.replace(
+        project, package=package, env_prefix=env_prefix, library_prefix=prefix
+    )
 
 
 def _read_toml(path: Path, source: str) -> dict[str, Any]:

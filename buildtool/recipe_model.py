@@ -17,7 +17,8 @@ class ProjectSettings:
     """The ``[project]`` table: names shared by generation, packaging and the loader."""
 
     name: str
-    """Distribution base name (``demo`` gives wheels ``demo``, ``demo-runtime``, ``demo-compiler``)."""
+    """Distribution base name: ``demo`` gives the wheels ``demo``, ``demo-runtime`` and
+    ``demo-compiler``."""
 
     package: str = ""
     """Import package; wheels keep the libraries under ``<package>/lib/``. Defaults to ``name``."""
@@ -33,7 +34,8 @@ class ProjectSettings:
     """Project root relative to the recipe file: sources and generated files live under it."""
 
     python_package_dir: str = ""
-    """Folder (under ``root``) holding the import package's Python files; empty when there are none."""
+    """Folder (under ``root``) holding the import package's Python files; empty when there are
+    none."""
 
     cxx_standard: int = 17
     """C++ standard the targets compile with."""
@@ -141,7 +143,8 @@ class VerifySettings:
     """The ``[verify]`` table: the linkage policy beyond what the libraries already imply."""
 
     forbidden_needed: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
-    """Per library or executable: NEEDED patterns it must never have (``runtime = ["libLLVM*"]``)."""
+    """Per library or executable: NEEDED patterns it must never have
+    (``runtime = ["libLLVM*"]``)."""
 
     removed: tuple[str, ...] = ()
     """Legacy file names that must no longer exist (a stale monolith such as ``libdemo.so``)."""
@@ -150,7 +153,8 @@ class VerifySettings:
     """Per library: largest allowed file size in MB (10**6 bytes)."""
 
     hardening: bool = False
-    """Also check RELRO with BIND_NOW, non-executable stack, no text relocations, PIE executables."""
+    """Also check RELRO with BIND_NOW, non-executable stack, no text relocations and PIE
+    executables."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import itertools
 import json
 import types
 import typing
@@ -21,12 +22,13 @@ def field_docs(cls: type) -> dict[str, str]:
     tree = ast.parse(inspect.getsource(cls))
     body = tree.body[0].body if isinstance(tree.body[0], ast.ClassDef) else []
     docs: dict[str, str] = {}
-    for before, after in zip(body, body[1:]):
-        is_field = isinstance(before, ast.AnnAssign) and isinstance(before.target, ast.Name)
-        is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-        if is_field and is_doc:
-            assert isinstance(before, ast.AnnAssign) and isinstance(before.target, ast.Name)
-            assert isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+    for before, after in itertools.pairwise(body):
+        if (
+            isinstance(before, ast.AnnAssign)
+            and isinstance(before.target, ast.Name)
+            and isinstance(after, ast.Expr)
+            and isinstance(after.value, ast.Constant)
+        ):
             docs[before.target.id] = inspect.cleandoc(str(after.value.value))
     return docs
 

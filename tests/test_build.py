@@ -33,8 +33,18 @@ print(json.dumps([name.decode() for name in names]))
 
 
 def build_example(build_dir: Path, variant: str) -> Path:
-    code = main(["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir),
-                 "--variant", variant])
+    code = main(
+        [
+            "-q",
+            "build",
+            "--recipe",
+            str(DEMO_RECIPE),
+            "--build-dir",
+            str(build_dir),
+            "--variant",
+            variant,
+        ]
+    )
     assert code == 0
     return build_dir
 
@@ -100,7 +110,9 @@ def test_runtime_only_build_has_no_compiler_and_minrpc_works(runtime_build: Path
     assert not (runtime_build / "bin" / "cpptest").exists()
     completed = subprocess.run([runtime_build / "bin" / "minrpc"], check=False)
     assert completed.returncode == 0
-    assert registered_names(runtime_build / "lib", with_compiler=False) == declared({"ffi", "runtime"})
+    assert registered_names(runtime_build / "lib", with_compiler=False) == declared(
+        {"ffi", "runtime"}
+    )
 
 
 def test_switching_a_folder_to_runtime_removes_the_stale_compiler(tmp_path: Path) -> None:

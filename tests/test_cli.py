@@ -45,7 +45,10 @@ def test_bad_define_is_a_usage_error(run_cli: CliRunner, monkeypatch: pytest.Mon
 
 def test_python_dash_m_entry_point() -> None:
     completed = subprocess.run(
-        [sys.executable, "-m", "buildtool", "--version"], capture_output=True, text=True, check=False
+        [sys.executable, "-m", "buildtool", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert completed.returncode == 0
     assert completed.stdout.strip() == f"buildtool {__version__}"

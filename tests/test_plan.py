@@ -47,13 +47,20 @@ def test_each_optional_library_gets_one_option_and_dependents_require_it() -> No
 
 def test_registrations_map_to_the_library_that_must_hold_them() -> None:
     plan = plan_of(SPLIT)
-    assert plan.registrations == (("gemm.b", "runtime"), ("info.c", "compiler"), ("rt.a", "runtime"))
+    assert plan.registrations == (
+        ("gemm.b", "runtime"),
+        ("info.c", "compiler"),
+        ("rt.a", "runtime"),
+    )
     assert plan.library("runtime").registers == ("rt.a", "gemm.b")
 
 
 def test_object_owner_and_names() -> None:
     plan = plan_of(SPLIT)
-    assert {obj.name: obj.owner for obj in plan.objects} == {"gemm": "runtime", "libinfo": "compiler"}
+    assert {obj.name: obj.owner for obj in plan.objects} == {
+        "gemm": "runtime",
+        "libinfo": "compiler",
+    }
     runtime = plan.library("runtime")
     assert (runtime.file_name, runtime.export_macro) == ("libdemo_runtime.so", "DEMO_RUNTIME_API")
     assert [lib.name for lib in plan.runtime_libraries] == ["ffi", "runtime"]

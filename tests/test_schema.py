@@ -12,7 +12,9 @@ from tests.conftest import CliRunner
 
 def test_committed_schema_is_current() -> None:
     committed = schema_path("recipe").read_text(encoding="utf-8")
-    assert committed == render_schema(), "run: buildtool schema > buildtool/schemas/recipe.schema.json"
+    assert committed == render_schema(), (
+        "run: buildtool schema > buildtool/schemas/recipe.schema.json"
+    )
 
 
 def test_schema_command_prints_it(run_cli: CliRunner) -> None:

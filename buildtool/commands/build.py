@@ -15,7 +15,9 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
     add_build_dir_option(parser)
     parser.add_argument(
-        "--variant", choices=configure.VARIANTS, default=None,
+        "--variant",
+        choices=configure.VARIANTS,
+        default=None,
         help="configure with this variant first (default: keep the folder's, or full)",
     )
 

@@ -20,7 +20,10 @@ def add_recipe_option(parser: argparse.ArgumentParser) -> None:
 
 def add_build_dir_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--build-dir", type=Path, default=Path("build"), metavar="DIR",
+        "--build-dir",
+        type=Path,
+        default=Path("build"),
+        metavar="DIR",
         help="CMake build folder (default: build); libraries land in DIR/lib",
     )
 

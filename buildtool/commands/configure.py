@@ -15,15 +15,22 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
     add_build_dir_option(parser)
     parser.add_argument(
-        "--variant", choices=configure.VARIANTS, default="full",
+        "--variant",
+        choices=configure.VARIANTS,
+        default="full",
         help="full builds every library; runtime leaves out the optional ones (default: full)",
     )
     parser.add_argument(
-        "--check", action="store_true",
+        "--check",
+        action="store_true",
         help="only check that the generated files are current; exit 1 when they are stale",
     )
     parser.add_argument(
-        "-D", dest="defines", action="append", default=[], metavar="NAME=VALUE",
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
         help="extra CMake cache entry (repeatable)",
     )
 
