@@ -1,0 +1,26 @@
+"""The README's Quickstart is the contract: exactly two commands, the second is what CI runs."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+
+def quickstart_commands() -> list[str]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.*?)\n```", section, flags=re.DOTALL)
+
+
+def test_quickstart_has_exactly_two_commands() -> None:
+    commands = quickstart_commands()
+    assert len(commands) == 2
+    assert all("\n" not in command for command in commands)
+
+
+def test_ci_runs_the_readme_test_command_verbatim() -> None:
+    test_command = quickstart_commands()[1]
+    assert "pytest" in test_command
+    ci_lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert test_command in ci_lines
