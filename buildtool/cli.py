@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from buildtool import __version__
-from buildtool.commands import build, configure, schema
+from buildtool.commands import build, configure, schema, wheel
 from buildtool.console import install_log_handler
 from buildtool.errors import BuildtoolError, Interrupted
 
@@ -22,6 +22,7 @@ log = logging.getLogger("buildtool")
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "configure": (configure, "generate CMake from the recipe and configure a Ninja build"),
     "build": (build, "compile with ninja (configures first when needed)"),
+    "wheel": (wheel, "build installable wheels (full, or runtime plus compiler add-on)"),
     "schema": (schema, "print the recipe JSON Schema"),
 }
 

@@ -9,12 +9,14 @@ from pathlib import Path
 from typing import Literal
 
 from buildtool import cmake, process
+from buildtool.distributions import full_project_dir, render_pyprojects
 from buildtool.errors import ChecksFailed, UsageError
 from buildtool.fsutil import folder_lock, write_atomic
 from buildtool.generate import render_build_files
+from buildtool.loader import render_loader
 from buildtool.plan import LinkPlan, make_plan
 from buildtool.recipe import LoadedRecipe
-from buildtool.resources import read_templates
+from buildtool.resources import package_templates, read_templates
 from buildtool.sources import expand_sources
 
 log = logging.getLogger("buildtool")
@@ -37,7 +39,22 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
             "sources can verify binaries built elsewhere but cannot generate a build"
         )
     header_plan = _with_header_source(plan, loaded)
-    return render_build_files(header_plan, read_templates(), loaded.digest)
+    files = render_build_files(header_plan, read_templates(), loaded.digest)
+    files.update(render_loader(header_plan, package_templates("loader")))
+    files.update(
+        render_pyprojects(
+            header_plan,
+            loaded.recipe.wheel,
+            package_templates("packaging"),
+            full_project_dir(recipe_is_root_pyproject(loaded), plan),
+        )
+    )
+    return files
+
+
+def recipe_is_root_pyproject(loaded: LoadedRecipe) -> bool:
+    """A recipe in ``<root>/pyproject.toml`` is the user's own: never generated over."""
+    return loaded.path == loaded.root / "pyproject.toml"
 
 
 def _with_header_source(plan: LinkPlan, loaded: LoadedRecipe) -> LinkPlan:

@@ -30,3 +30,18 @@ def read_templates() -> dict[str, str]:
 def schema_path(name: str) -> Path:
     """A committed JSON schema shipped inside the package (``recipe``, ``report``)."""
     return _PACKAGE_DIR / "schemas" / f"{name}.schema.json"
+
+
+def package_templates(folder: str) -> dict[str, str]:
+    """The templates in ``buildtool/templates/<folder>`` (``loader``, ``packaging``) by file name.
+
+    Package data of ``buildtool`` itself, so the same path works in a checkout and in the wheel.
+    """
+    directory = _PACKAGE_DIR / "templates" / folder
+    if not directory.is_dir():
+        raise InputError(f"buildtool's {folder} templates are missing (looked in {directory})")
+    return {
+        path.name: path.read_text(encoding="utf-8")
+        for path in sorted(directory.iterdir())
+        if path.is_file()
+    }

@@ -1,0 +1,182 @@
+"""Which distributions a variant makes and their generated pyproject.toml files. Pure.
+
+A distribution's name cannot vary by a scikit-build-core config setting, so each distribution has
+its own pyproject.toml, generated into the project tree:
+
+- ``full``: ``<name>``, everything, from ``<root>/pyproject.toml`` (also the sdist's and what a
+  plain ``pip install <root>`` builds);
+- ``split``: ``<name>-runtime`` (the Python package and the required libraries, built with every
+  optional library switched off) and ``<name>-compiler`` (only the optional libraries, requiring
+  ``<name>-runtime==<version>``), from ``<root>/packaging/<distribution>/pyproject.toml`` with
+  ``cmake.source-dir`` pointing back at the root. The two never own the same file, so
+  uninstalling the add-on leaves a working runtime-only install.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Literal
+
+from buildtool import __version__
+from buildtool.generate import fill
+from buildtool.plan import LinkPlan
+from buildtool.recipe_model import WheelSettings
+
+WheelVariant = Literal["full", "split"]
+WHEEL_VARIANTS: tuple[WheelVariant, ...] = ("full", "split")
+
+BUILD_BACKEND = "scikit_build_core.build"
+PYTHON_COMPONENT = "python"
+"""The CMake install component of the Python package (``bt_python_package``)."""
+
+PYPROJECT = "pyproject.toml"
+PACKAGING_DIR = "packaging"
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """One wheel to build, and everything that decides its contents."""
+
+    name: str
+    """Distribution name (``demo-runtime``)."""
+    project_dir: str
+    """Root-relative folder of its pyproject.toml (``.`` or ``packaging/demo-runtime``)."""
+    summary: str
+    """One line for the metadata's ``Summary``."""
+    libraries: tuple[str, ...]
+    """Recipe names of the libraries it ships (each one is also a CMake install component)."""
+    ships_package: bool
+    """Whether it ships the Python package (the loader)."""
+    defines: tuple[tuple[str, str], ...]
+    """CMake cache entries of its build: every optional library's option, ON or OFF."""
+    dependencies: tuple[str, ...]
+    """Its ``Requires-Dist`` entries."""
+
+    @property
+    def components(self) -> tuple[str, ...]:
+        """The CMake install components that make up the wheel."""
+        return ((PYTHON_COMPONENT,) if self.ships_package else ()) + self.libraries
+
+    @property
+    def pyproject(self) -> str:
+        """Root-relative path of its pyproject.toml."""
+        return str(PurePosixPath(self.project_dir) / PYPROJECT)
+
+    @property
+    def source_dir(self) -> str:
+        """The CMake project (the root) relative to ``project_dir``."""
+        depth = len(PurePosixPath(self.project_dir).parts) if self.project_dir != "." else 0
+        return "/".join([".."] * depth) or "."
+
+
+def _defines(plan: LinkPlan, value: str) -> tuple[tuple[str, str], ...]:
+    return tuple((option, value) for option in plan.options)
+
+
+def full_distribution(plan: LinkPlan, project_dir: str = ".") -> Distribution:
+    name = plan.project.name
+    return Distribution(
+        name=name,
+        project_dir=project_dir,
+        summary=f"{name}: the Python package with every library",
+        libraries=tuple(lib.name for lib in plan.libraries),
+        ships_package=True,
+        defines=_defines(plan, "ON"),
+        dependencies=(),
+    )
+
+
+def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
+    """``<name>-runtime`` and its ``<name>-compiler`` add-on."""
+    project = plan.project
+    runtime_name = f"{project.name}-runtime"
+    compiler_name = f"{project.name}-compiler"
+    runtime = Distribution(
+        name=runtime_name,
+        project_dir=f"{PACKAGING_DIR}/{runtime_name}",
+        summary=f"{project.name} runtime: the Python package and the runtime libraries only",
+        libraries=tuple(lib.name for lib in plan.runtime_libraries),
+        ships_package=True,
+        defines=_defines(plan, "OFF"),
+        dependencies=(),
+    )
+    compiler = Distribution(
+        name=compiler_name,
+        project_dir=f"{PACKAGING_DIR}/{compiler_name}",
+        summary=f"{project.name} compiler: the optional libraries, an add-on to {runtime_name}",
+        libraries=tuple(lib.name for lib in plan.libraries if lib.optional),
+        ships_package=False,
+        defines=_defines(plan, "ON"),
+        dependencies=(f"{runtime_name}=={project.version}",),
+    )
+    return runtime, compiler
+
+
+def full_project_dir(recipe_is_root_pyproject: bool, plan: LinkPlan) -> str:
+    """Where the full distribution's pyproject.toml goes: the root, unless the recipe is there."""
+    if recipe_is_root_pyproject:
+        return f"{PACKAGING_DIR}/{plan.project.name}"
+    return "."
+
+
+def variant_distributions(
+    plan: LinkPlan, variant: WheelVariant, full_dir: str = "."
+) -> tuple[Distribution, ...]:
+    """The distributions ``buildtool wheel --variant`` builds, in build order."""
+    if variant == "full":
+        return (full_distribution(plan, full_dir),)
+    return split_distributions(plan)
+
+
+def has_split(plan: LinkPlan) -> bool:
+    """A split needs an optional library to leave out."""
+    return any(lib.optional for lib in plan.libraries)
+
+
+def _toml_strings(items: tuple[str, ...]) -> str:
+    return ", ".join(f'"{item}"' for item in items)
+
+
+def render_pyproject(
+    plan: LinkPlan, dist: Distribution, settings: WheelSettings, template: str
+) -> str:
+    """The pyproject.toml of one distribution."""
+    defines = "".join(f'{name} = "{value}"\n' for name, value in dist.defines)
+    return fill(
+        template,
+        {
+            "BUILDTOOL_VERSION": __version__,
+            "RECIPE": plan.recipe_source,
+            "SUMMARY": dist.summary,
+            "BUILD_BACKEND": BUILD_BACKEND,
+            "DISTRIBUTION": dist.name,
+            "VERSION": plan.project.version,
+            "PYTHON_REQUIRES": settings.python_requires,
+            "DEPENDENCIES": _toml_strings(dist.dependencies),
+            "SOURCE_DIR": dist.source_dir,
+            "PACKAGE": plan.project.package,
+            "COMPONENTS": _toml_strings(dist.components),
+            "DEFINES": defines,
+        },
+    )
+
+
+def all_distributions(plan: LinkPlan, full_dir: str = ".") -> tuple[Distribution, ...]:
+    """Every distribution of the recipe: the full one, and the split pair when there is one."""
+    full = (full_distribution(plan, full_dir),)
+    return full + split_distributions(plan) if has_split(plan) else full
+
+
+def render_pyprojects(
+    plan: LinkPlan, settings: WheelSettings, templates: Mapping[str, str], full_dir: str = "."
+) -> dict[str, str]:
+    """Every distribution's pyproject.toml, by root-relative path; empty without a package."""
+    if not plan.project.python_package_dir:
+        return {}
+    template = templates["pyproject.toml.in"]
+    return {
+        dist.pyproject: render_pyproject(plan, dist, settings, template)
+        for dist in all_distributions(plan, full_dir)
+    }

