@@ -28,15 +28,20 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The main job on the bundled example."""
+    """The main job on the bundled example: ``buildtool ci`` (posargs go to it: --launcher ccache)."""
     session.install(".")
-    session.run("buildtool", "configure", "--check")
-    session.run("buildtool", "build", *session.posargs)
+    session.run("buildtool", "ci", *session.posargs)
 
 
 @nox.session
 def schema(session: nox.Session) -> None:
-    """Regenerate the committed recipe JSON Schema after a model change."""
+    """Regenerate the committed recipe JSON Schema and docs/checks.md after a model change."""
     session.install("-e", ".")
     with Path("buildtool/schemas/recipe.schema.json").open("w", encoding="utf-8") as handle:
         session.run("buildtool", "schema", stdout=handle)
+    session.run(
+        "python",
+        "-c",
+        "from buildtool.linkage.findings import render_checks_doc as r; "
+        "open('docs/checks.md', 'w', encoding='utf-8').write(r())",
+    )

@@ -13,7 +13,7 @@ from types import ModuleType
 from typing import NoReturn
 
 from buildtool import __version__
-from buildtool.commands import build, configure, schema, wheel
+from buildtool.commands import build, ci, configure, schema, verify_linkage, wheel
 from buildtool.console import install_log_handler
 from buildtool.errors import BuildtoolError, Interrupted
 
@@ -22,7 +22,9 @@ log = logging.getLogger("buildtool")
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "configure": (configure, "generate CMake from the recipe and configure a Ninja build"),
     "build": (build, "compile with ninja (configures first when needed)"),
+    "verify-linkage": (verify_linkage, "check the split on real binaries, folders and wheels"),
     "wheel": (wheel, "build installable wheels (full, or runtime plus compiler add-on)"),
+    "ci": (ci, "the whole chain as one CI step: build, test, verify, wheels, install, import"),
     "schema": (schema, "print the recipe JSON Schema"),
 }
 

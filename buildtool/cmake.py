@@ -22,6 +22,16 @@ def cmake_executable() -> Path:
     return Path(cmake.CMAKE_BIN_DIR) / "cmake"
 
 
+def ctest_executable() -> Path:
+    """The ctest beside the PyPI cmake."""
+    return cmake_executable().with_name("ctest")
+
+
+def ctest_command(build_dir: Path) -> list[str | Path]:
+    """Run every test of a configured and built folder, showing a failing test's output."""
+    return [ctest_executable(), "--test-dir", build_dir, "--output-on-failure", "--no-tests=error"]
+
+
 def ninja_executable() -> Path:
     """The ninja from the ``ninja`` package on PyPI (never the system's)."""
     try:

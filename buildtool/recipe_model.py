@@ -10,6 +10,7 @@ import dataclasses
 from typing import Literal
 
 LoadMode = Literal["global", "local"]
+LauncherName = Literal["none", "ccache", "sccache", "distcc"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +140,16 @@ class WheelSettings:
 
 
 @dataclasses.dataclass(frozen=True)
+class BuildSettings:
+    """The ``[build]`` table: how ``configure``, ``build``, ``wheel`` and ``ci`` compile."""
+
+    launcher: LauncherName = "none"
+    """Compiler launcher passed as ``CMAKE_C_COMPILER_LAUNCHER``/``CMAKE_CXX_COMPILER_LAUNCHER``:
+    ``ccache`` or ``sccache`` (a compile cache), ``distcc`` (compiles on the hosts of
+    ``DISTCC_HOSTS``). ``none`` leaves CMake's own choice. ``--launcher`` overrides it."""
+
+
+@dataclasses.dataclass(frozen=True)
 class VerifySettings:
     """The ``[verify]`` table: the linkage policy beyond what the libraries already imply."""
 
@@ -178,6 +189,9 @@ class Recipe:
 
     externals: dict[str, External] = dataclasses.field(default_factory=dict)
     """Libraries from outside the recipe, by name."""
+
+    build: BuildSettings = dataclasses.field(default_factory=BuildSettings)
+    """How the compiles run (a compiler launcher)."""
 
     wheel: WheelSettings = dataclasses.field(default_factory=WheelSettings)
     """How wheels are built and repaired."""

@@ -50,12 +50,13 @@ Fixed timestamps make a rebuild of the same sources give the same wheel bytes.""
 
 
 class WheelVerifier(Protocol):
-    """The verify-linkage step run on each repaired wheel before it is published.
+    """The verify-linkage step, run on the repaired wheels of a variant together (as they are
+    installed together: the compiler add-on needs the runtime wheel) before any is published.
 
-    Raises ``ChecksFailed`` (or any ``BuildtoolError``) to reject the wheel; returns to accept it.
+    Raises ``ChecksFailed`` (or any ``BuildtoolError``) to reject them; returns to accept them.
     """
 
-    def __call__(self, wheel: Path, plan: LinkPlan, /) -> None: ...
+    def __call__(self, wheels: Sequence[Path], plan: LinkPlan, /) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +73,8 @@ class WheelRequest:
     """Build folders go in ``<build_root>/skb/<distribution>/<wheel tag>``."""
     sdist: bool = False
     """Also build the full distribution's sdist."""
+    defines: tuple[tuple[str, str], ...] = ()
+    """Extra CMake cache entries for every wheel build (a compiler launcher)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,9 +120,20 @@ def skb_build_dir(build_root: Path, dist: Distribution) -> Path:
     return build_root.resolve() / "skb" / dist.name / "{wheel_tag}"
 
 
-def build_raw_wheel(loaded: LoadedRecipe, dist: Distribution, build_root: Path, dest: Path) -> Path:
-    """Run the ``build_wheel`` hook of ``dist``; return the unrepaired wheel."""
+def build_raw_wheel(
+    loaded: LoadedRecipe,
+    dist: Distribution,
+    build_root: Path,
+    dest: Path,
+    defines: Iterable[tuple[str, str]] = (),
+) -> Path:
+    """Run the ``build_wheel`` hook of ``dist``; return the unrepaired wheel.
+
+    ``defines`` become ``cmake.define.<NAME>`` config settings, which scikit-build-core merges
+    with the distribution's own ``cmake.define`` table.
+    """
     settings = {"build-dir": str(skb_build_dir(build_root, dist))}
+    settings.update({f"cmake.define.{name}": value for name, value in defines})
     log.info("building the %s wheel", dist.name)
     try:
         name = _hooks(loaded.root / dist.project_dir).build_wheel(str(dest), settings)
@@ -262,7 +276,8 @@ def staging_folder(out_dir: Path) -> Iterator[Path]:
 
 
 def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, staging: Path) -> Path:
-    raw = build_raw_wheel(request.loaded, dist, request.build_root, staging / "raw" / dist.name)
+    raw_dir = staging / "raw" / dist.name
+    raw = build_raw_wheel(request.loaded, dist, request.build_root, raw_dir, request.defines)
     platform_tag = request.loaded.recipe.wheel.platform_tag
     repaired = repair_wheel(raw, staging / "repaired" / dist.name, plan, platform_tag)
     package_files = python_package_files(request.loaded)
@@ -302,14 +317,11 @@ def build_wheels(request: WheelRequest, verify: WheelVerifier | None = None) -> 
         staging_folder(request.out_dir) as staging,
     ):
         for dist in variant_distributions(plan, request.variant, full_dir):
-            wheel = _build_one(request, plan, dist, staging)
-            if verify is None:
-                log.warning(
-                    "verify-linkage is not available: %s was checked for contents only", wheel.name
-                )
-            else:
-                verify(wheel, plan)
-            staged.append((dist.name, wheel))
+            staged.append((dist.name, _build_one(request, plan, dist, staging)))
+        if verify is None:
+            log.warning("verify-linkage skipped: the wheels were checked for contents only")
+        else:
+            verify([wheel for _, wheel in staged], plan)
         if request.sdist:
             staged.append((plan.project.name, build_sdist(loaded, plan, staging / "sdist")))
         return _publish(staged, request.out_dir)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 import venv
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -405,8 +405,9 @@ def test_failed_verification_publishes_nothing(tmp_path: Path, build_root: Path)
     out.mkdir()
     (out / "keep.txt").write_text("untouched", encoding="utf-8")
 
-    def reject(path: Path, plan: LinkPlan) -> None:
-        raise ChecksFailed(f"{path.name}: rejected for the test ({plan.project.name})")
+    def reject(wheels: Sequence[Path], plan: LinkPlan) -> None:
+        names = ", ".join(path.name for path in wheels)
+        raise ChecksFailed(f"{names}: rejected for the test ({plan.project.name})")
 
     with pytest.raises(ChecksFailed, match="rejected for the test"):
         build(out, build_root, "split", verify=reject)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from buildtool.launcher import LAUNCHERS
 from buildtool.recipe import LoadedRecipe, find_default_recipe, load_recipe
 
 
@@ -25,6 +26,16 @@ def add_build_dir_option(parser: argparse.ArgumentParser) -> None:
         default=Path("build"),
         metavar="DIR",
         help="CMake build folder (default: build); libraries land in DIR/lib",
+    )
+
+
+def add_launcher_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default=None,
+        help="compiler launcher for every C/C++ compile: a cache (ccache, sccache) or distcc "
+        "(default: the recipe's build.launcher, else none)",
     )
 
 

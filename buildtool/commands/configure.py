@@ -6,7 +6,13 @@ import argparse
 import logging
 
 from buildtool import configure
-from buildtool.commands.common import add_build_dir_option, add_recipe_option, resolve_recipe
+from buildtool.commands.common import (
+    add_build_dir_option,
+    add_launcher_option,
+    add_recipe_option,
+    resolve_recipe,
+)
+from buildtool.launcher import resolve_launcher_defines
 
 log = logging.getLogger("buildtool")
 
@@ -14,6 +20,7 @@ log = logging.getLogger("buildtool")
 def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
     add_build_dir_option(parser)
+    add_launcher_option(parser)
     parser.add_argument(
         "--variant",
         choices=configure.VARIANTS,
@@ -52,7 +59,10 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         configure.check_generated(loaded)
         return 0
-    defines = parse_defines(args.defines, UsageError)
+    defines = {
+        **resolve_launcher_defines(args.launcher, loaded),
+        **parse_defines(args.defines, UsageError),
+    }
     targets = configure.configure(loaded, args.build_dir, args.variant, defines)
     built = [t.name for t in targets if t.type in ("SHARED_LIBRARY", "EXECUTABLE")]
     log.info("configured %s (%s variant): %s", args.build_dir, args.variant, ", ".join(built))

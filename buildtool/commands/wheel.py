@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import importlib
+import logging
+from collections.abc import Sequence
 from pathlib import Path
 
 from buildtool import wheel
-from buildtool.commands.common import add_recipe_option, resolve_recipe
+from buildtool.commands.common import add_launcher_option, add_recipe_option, resolve_recipe
 from buildtool.distributions import WHEEL_VARIANTS
+from buildtool.launcher import resolve_launcher_defines
+from buildtool.linkage.verify import verify_wheels
+from buildtool.plan import LinkPlan
+from buildtool.recipe import LoadedRecipe
 
-VERIFY_MODULE = "buildtool.linkage"
-VERIFY_FUNCTION = "verify_wheel"
-"""verify-linkage's hook: ``buildtool.linkage.verify_wheel(wheel, plan)``, see ``WheelVerifier``."""
+log = logging.getLogger("buildtool")
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
+    add_launcher_option(parser)
     parser.add_argument(
         "--variant",
         choices=WHEEL_VARIANTS,
@@ -45,23 +49,29 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def linkage_verifier() -> wheel.WheelVerifier | None:
-    """verify-linkage's wheel check when this buildtool has one, else None."""
-    try:
-        module = importlib.import_module(VERIFY_MODULE)
-    except ImportError:
-        return None
-    verifier: wheel.WheelVerifier | None = getattr(module, VERIFY_FUNCTION, None)
-    return verifier
+def linkage_verifier(loaded: LoadedRecipe) -> wheel.WheelVerifier:
+    """verify-linkage over all wheels of the variant, with the recipe's policy."""
+
+    def verify(wheels: Sequence[Path], plan: LinkPlan) -> None:
+        report = verify_wheels(wheels, plan, loaded)
+        log.info(
+            "verify-linkage: %d ELF files in %d wheels, no errors",
+            report.files_checked,
+            len(wheels),
+        )
+
+    return verify
 
 
 def run(args: argparse.Namespace) -> int:
+    loaded = resolve_recipe(args)
     request = wheel.WheelRequest(
-        loaded=resolve_recipe(args),
+        loaded=loaded,
         variant=args.variant,
         out_dir=args.out_dir,
         build_root=args.build_root,
         sdist=args.sdist,
+        defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
     )
-    wheel.build_wheels(request, verify=linkage_verifier())
+    wheel.build_wheels(request, verify=linkage_verifier(loaded))
     return 0

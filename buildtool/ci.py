@@ -1,0 +1,354 @@
+"""``buildtool ci``: the whole chain as named steps, run in order until the first failure.
+
+Each step is a plain function of the ``Workspace`` (what earlier steps produced) that returns a
+``StepOutcome`` or raises a ``BuildtoolError``. ``run_steps`` times them, turns errors into failed
+steps, marks the rest skipped after a failure, and tells an observer as it goes: the command
+module decides how that looks (GitHub folding, colours). Nothing here prints; tool output reaches
+the ``buildtool`` logger through ``process.run``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from buildtool import cmake, configure, process, wheel
+from buildtool.distributions import WheelVariant, has_split
+from buildtool.errors import BuildtoolError, ChecksFailed
+from buildtool.fsutil import write_atomic
+from buildtool.linkage.findings import Finding
+from buildtool.plan import LinkPlan
+from buildtool.recipe import LoadedRecipe
+
+log = logging.getLogger("buildtool")
+
+StepStatus = Literal["passed", "failed", "skipped"]
+
+SKIPPED_AFTER_FAILURE = "not run: an earlier step failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class CiRequest:
+    """What ``buildtool ci`` was asked for."""
+
+    loaded: LoadedRecipe
+    """The recipe."""
+    out_dir: Path
+    """Wheels and the reports (``buildtool-ci.json``, ``buildtool-ci.junit.xml``) go here."""
+    build_dir: Path
+    """The CMake build folder; wheel builds and the smoke-test environment go beneath it."""
+    launcher: str = "none"
+    """The compiler launcher's name, for the report."""
+    defines: tuple[tuple[str, str], ...] = ()
+    """Extra CMake cache entries for the configure and every wheel build (the launcher's)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StepOutcome:
+    """What a step function returns (a failure may also be raised as a ``BuildtoolError``)."""
+
+    status: StepStatus = "passed"
+    detail: str = ""
+    """One line on what the step did or why it failed; more lines may follow."""
+    findings: tuple[Finding, ...] = ()
+    """verify-linkage findings, for annotations and the reports."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StepResult:
+    """One step of a run, as reported."""
+
+    name: str
+    status: StepStatus
+    seconds: float
+    detail: str
+    findings: tuple[Finding, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class CiResult:
+    """A whole run."""
+
+    recipe: str
+    launcher: str
+    steps: tuple[StepResult, ...]
+    interrupted: bool = False
+
+    @property
+    def failed_step(self) -> StepResult | None:
+        return next((step for step in self.steps if step.status == "failed"), None)
+
+    @property
+    def passed(self) -> bool:
+        return self.failed_step is None and not self.interrupted
+
+    @property
+    def seconds(self) -> float:
+        return round(sum(step.seconds for step in self.steps), 2)
+
+
+@dataclasses.dataclass
+class Workspace:
+    """What one run's steps hand on to later steps (mutable, owned by that run)."""
+
+    request: CiRequest
+    plan: LinkPlan
+    wheels: list[Path] = dataclasses.field(default_factory=list)
+    """The wheels the ``wheels`` step published."""
+    python: Path | None = None
+    """The interpreter of the fresh environment the ``install`` step made."""
+
+
+StepFunction = Callable[[Workspace], StepOutcome]
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    name: str
+    summary: str
+    run: StepFunction
+
+
+class CiObserver(Protocol):
+    """Told about each step as it starts and ends: how the CLI renders a run."""
+
+    def step_started(self, step: Step, number: int, total: int) -> None: ...
+
+    def step_finished(self, result: StepResult) -> None: ...
+
+
+# --- steps ---------------------------------------------------------------------------------------
+
+
+def step_generated(workspace: Workspace) -> StepOutcome:
+    configure.check_generated(workspace.request.loaded)
+    return StepOutcome(detail="generated files are current")
+
+
+def step_configure(workspace: Workspace) -> StepOutcome:
+    request = workspace.request
+    targets = configure.configure(request.loaded, request.build_dir, "full", dict(request.defines))
+    built = [t.name for t in targets if t.type in ("SHARED_LIBRARY", "EXECUTABLE")]
+    return StepOutcome(detail=f"configured {request.build_dir}: {', '.join(built)}")
+
+
+def step_build(workspace: Workspace) -> StepOutcome:
+    configure.build(workspace.request.build_dir)
+    return StepOutcome(detail=f"built {workspace.request.build_dir}")
+
+
+def step_ctest(workspace: Workspace) -> StepOutcome:
+    output = process.run(cmake.ctest_command(workspace.request.build_dir))
+    passed = [line for line in output.splitlines() if "tests passed" in line]
+    return StepOutcome(detail=passed[-1].strip() if passed else "ctest passed")
+
+
+def _verify(workspace: Workspace, paths: Sequence[Path]) -> StepOutcome:
+    try:
+        from buildtool.linkage.report import render_text
+        from buildtool.linkage.verify import policy_for_recipe, verify_paths
+    except ImportError:
+        return StepOutcome("skipped", "verify-linkage is not available in this buildtool")
+    report = verify_paths(list(paths), policy_for_recipe(workspace.request.loaded))
+    log.info("%s", render_text(report).rstrip("\n"))
+    errors, warnings = report.count("error"), report.count("warning")
+    detail = f"{report.files_checked} files checked: {errors} errors, {warnings} warnings"
+    first = next((f for f in report.findings if f.severity == "error"), None)
+    if first is not None:
+        detail += f"; {first.path}: {first.check_id} {first.check.name}: {first.message}"
+    status: StepStatus = "failed" if report.failed else "passed"
+    return StepOutcome(status, detail, report.findings)
+
+
+def step_verify_build(workspace: Workspace) -> StepOutcome:
+    return _verify(workspace, [workspace.request.build_dir])
+
+
+def _verified_by_the_next_step(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
+    # verify-wheels is a step of its own, so that its findings are reported like the build's.
+    del plan
+    log.debug("verify-linkage on %d wheels follows as its own step", len(wheels))
+
+
+def step_wheels(workspace: Workspace) -> StepOutcome:
+    request = workspace.request
+    variant: WheelVariant = "split" if has_split(workspace.plan) else "full"
+    wheel_request = wheel.WheelRequest(
+        loaded=request.loaded,
+        variant=variant,
+        out_dir=request.out_dir,
+        build_root=request.build_dir,
+        defines=request.defines,
+    )
+    built = wheel.build_wheels(wheel_request, verify=_verified_by_the_next_step)
+    workspace.wheels = [artifact.path for artifact in built]
+    names = ", ".join(f"{a.path.name} ({a.size} bytes)" for a in built)
+    return StepOutcome(detail=f"{variant} wheels: {names}")
+
+
+def step_verify_wheels(workspace: Workspace) -> StepOutcome:
+    if not workspace.wheels:
+        raise ChecksFailed("no wheels to verify")
+    return _verify(workspace, workspace.wheels)
+
+
+def venv_python(folder: Path) -> Path:
+    return folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def step_install(workspace: Workspace) -> StepOutcome:
+    request = workspace.request
+    folder = (request.build_dir / "ci-venv").resolve()
+    process.run([sys.executable, "-m", "venv", "--clear", folder])
+    python = venv_python(folder)
+    pip: list[str | Path] = [
+        python,
+        "-m",
+        "pip",
+        "--disable-pip-version-check",
+        "install",
+        "--no-index",
+    ]
+    process.run([*pip, "--find-links", request.out_dir.resolve(), *workspace.wheels])
+    workspace.python = python
+    return StepOutcome(detail=f"installed {len(workspace.wheels)} wheels into {folder}")
+
+
+SMOKE_SCRIPT = """\
+import importlib, json, sys
+package = importlib.import_module(sys.argv[1])
+base = importlib.import_module(sys.argv[1] + ".base")
+listing = getattr(package, "list_global_functions", None)
+print(json.dumps({
+    "runtime_only": bool(base._RUNTIME_ONLY),
+    "loaded": sorted(base._LIBS),
+    "names": sorted(listing()) if callable(listing) else None,
+}))
+"""
+"""Imports the package in the fresh environment and prints what its generated loader did."""
+SMOKE_SCRIPT_NAME = "buildtool_smoke_import.py"
+
+
+def expected_registrations(plan: LinkPlan, runtime_only: bool) -> tuple[set[str], set[str]]:
+    """Registered names that must be present, and those that must be absent, in a mode."""
+    present: set[str] = set()
+    absent: set[str] = set()
+    for name, library in plan.registrations:
+        optional = plan.library(library).optional
+        (absent if runtime_only and optional else present).add(name)
+    return present, absent
+
+
+def smoke_problems(facts: dict[str, Any], plan: LinkPlan, runtime_only: bool) -> list[str]:
+    """What the smoke import's ``facts`` show to be wrong, given the plan (pure)."""
+    problems = []
+    if facts.get("runtime_only") is not runtime_only:
+        problems.append(f"_RUNTIME_ONLY is {facts.get('runtime_only')}, expected {runtime_only}")
+    wanted = plan.runtime_libraries if runtime_only else plan.libraries
+    expected_loaded = sorted(lib.name for lib in wanted)
+    if facts.get("loaded") != expected_loaded:
+        problems.append(f"loaded libraries {facts.get('loaded')}, expected {expected_loaded}")
+    names = facts.get("names")
+    if names is not None:
+        present, absent = expected_registrations(plan, runtime_only)
+        problems += [f"{name} is not registered" for name in sorted(present - set(names))]
+        problems += [
+            f"{name} is registered (its library is optional)"
+            for name in sorted(absent)
+            if name in names
+        ]
+    return problems
+
+
+def smoke_import(workspace: Workspace, runtime_only: bool) -> StepOutcome:
+    if workspace.python is None:
+        raise ChecksFailed("no environment to import from: the install step did not run")
+    project = workspace.plan.project
+    variable = f"{project.env_prefix}_USE_RUNTIME_LIB"
+    env = process.tool_environment({variable: "1" if runtime_only else "0"})
+    # A script file, not -c: its folder (not the current one) goes first on sys.path.
+    script = workspace.python.parent.parent / SMOKE_SCRIPT_NAME
+    write_atomic(script, SMOKE_SCRIPT)
+    output = process.run([workspace.python, script, project.package], cwd=script.parent, env=env)
+    facts = json.loads(output.splitlines()[-1])
+    problems = smoke_problems(facts, workspace.plan, runtime_only)
+    if problems:
+        raise ChecksFailed(
+            f"import {project.package} with {variable}={int(runtime_only)}: " + "; ".join(problems)
+        )
+    detail = f"import {project.package} with {variable}={int(runtime_only)}: loaded "
+    detail += ", ".join(facts["loaded"])
+    if facts["names"] is None:
+        detail += f" (registrations not listed: {project.package} has no list_global_functions)"
+    else:
+        detail += f"; {len(facts['names'])} registered names as the recipe says"
+    return StepOutcome(detail=detail)
+
+
+def step_smoke_full(workspace: Workspace) -> StepOutcome:
+    return smoke_import(workspace, runtime_only=False)
+
+
+def step_smoke_runtime(workspace: Workspace) -> StepOutcome:
+    return smoke_import(workspace, runtime_only=True)
+
+
+STEPS: tuple[Step, ...] = (
+    Step("generated", "generated files are current (configure --check)", step_generated),
+    Step("configure", "configure the CMake build", step_configure),
+    Step("build", "compile with ninja", step_build),
+    Step("ctest", "run the C++ tests", step_ctest),
+    Step("verify-build", "verify-linkage on the build tree", step_verify_build),
+    Step("wheels", "build and repair the wheels", step_wheels),
+    Step("verify-wheels", "verify-linkage on the wheels, together", step_verify_wheels),
+    Step("install", "install the wheels into a fresh virtual environment", step_install),
+    Step("smoke-full", "import the package with every library", step_smoke_full),
+    Step("smoke-runtime", "import the package runtime-only", step_smoke_runtime),
+)
+
+
+# --- the runner ----------------------------------------------------------------------------------
+
+
+def run_step(step: Step, workspace: Workspace) -> StepResult:
+    """Run one step, timed; a ``BuildtoolError`` makes it a failed step."""
+    start = time.monotonic()
+    try:
+        outcome = step.run(workspace)
+    except BuildtoolError as error:
+        outcome = StepOutcome("failed", str(error))
+    seconds = round(time.monotonic() - start, 2)
+    return StepResult(step.name, outcome.status, seconds, outcome.detail, outcome.findings)
+
+
+def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver) -> CiResult:
+    """Run ``steps`` in order until one fails; the rest are reported skipped."""
+    results: list[StepResult] = []
+    interrupted = False
+    for number, step in enumerate(steps, start=1):
+        if any(result.status == "failed" for result in results):
+            results.append(StepResult(step.name, "skipped", 0.0, SKIPPED_AFTER_FAILURE))
+            continue
+        observer.step_started(step, number, len(steps))
+        try:
+            result = run_step(step, workspace)
+        except KeyboardInterrupt:
+            interrupted = True
+            result = StepResult(step.name, "failed", 0.0, "interrupted")
+        observer.step_finished(result)
+        results.append(result)
+    request = workspace.request
+    return CiResult(request.loaded.source, request.launcher, tuple(results), interrupted)
+
+
+def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STEPS) -> CiResult:
+    """The whole chain on ``request``'s recipe."""
+    workspace = Workspace(request, configure.plan_recipe(request.loaded))
+    return run_steps(steps, workspace, observer)

@@ -1,0 +1,157 @@
+"""A ``buildtool ci`` run as text: the summary table, JSON (versioned), JUnit XML and Markdown.
+
+Pure functions of a ``CiResult``; the command module writes and prints them.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from typing import Any
+
+from buildtool import __version__
+from buildtool.ci import CiResult, StepResult
+from buildtool.linkage.findings import Finding
+
+CI_REPORT_VERSION = 1
+"""``version`` of ``buildtool-ci.json`` (schema: buildtool/schemas/ci.schema.json)."""
+
+JSON_NAME = "buildtool-ci.json"
+JUNIT_NAME = "buildtool-ci.junit.xml"
+
+Paint = Callable[[str, str], str]
+STATUS_STYLES = {"passed": "green", "failed": "red", "skipped": "yellow"}
+STATUS_ICONS = {"passed": "✅", "failed": "❌", "skipped": "⏭️"}
+
+
+def _plain(text: str, style: str) -> str:
+    del style
+    return text
+
+
+def first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0]
+
+
+def verdict(result: CiResult) -> str:
+    """One line: passed, or the step that failed and why."""
+    failed = result.failed_step
+    if result.interrupted:
+        return f"buildtool ci: interrupted during {failed.name if failed else 'a step'}"
+    if failed is None:
+        return f"buildtool ci: passed ({len(result.steps)} steps, {result.seconds:.1f} s)"
+    return f"buildtool ci: failed at step {failed.name}: {first_line(failed.detail)}"
+
+
+def render_table(result: CiResult, paint: Paint = _plain) -> str:
+    """The summary table: step, status, seconds, then the total."""
+    width = max(len("total"), *(len(step.name) for step in result.steps))
+    lines = [paint(f"{'step':<{width}}  {'status':<7}  {'seconds':>7}", "bold")]
+    for step in result.steps:
+        status = paint(f"{step.status:<7}", STATUS_STYLES[step.status])
+        lines.append(f"{step.name:<{width}}  {status}  {step.seconds:>7.2f}")
+    lines.append(f"{'total':<{width}}  {'':<7}  {result.seconds:>7.2f}")
+    return "\n".join(lines) + "\n"
+
+
+def finding_json(finding: Finding) -> dict[str, Any]:
+    return {
+        "id": finding.check_id,
+        "name": finding.check.name,
+        "severity": finding.severity,
+        "path": finding.path,
+        "message": finding.message,
+        "evidence": finding.evidence,
+        "hint": finding.check.hint,
+    }
+
+
+def _step_json(step: StepResult) -> dict[str, Any]:
+    return {
+        "name": step.name,
+        "status": step.status,
+        "seconds": step.seconds,
+        "detail": step.detail,
+        "findings": [finding_json(finding) for finding in step.findings],
+    }
+
+
+def report_json(result: CiResult) -> dict[str, Any]:
+    """The JSON document of ``buildtool-ci.json``."""
+    failed = result.failed_step
+    return {
+        "version": CI_REPORT_VERSION,
+        "buildtool": __version__,
+        "recipe": result.recipe,
+        "launcher": result.launcher,
+        "passed": result.passed,
+        "interrupted": result.interrupted,
+        "failed_step": failed.name if failed else None,
+        "seconds": result.seconds,
+        "steps": [_step_json(step) for step in result.steps],
+    }
+
+
+def render_json(result: CiResult) -> str:
+    return json.dumps(report_json(result), indent=2) + "\n"
+
+
+def _finding_line(finding: Finding) -> str:
+    line = f"{finding.severity} {finding.check_id} {finding.check.name}: {finding.path}: "
+    return line + finding.message
+
+
+def _junit_case(suite: ET.Element, step: StepResult) -> None:
+    case = ET.SubElement(
+        suite, "testcase", classname="buildtool.ci", name=step.name, time=f"{step.seconds:.2f}"
+    )
+    if step.status == "failed":
+        failure = ET.SubElement(case, "failure", message=first_line(step.detail), type="failed")
+        failure.text = "\n".join([step.detail, *(_finding_line(f) for f in step.findings)])
+    elif step.status == "skipped":
+        ET.SubElement(case, "skipped", message=first_line(step.detail))
+    elif step.detail:
+        ET.SubElement(case, "system-out").text = step.detail
+
+
+def render_junit(result: CiResult) -> str:
+    """JUnit XML: one test case per step; a failed step carries its message and findings."""
+    counts = {
+        "tests": str(len(result.steps)),
+        "failures": str(sum(step.status == "failed" for step in result.steps)),
+        "errors": "0",
+        "skipped": str(sum(step.status == "skipped" for step in result.steps)),
+        "time": f"{result.seconds:.2f}",
+    }
+    root = ET.Element("testsuites", {"name": "buildtool ci", **counts})
+    suite = ET.SubElement(root, "testsuite", {"name": f"buildtool ci {result.recipe}", **counts})
+    for step in result.steps:
+        _junit_case(suite, step)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
+
+
+def _markdown_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(result: CiResult) -> str:
+    """The GitHub step summary: verdict, the table, and every finding."""
+    lines = [f"## {verdict(result)}", "", "| step | status | seconds |", "|---|---|---:|"]
+    for step in result.steps:
+        status = f"{STATUS_ICONS[step.status]} {step.status}"
+        lines.append(f"| `{step.name}` | {status} | {step.seconds:.2f} |")
+    findings = [(step.name, finding) for step in result.steps for finding in step.findings]
+    if findings:
+        lines += ["", "### verify-linkage findings", ""]
+        for step_name, finding in findings:
+            lines.append(
+                f"- **{finding.severity}** `{finding.check_id}` {finding.check.name} in "
+                f"`{finding.path}` ({step_name}): {_markdown_cell(finding.message)}  \n"
+                f"  fix: {_markdown_cell(finding.check.hint)}"
+            )
+    failed = result.failed_step
+    if failed is not None and not failed.findings:
+        lines += ["", f"### `{failed.name}` failed", "", "```", failed.detail.strip(), "```"]
+    return "\n".join(lines) + "\n"

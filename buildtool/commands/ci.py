@@ -1,0 +1,143 @@
+"""``buildtool ci``: the whole chain as one CI step, rendered the way the CI system expects.
+
+Under GitHub Actions (``GITHUB_ACTIONS=true``) each step is a ``::group::``, verify-linkage
+findings become ``::error file=...::`` annotations and the summary goes to
+``$GITHUB_STEP_SUMMARY``; elsewhere the output is plain, coloured when NO_COLOR/FORCE_COLOR and
+the terminal allow. Everything (tool output included) goes to stdout, so folds and the lines
+they hold stay in order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from buildtool import ci, ci_report
+from buildtool.commands.common import (
+    add_build_dir_option,
+    add_launcher_option,
+    add_recipe_option,
+    resolve_recipe,
+)
+from buildtool.console import install_log_handler, paint, use_colour
+from buildtool.errors import Interrupted
+from buildtool.fsutil import write_atomic
+from buildtool.launcher import chosen_launcher, resolve_launcher_defines
+from buildtool.linkage.report import github_annotation
+
+
+def populate_parser(parser: argparse.ArgumentParser) -> None:
+    add_recipe_option(parser)
+    add_build_dir_option(parser)
+    add_launcher_option(parser)
+    parser.add_argument(
+        "--out-dir",
+        type=Path,
+        default=Path("dist"),
+        metavar="DIR",
+        help=f"wheels, {ci_report.JSON_NAME} and {ci_report.JUNIT_NAME} go here (default: dist)",
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+class ConsoleRenderer:
+    """Plain or coloured step headers and results."""
+
+    def __init__(self, stream: TextIO, colour: bool) -> None:
+        self.stream = stream
+        self.colour = colour
+
+    def paint(self, text: str, style: str) -> str:
+        return paint(text, style, self.colour)
+
+    def write(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def step_started(self, step: ci.Step, number: int, total: int) -> None:
+        self.write(self.paint(f"==> [{number}/{total}] {step.name}: {step.summary}", "bold"))
+
+    def step_finished(self, result: ci.StepResult) -> None:
+        style = ci_report.STATUS_STYLES[result.status]
+        status = self.paint(result.status, style)
+        self.write(f"<== {result.name} {status} in {result.seconds:.2f} s")
+        if result.detail:
+            shown = (
+                result.detail if result.status == "failed" else ci_report.first_line(result.detail)
+            )
+            self.write(f"    {shown}")
+
+
+class GitHubRenderer(ConsoleRenderer):
+    """Workflow commands: a fold per step, annotations for findings and failures."""
+
+    def step_started(self, step: ci.Step, number: int, total: int) -> None:
+        self.write(f"::group::[{number}/{total}] {step.name}: {step.summary}")
+
+    def step_finished(self, result: ci.StepResult) -> None:
+        self.write("::endgroup::")
+        for finding in result.findings:
+            self.write(github_annotation(finding))
+        if result.status == "failed" and not result.findings:
+            self.write(f"::error title=buildtool ci {result.name}::{_escape(result.detail)}")
+        super().step_finished(result)
+
+
+def on_github() -> bool:
+    return os.environ.get("GITHUB_ACTIONS") == "true"
+
+
+def write_reports(result: ci.CiResult, out_dir: Path) -> list[Path]:
+    """``buildtool-ci.json`` and ``buildtool-ci.junit.xml``, each replaced atomically."""
+    json_path = out_dir / ci_report.JSON_NAME
+    junit_path = out_dir / ci_report.JUNIT_NAME
+    write_atomic(json_path, ci_report.render_json(result))
+    write_atomic(junit_path, ci_report.render_junit(result))
+    return [json_path, junit_path]
+
+
+def append_step_summary(result: ci.CiResult) -> None:
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with Path(summary).open("a", encoding="utf-8") as handle:
+            handle.write(ci_report.render_markdown(result))
+
+
+def _render_end(renderer: ConsoleRenderer, result: ci.CiResult, reports: list[Path]) -> None:
+    renderer.write("")
+    renderer.write(ci_report.render_table(result, renderer.paint).rstrip("\n"))
+    renderer.write(f"reports: {', '.join(str(path) for path in reports)}")
+    style = "green" if result.passed else "red"
+    renderer.write(renderer.paint(ci_report.verdict(result), style))
+
+
+def run(args: argparse.Namespace) -> int:
+    loaded = resolve_recipe(args)
+    launcher, _ = chosen_launcher(args.launcher, loaded)
+    request = ci.CiRequest(
+        loaded=loaded,
+        out_dir=args.out_dir,
+        build_dir=args.build_dir,
+        launcher=launcher,
+        defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
+    )
+    # Usage errors above went to stderr; from here on one stream keeps folds and lines in order.
+    stream = sys.stdout
+    install_log_handler(stream, args.verbose - args.quiet)
+    github = on_github()
+    renderer_type = GitHubRenderer if github else ConsoleRenderer
+    renderer = renderer_type(stream, use_colour(stream))
+    result = ci.run_ci(request, renderer)
+    reports = write_reports(result, args.out_dir)
+    if github:
+        append_step_summary(result)
+    _render_end(renderer, result, reports)
+    if result.interrupted:
+        raise Interrupted("interrupted; the reports name the step that was running")
+    return 0 if result.passed else 1

@@ -1,0 +1,440 @@
+"""The checks: ELF facts + NEEDED closures + policy -> findings. Pure.
+
+Each check is a small generator over a ``Subject`` (everything one run read and resolved);
+``run_checks`` chains them in catalogue order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import PurePosixPath
+
+from buildtool.linkage.elf import CRT_FUNCTIONS, LINKER_GENERATED, STATIC_INIT_PREFIX, ElfFacts
+from buildtool.linkage.findings import Finding
+from buildtool.linkage.inputs import BinaryFile
+from buildtool.linkage.policy import LinkagePolicy, ObjectRule
+from buildtool.linkage.resolve import (
+    Closure,
+    closure_index,
+    unresolved_symbols,
+    unsatisfied_version_needs,
+)
+
+GRAFT_SUFFIX = re.compile(r"-[0-9a-f]{8}(?=\.so)")
+"""auditwheel renames grafted copies ``libx.so`` -> ``libx-1a2b3c4d.so``."""
+
+PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
+"""Python C-API symbols: the interpreter that loads an extension provides them."""
+
+SHOWN = 8
+"""How many symbols or names a finding lists before it says "and N more"."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Subject:
+    """What the checks look at: the input's ELF files, their closures and the policy."""
+
+    files: tuple[BinaryFile, ...]
+    """Well-formed ELF files of the inputs (malformed ones are findings already)."""
+    closures: Mapping[PurePosixPath, Closure]
+    """Each file's NEEDED closure, by location."""
+    policy: LinkagePolicy
+    in_input: frozenset[str]
+    """Base names of every file (and symlink) in the inputs."""
+
+    def facts(self, binary: BinaryFile) -> ElfFacts:
+        assert binary.facts is not None
+        return binary.facts
+
+    @property
+    def shared(self) -> tuple[BinaryFile, ...]:
+        return tuple(b for b in self.files if self.facts(b).file_type == "shared")
+
+    def needs(self, a: BinaryFile, b: BinaryFile) -> bool:
+        """Whether loading ``a`` loads ``b``."""
+        closure = self.closures.get(a.location)
+        return closure is not None and str(b.location) in closure.objects
+
+    def co_loaded(self, a: BinaryFile, b: BinaryFile) -> bool:
+        """Whether one process may load both: one needs the other, or a third needs both."""
+        a_path, b_path = str(a.location), str(b.location)
+        return any(
+            a_path in closure.objects and b_path in closure.objects
+            for closure in self.closures.values()
+        )
+
+
+def _listed(items: Iterable[str]) -> str:
+    ordered = sorted(items)
+    shown = ", ".join(ordered[:SHOWN])
+    return shown + (f" and {len(ordered) - SHOWN} more" if len(ordered) > SHOWN else "")
+
+
+def _name(binary: BinaryFile) -> str:
+    return binary.location.name
+
+
+def check_required_needed(subject: Subject) -> Iterator[Finding]:
+    for binary in subject.files:
+        needed = subject.facts(binary).needed
+        library = subject.policy.library_by_file(_name(binary))
+        executable = subject.policy.executable_by_file(_name(binary))
+        rule_required = library.required_needed if library else ()
+        rule_required += executable.required_needed if executable else ()
+        for required in rule_required:
+            if required not in needed:
+                yield Finding(
+                    "BT101",
+                    binary.display,
+                    f"does not need {required}, which the recipe requires",
+                    f"DT_NEEDED: {', '.join(needed) or 'none'}",
+                )
+
+
+def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, str]]:
+    """(needed entry, why forbidden) pairs."""
+    needed = subject.facts(binary).needed
+    library = subject.policy.library_by_file(_name(binary))
+    executable = subject.policy.executable_by_file(_name(binary))
+    patterns = (library.forbidden_needed if library else ()) + (
+        executable.forbidden_needed if executable else ()
+    )
+    for entry in needed:
+        matched = [p for p in patterns if fnmatch.fnmatchcase(entry, p)]
+        if matched:
+            yield entry, f"matches forbidden pattern {matched[0]!r}"
+    if executable is None:
+        return
+    project = subject.policy.project_files
+    for entry in needed:
+        is_project = entry in project
+        allowed = any(fnmatch.fnmatchcase(entry, p) for p in executable.allowed_project_needed)
+        if is_project and not allowed:
+            shown = ", ".join(executable.allowed_project_needed) or "none"
+            yield entry, f"is a project library outside its allow-list ({shown})"
+
+
+def check_forbidden_needed(subject: Subject) -> Iterator[Finding]:
+    for binary in subject.files:
+        for entry, why in _forbidden_for(subject, binary):
+            yield Finding(
+                "BT102",
+                binary.display,
+                f"needs {entry}, which {why}",
+                f"DT_NEEDED: {', '.join(subject.facts(binary).needed)}",
+            )
+
+
+def _static_inits(facts: ElfFacts) -> frozenset[str]:
+    # GCC splits cold paths into "<fn>.cold": the same initializer, not another one.
+    return frozenset(name.removesuffix(".cold") for name in facts.static_initializers)
+
+
+def _strong_functions(facts: ElfFacts) -> frozenset[str]:
+    return frozenset(
+        name
+        for name in facts.symtab_defined_functions - facts.symtab_weak_functions
+        if name not in CRT_FUNCTIONS
+        and not name.startswith(STATIC_INIT_PREFIX)
+        and not name.endswith(".cold")
+    )
+
+
+def _exported_strong(facts: ElfFacts) -> frozenset[str]:
+    return facts.defined - facts.unique - facts.weak_defined - LINKER_GENERATED
+
+
+def _pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[tuple[BinaryFile, BinaryFile]]:
+    """Co-loaded pairs, the one that loads the other second: it brought the copy in."""
+    for index, first in enumerate(files):
+        for second in files[index + 1 :]:
+            if not subject.co_loaded(first, second):
+                continue
+            yield (second, first) if subject.needs(first, second) else (first, second)
+
+
+def _shared_keys(
+    subject: Subject, keys_of: Callable[[ElfFacts], frozenset[str]]
+) -> dict[tuple[BinaryFile, BinaryFile], set[str]]:
+    """Co-loaded pairs of shared libraries and the keys both have (one pass over all keys)."""
+    owners: dict[str, list[BinaryFile]] = {}
+    for binary in subject.shared:
+        for key in keys_of(subject.facts(binary)):
+            owners.setdefault(key, []).append(binary)
+    shared: dict[tuple[BinaryFile, BinaryFile], set[str]] = {}
+    for key, files in owners.items():
+        if len(files) > 1:
+            for pair in _pairs(subject, files):
+                shared.setdefault(pair, set()).add(key)
+    return shared
+
+
+def _duplicate_finding(pair: tuple[BinaryFile, BinaryFile], evidence: str) -> Finding:
+    first, second = pair
+    return Finding(
+        "BT103",
+        second.display,
+        f"contains the same object code as {first.display}, and one process loads both",
+        evidence,
+    )
+
+
+def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
+    inits = _shared_keys(subject, _static_inits)
+    functions = _shared_keys(subject, _strong_functions)
+    reported: set[tuple[BinaryFile, BinaryFile]] = set()
+    for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):
+        also = functions.get(pair, set())
+        if also:
+            reported.add(pair)
+            yield _duplicate_finding(
+                pair,
+                f"unstripped: static initializers {_listed(names)} and {len(also)} defined "
+                f"functions ({_listed(also)}) in both",
+            )
+    exported = _shared_keys(subject, _exported_strong)
+    for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
+        stripped = not all(subject.facts(b).has_symtab for b in pair)
+        if pair not in reported and stripped:
+            yield _duplicate_finding(
+                pair, f"stripped: exported symbols defined in both: {_listed(names)}"
+            )
+
+
+def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:
+    return (pair[0].display, pair[1].display)
+
+
+def _object_marks(facts: ElfFacts, obj: ObjectRule) -> str:
+    """Evidence that ``obj``'s code is in a library: the strongest kind the file still has."""
+    if facts.has_symtab:
+        found = _static_inits(facts) & set(obj.static_initializers)
+        return f"unstripped: static initializers {_listed(found)}" if found else ""
+    strings = facts.registration_strings & set(obj.registers)
+    return f"stripped: registration strings {_listed(strings)}" if strings else ""
+
+
+def check_owned_initializers(subject: Subject) -> Iterator[Finding]:
+    """With a recipe: an object library's code lives in its owner only."""
+    for rule in subject.policy.libraries:
+        for obj in rule.objects:
+            for binary in subject.shared:
+                if _name(binary) == rule.file_name:
+                    continue
+                evidence = _object_marks(subject.facts(binary), obj)
+                if evidence:
+                    yield Finding(
+                        "BT103",
+                        binary.display,
+                        f"contains object library {obj.name!r}, which the recipe links into "
+                        f"{rule.file_name} only",
+                        evidence,
+                    )
+
+
+def check_registrations(subject: Subject) -> Iterator[Finding]:
+    for rule in subject.policy.libraries:
+        for name in rule.registers:
+            holders = [b for b in subject.shared if name in subject.facts(b).registration_strings]
+            for pair in _pairs(subject, holders):
+                # The library the recipe names keeps the name; the other one is the intruder.
+                first, second = pair[::-1] if _name(pair[1]) == rule.file_name else pair
+                yield Finding(
+                    "BT104",
+                    second.display,
+                    f"registration {name!r} is also in {first.display}; the recipe puts it in "
+                    f"{rule.file_name}",
+                    "string constant present in both libraries",
+                )
+            owners = [b for b in subject.shared if _name(b) == rule.file_name]
+            for owner in owners:
+                if name not in subject.facts(owner).registration_strings:
+                    yield Finding(
+                        "BT105",
+                        owner.display,
+                        f"registration {name!r} is not in this library",
+                        "no such string constant in its read-only data",
+                    )
+
+
+def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) -> Finding | None:
+    facts = subject.facts(binary)
+    unresolved = {
+        key
+        for key in unresolved_symbols(facts, closure_index(closure))
+        if not PYTHON_API.match(key)
+    }
+    versions = {f"{file} {version}" for file, version in unsatisfied_version_needs(facts, closure)}
+    if not unresolved and not versions:
+        return None
+    parts = []
+    if unresolved:
+        parts.append(f"{len(unresolved)} undefined: {_listed(unresolved)}")
+    if versions:
+        parts.append(f"versions not defined: {_listed(versions)}")
+    loaded = ", ".join(PurePosixPath(path).name for path in closure.load_order[1:])
+    return Finding(
+        "BT106",
+        binary.display,
+        "has undefined symbols that nothing it loads defines",
+        "; ".join(parts) + f" (closure: {loaded or 'nothing'})",
+    )
+
+
+def check_undefined_symbols(subject: Subject) -> Iterator[Finding]:
+    for binary in subject.files:
+        closure = subject.closures.get(binary.location)
+        if closure is None or closure.missing:
+            continue  # a missing NEEDED is its own finding; its symbols cannot be judged
+        finding = _undefined_findings(subject, binary, closure)
+        if finding:
+            yield finding
+
+
+def _is_ours(subject: Subject, name: str) -> bool:
+    return name in subject.in_input or name in subject.policy.project_files
+
+
+def check_needed_found(subject: Subject) -> Iterator[Finding]:
+    for binary in subject.files:
+        closure = subject.closures.get(binary.location)
+        facts = subject.facts(binary)
+        missing = [
+            edge.needed
+            for edge in (closure.missing if closure else ())
+            if edge.requester == str(binary.location)
+        ]
+        ours = [name for name in missing if _is_ours(subject, name)]
+        if ours and facts.runpath is None and facts.rpath is None:
+            yield Finding(
+                "BT112",
+                binary.display,
+                f"needs {', '.join(ours)}, which ship with it, but has no RUNPATH",
+                "DT_RUNPATH and DT_RPATH absent",
+            )
+            missing = [name for name in missing if name not in ours]
+        for name in missing:
+            yield Finding(
+                "BT107" if _is_ours(subject, name) else "BT108",
+                binary.display,
+                f"needs {name}, which the dynamic loader would not find",
+                f"searched RUNPATH {':'.join(facts.runpath or ()) or '(none)'}, "
+                "ld.so.cache and the default directories",
+            )
+
+
+def _bad_search_entry(entry: str) -> str | None:
+    if entry in ("", "."):
+        return "empty or '.' (the current directory)"
+    if entry.startswith(("$ORIGIN", "${ORIGIN}")):
+        return None
+    if entry.startswith("/"):
+        return "absolute"
+    return "relative to the current directory"
+
+
+def check_search_paths(subject: Subject) -> Iterator[Finding]:
+    for binary in subject.files:
+        facts = subject.facts(binary)
+        entries = facts.runpath if facts.runpath is not None else facts.rpath
+        tag = "RUNPATH" if facts.runpath is not None else "RPATH"
+        for entry in entries or ():
+            problem = _bad_search_entry(entry)
+            if problem:
+                yield Finding(
+                    "BT110",
+                    binary.display,
+                    f"{tag} entry {entry!r} is {problem}",
+                    f"{tag}: {':'.join(entries or ())}",
+                )
+        if facts.rpath is not None and facts.runpath is None:
+            yield Finding(
+                "BT111",
+                binary.display,
+                "uses DT_RPATH, not DT_RUNPATH",
+                f"RPATH: {':'.join(facts.rpath)}",
+            )
+
+
+def _grafted_name(binary: BinaryFile, facts: ElfFacts) -> str:
+    return GRAFT_SUFFIX.sub("", facts.soname or _name(binary))
+
+
+def check_layout(subject: Subject) -> Iterator[Finding]:
+    project = [b for b in subject.shared if _name(b) in subject.policy.project_files]
+    folders = sorted({str(b.location.parent) for b in project})
+    if len(folders) > 1:
+        yield Finding(
+            "BT120",
+            project[0].display,
+            "the project's libraries are spread over several folders",
+            f"folders: {', '.join(folders)}",
+        )
+    for binary in project:
+        if binary.location.parent.name != "lib":
+            yield Finding(
+                "BT120",
+                binary.display,
+                "a project library outside a lib/ folder",
+                f"folder: {binary.location.parent}",
+            )
+    for binary in subject.files:
+        if _name(binary) in subject.policy.removed:
+            yield Finding(
+                "BT121",
+                binary.display,
+                f"{_name(binary)} is a removed legacy library",
+                f"recipe: verify.removed lists {_name(binary)}",
+            )
+
+
+def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
+    seen: dict[str, BinaryFile] = {}
+    for binary in sorted(subject.shared, key=lambda b: (len(b.display), b.display)):
+        key = _grafted_name(binary, subject.facts(binary))
+        if key in seen:
+            yield Finding(
+                "BT122",
+                binary.display,
+                f"is a second copy of {seen[key].display}",
+                f"both are {key} (SONAME {subject.facts(binary).soname or 'none'})",
+            )
+        else:
+            seen[key] = binary
+
+
+def check_size_budgets(subject: Subject) -> Iterator[Finding]:
+    for rule in subject.policy.libraries:
+        for binary in subject.shared:
+            size = subject.facts(binary).file_size
+            if _name(binary) == rule.file_name and rule.size_budget and size > rule.size_budget:
+                yield Finding(
+                    "BT130",
+                    binary.display,
+                    f"is {size / 1e6:.2f} MB, over its budget of {rule.size_budget / 1e6:.2f} MB",
+                    f"file size {size} bytes",
+                )
+
+
+CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
+    check_required_needed,
+    check_forbidden_needed,
+    check_duplicate_object_code,
+    check_owned_initializers,
+    check_registrations,
+    check_undefined_symbols,
+    check_needed_found,
+    check_search_paths,
+    check_layout,
+    check_duplicate_copies,
+    check_size_budgets,
+)
+
+
+def run_checks(subject: Subject) -> tuple[Finding, ...]:
+    """Every finding, duplicates removed, in catalogue order then by path."""
+    findings = dict.fromkeys(f for check in CHECK_FUNCTIONS for f in check(subject))
+    return tuple(sorted(findings, key=lambda f: (f.check_id, f.path, f.message)))

@@ -1,0 +1,196 @@
+"""The catalogue of checks (rules as data) and the findings they produce."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One check: a stable id and name, what it catches, and how to fix it."""
+
+    id: str
+    name: str
+    severity: Severity
+    summary: str
+    hint: str
+    needs_recipe: bool = False
+
+
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "BT100",
+        "malformed-elf",
+        "error",
+        "A file starting with the ELF magic is truncated or corrupt.",
+        "Rebuild or re-download the file; the offset names the broken structure.",
+    ),
+    Check(
+        "BT101",
+        "required-needed-missing",
+        "error",
+        "A library or executable lacks a DT_NEEDED entry the recipe requires (its links, "
+        "its no-as-needed libraries): the registrations it relies on never run.",
+        "Link it with -Wl,--push-state,--no-as-needed <lib> -Wl,--pop-state "
+        "(recipe: no-as-needed), or reference a symbol of the library.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT102",
+        "forbidden-needed",
+        "error",
+        "A DT_NEEDED entry the policy forbids: a required library needing an optional one "
+        "(runtime -> compiler), a recipe pattern (libLLVM* in the runtime), or a project "
+        "library outside an executable's allow-list.",
+        "Move the code that needs it into the optional library, or drop the link.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT103",
+        "duplicate-object-code",
+        "error",
+        "The same object code is linked into two shared objects that one process loads: its "
+        "static initializers run twice (duplicate registration abort).",
+        "Link the object library into one library only; the others get it through a PUBLIC link.",
+    ),
+    Check(
+        "BT104",
+        "duplicate-registration",
+        "error",
+        "A declared registration name is present in more than one library that one process loads.",
+        "Register the name in exactly one library (the one the recipe names).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT105",
+        "registration-missing",
+        "warning",
+        "A declared registration name is not in the library the recipe says holds it.",
+        "Compile the registering source into that library, or correct the recipe.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT106",
+        "undefined-symbol",
+        "error",
+        "An undefined symbol that nothing in the file's NEEDED closure defines: loading it "
+        "fails, or a lazy call aborts later.",
+        "Link the library that defines it, or ship the right version of it.",
+    ),
+    Check(
+        "BT107",
+        "needed-not-found",
+        "error",
+        "A DT_NEEDED entry that the dynamic loader would not find from where the file lies.",
+        "Ship the library next to it and set RUNPATH to $ORIGIN (or $ORIGIN/../lib).",
+    ),
+    Check(
+        "BT108",
+        "system-needed-not-found",
+        "warning",
+        "A DT_NEEDED entry that is not part of the inputs and that this machine lacks (a system "
+        "or driver library, e.g. libcuda): it must come from the user's system.",
+        "Install it where the binary runs, or bundle it with the package.",
+    ),
+    Check(
+        "BT110",
+        "runpath-not-origin",
+        "error",
+        "A RUNPATH/RPATH entry that is absolute, points into a build tree, is empty or '.': "
+        "the binary depends on where it was built or on the current directory.",
+        "Use $ORIGIN-relative entries only (CMake: BUILD_WITH_INSTALL_RPATH, INSTALL_RPATH "
+        "$ORIGIN).",
+    ),
+    Check(
+        "BT111",
+        "rpath-not-runpath",
+        "warning",
+        "DT_RPATH instead of DT_RUNPATH: it overrides LD_LIBRARY_PATH and leaks to every "
+        "library loaded below it.",
+        "Link with -Wl,--enable-new-dtags.",
+    ),
+    Check(
+        "BT112",
+        "runpath-missing",
+        "error",
+        "The file needs a project library that lies beside it (or in ../lib) but has no "
+        "RUNPATH to find it.",
+        "Set RUNPATH to $ORIGIN for libraries and $ORIGIN/../lib for executables in bin/.",
+    ),
+    Check(
+        "BT120",
+        "libraries-not-together",
+        "error",
+        "The project's libraries are not all in one lib/ folder (the loader looks in one).",
+        "Install every project library to <package>/lib/ (build trees: <build>/lib/).",
+    ),
+    Check(
+        "BT121",
+        "removed-library-present",
+        "error",
+        "A legacy library the recipe lists as removed is still there (a stale monolith).",
+        "Delete it from the build or wheel; nothing may load it any more.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT122",
+        "duplicate-library-copy",
+        "error",
+        "A second copy of a library (the same SONAME in two files), e.g. grafted by auditwheel "
+        "repair into <pkg>.libs/: loading both runs the registrations twice.",
+        "Repair with --exclude for the project's own libraries and give them RUNPATH $ORIGIN.",
+    ),
+    Check(
+        "BT130",
+        "size-budget-exceeded",
+        "error",
+        "A library is larger than the budget the recipe sets for it.",
+        "Move heavy code to the optional library, or raise the budget knowingly.",
+        needs_recipe=True,
+    ),
+)
+
+CHECKS_BY_ID = {check.id: check for check in CHECKS}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One problem in one file, with the facts that show it."""
+
+    check_id: str
+    path: str
+    message: str
+    evidence: str = ""
+
+    @property
+    def check(self) -> Check:
+        return CHECKS_BY_ID[self.check_id]
+
+    @property
+    def severity(self) -> Severity:
+        return self.check.severity
+
+
+def render_checks_doc() -> str:
+    """docs/checks.md: the reference of every check, generated from ``CHECKS``."""
+    lines = [
+        "# verify-linkage checks",
+        "",
+        "Generated from `buildtool/linkage/findings.py`; a test fails when this file is stale.",
+        "Checks marked *recipe* run only with a recipe (its linkage policy).",
+        "",
+    ]
+    for check in CHECKS:
+        recipe = " · *recipe*" if check.needs_recipe else ""
+        lines += [
+            f"## {check.id} `{check.name}` ({check.severity}{recipe})",
+            "",
+            check.summary,
+            "",
+            f"**Fix:** {check.hint}",
+            "",
+        ]
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""verify-linkage end to end: read the inputs, resolve every NEEDED closure, run the checks."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+
+from buildtool.errors import ChecksFailed
+from buildtool.linkage.checks import Subject, run_checks
+from buildtool.linkage.elf import ElfFacts, MalformedElf
+from buildtool.linkage.findings import Finding
+from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
+from buildtool.linkage.policy import LinkagePolicy, policy_from_plan
+from buildtool.linkage.report import Report, SizeEntry, render_text
+from buildtool.linkage.resolve import (
+    Closure,
+    Environment,
+    FactsReader,
+    filesystem_reader,
+    load_ld_so_cache,
+    resolve_closure,
+)
+from buildtool.plan import LinkPlan, make_plan
+from buildtool.recipe import LoadedRecipe
+from buildtool.sources import expand_sources
+
+SITE = PurePosixPath("/.site-packages")
+"""Where wheel members lie for resolution: every wheel given is installed into one place."""
+
+
+def policy_for_recipe(loaded: LoadedRecipe | None) -> LinkagePolicy:
+    """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
+    if loaded is None:
+        return LinkagePolicy.empty()
+    recipe = loaded.recipe
+    has_sources = any(lib.sources for lib in recipe.libraries.values())
+    # A policy-only recipe describes binaries built elsewhere: there are no sources to expand.
+    sources = expand_sources(loaded) if has_sources else {}
+    plan = make_plan(recipe, loaded.source, sources)
+    return policy_for_plan(plan, loaded)
+
+
+def policy_for_plan(plan: LinkPlan, loaded: LoadedRecipe) -> LinkagePolicy:
+    return policy_from_plan(plan, loaded.recipe.verify)
+
+
+def _relocate(inputs: InputSet) -> InputSet:
+    if not inputs.in_wheel:
+        return inputs
+    files = tuple(
+        BinaryFile(b.display, SITE / b.location.relative_to("/"), b.facts, b.malformed)
+        for b in inputs.files
+    )
+    return InputSet(inputs.kind, inputs.label, files, inputs.aliases)
+
+
+def _reader(
+    files: Sequence[BinaryFile], inputs: Sequence[InputSet], names: Sequence[str]
+) -> FactsReader:
+    known: dict[str, ElfFacts | None] = {str(b.location): b.facts for b in files}
+    for entry in inputs:
+        for alias, target in entry.aliases.items():
+            known[str(alias)] = known.get(str(target))
+    disk = filesystem_reader(names)
+
+    def read(path: str) -> ElfFacts | None:
+        path = posixpath.normpath(path)
+        if path in known:
+            return known[path]
+        if path.startswith(f"{SITE}/"):
+            return None  # inside the wheels: only their own members exist there
+        try:
+            return disk(path)
+        except MalformedElf:
+            return None  # a broken system file is not the input's fault
+
+    return read
+
+
+def _size_entries(files: Sequence[BinaryFile], policy: LinkagePolicy) -> tuple[SizeEntry, ...]:
+    entries = []
+    for binary in files:
+        facts = binary.facts
+        if facts is None or facts.file_type != "shared":
+            continue
+        rule = policy.library_by_file(binary.location.name)
+        entries.append(
+            SizeEntry(
+                binary.display,
+                facts.file_size,
+                facts.code_size,
+                facts.exported_count,
+                rule.size_budget if rule else None,
+            )
+        )
+    return tuple(entries)
+
+
+def _closures(
+    files: Sequence[BinaryFile], read: FactsReader, env: Environment
+) -> dict[PurePosixPath, Closure]:
+    closures = {}
+    for binary in files:
+        assert binary.facts is not None
+        closures[binary.location] = resolve_closure(str(binary.location), binary.facts, read, env)
+    return closures
+
+
+def verify_inputs(
+    inputs: Sequence[InputSet],
+    policy: LinkagePolicy,
+    ld_library_path: Sequence[str] | None = None,
+) -> Report:
+    """Resolve and check already-read inputs."""
+    relocated = [_relocate(entry) for entry in inputs]
+    every = [binary for entry in relocated for binary in entry.files]
+    good = [binary for binary in every if binary.facts is not None]
+    malformed = [
+        Finding("BT100", b.display, b.malformed.reason, f"offset {b.malformed.offset:#x}")
+        for b in every
+        if b.malformed is not None
+    ]
+    env = Environment(cache=load_ld_so_cache(), ld_library_path=ld_library_path)
+    read = _reader(good, relocated, policy.registration_names)
+    names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
+    subject = Subject(tuple(good), _closures(good, read, env), policy, frozenset(names))
+    return Report(
+        inputs=tuple(entry.label for entry in inputs),
+        recipe=policy.source,
+        files_checked=len(every),
+        findings=tuple(malformed) + run_checks(subject),
+        sizes=_size_entries(good, policy),
+    )
+
+
+def verify_paths(
+    paths: Sequence[Path],
+    policy: LinkagePolicy,
+    ld_library_path: Sequence[str] | None = None,
+) -> Report:
+    """verify-linkage on build trees, folders, installed packages, ELF files and wheels."""
+    names = policy.registration_names
+    return verify_inputs([read_input(path, names) for path in paths], policy, ld_library_path)
+
+
+def verify_wheels(wheels: Sequence[Path], plan: LinkPlan, loaded: LoadedRecipe) -> Report:
+    """The wheel step's check: all wheels of a variant together, as they are installed."""
+    report = verify_paths(wheels, policy_for_plan(plan, loaded))
+    if report.failed:
+        raise ChecksFailed("verify-linkage failed on the wheels:\n" + render_text(report))
+    return report
