@@ -147,3 +147,44 @@ def test_configure_logs_the_exact_cmake_command(tmp_path: Path, run_cli: CliRunn
     command = next(line for line in result.stderr.splitlines() if line.startswith("$ "))
     assert f"{cmake_executable()} -S {REPO / 'src'} -B {tmp_path / 'b'} -G Ninja" in command
     assert "-DDEMO_BUILD_COMPILER=ON" in command
+
+
+CALL_LIBINFO = """
+import ctypes, sys
+lib = sys.argv[1]
+ffi = ctypes.CDLL(lib + "/libdemo_ffi.so", mode=ctypes.RTLD_GLOBAL)
+ctypes.CDLL(lib + "/libdemo_runtime.so", mode=ctypes.RTLD_GLOBAL)
+ctypes.CDLL(lib + "/libdemo_compiler.so", mode=ctypes.RTLD_LOCAL)
+out = ctypes.create_string_buffer(512)
+assert ffi.DemoFFICall(b"support.GetLibInfo", None, 0, out, 512) == 0
+print(out.value.decode())
+"""
+
+
+def test_build_info_takes_the_commit_from_a_define(tmp_path: Path) -> None:
+    build_dir = tmp_path / "build"
+    argv = [
+        "-q",
+        "configure",
+        "--recipe",
+        str(DEMO_RECIPE),
+        "--build-dir",
+        str(build_dir),
+        "-D",
+        "DEMO_GIT_COMMIT=0123abcd",
+        "-D",
+        "CMAKE_BUILD_TYPE=RelWithDebInfo",
+    ]
+    assert main(argv) == 0
+    assert main(["-q", "build", "--build-dir", str(build_dir)]) == 0
+    completed = subprocess.run(
+        [sys.executable, "-c", CALL_LIBINFO, str(build_dir / "lib")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    info = dict(item.split("=", 1) for item in completed.stdout.strip().split(";"))
+    assert info["version"] == "0.1.0"
+    assert info["git"] == "0123abcd"
+    assert info["build"] == "RelWithDebInfo"
+    assert info["compiler"].startswith("GNU ")
