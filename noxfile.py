@@ -28,7 +28,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """The main job on the bundled example: ``buildtool ci`` (posargs go to it: --launcher ccache)."""
+    """``buildtool ci`` on the bundled example; posargs go to it (``-- --launcher ccache``)."""
     session.install(".")
     session.run("buildtool", "ci", *session.posargs)
 

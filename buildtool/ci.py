@@ -24,6 +24,8 @@ from buildtool.distributions import WheelVariant, has_split
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.findings import Finding
+from buildtool.linkage.report import render_text
+from buildtool.linkage.verify import policy_for_recipe, verify_paths
 from buildtool.plan import LinkPlan
 from buildtool.recipe import LoadedRecipe
 
@@ -151,11 +153,6 @@ def step_ctest(workspace: Workspace) -> StepOutcome:
 
 
 def _verify(workspace: Workspace, paths: Sequence[Path]) -> StepOutcome:
-    try:
-        from buildtool.linkage.report import render_text
-        from buildtool.linkage.verify import policy_for_recipe, verify_paths
-    except ImportError:
-        return StepOutcome("skipped", "verify-linkage is not available in this buildtool")
     report = verify_paths(list(paths), policy_for_recipe(workspace.request.loaded))
     log.info("%s", render_text(report).rstrip("\n"))
     errors, warnings = report.count("error"), report.count("warning")

@@ -13,6 +13,7 @@ from typing import Any
 from buildtool import __version__
 from buildtool.ci import CiResult, StepResult
 from buildtool.linkage.findings import Finding
+from buildtool.linkage.report import finding_json
 
 CI_REPORT_VERSION = 1
 """``version`` of ``buildtool-ci.json`` (schema: buildtool/schemas/ci.schema.json)."""
@@ -53,18 +54,6 @@ def render_table(result: CiResult, paint: Paint = _plain) -> str:
         lines.append(f"{step.name:<{width}}  {status}  {step.seconds:>7.2f}")
     lines.append(f"{'total':<{width}}  {'':<7}  {result.seconds:>7.2f}")
     return "\n".join(lines) + "\n"
-
-
-def finding_json(finding: Finding) -> dict[str, Any]:
-    return {
-        "id": finding.check_id,
-        "name": finding.check.name,
-        "severity": finding.severity,
-        "path": finding.path,
-        "message": finding.message,
-        "evidence": finding.evidence,
-        "hint": finding.check.hint,
-    }
 
 
 def _step_json(step: StepResult) -> dict[str, Any]:

@@ -50,7 +50,8 @@ class ExecutableRule:
 
     name: str
     required_needed: tuple[str, ...]
-    """File names that must stay in DT_NEEDED (its ``no-as-needed`` libraries)."""
+    """File names that must stay in DT_NEEDED: its ``no-as-needed`` libraries and every library
+    it links that registers names."""
     allowed_project_needed: tuple[str, ...]
     """The only project libraries (glob patterns) it may need."""
     forbidden_needed: tuple[str, ...]
@@ -126,9 +127,14 @@ def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> L
 def _executable_rule(plan: LinkPlan, exe: ExecutablePlan, verify: VerifySettings) -> ExecutableRule:
     files = {lib.name: lib.file_name for lib in plan.libraries}
     allowed = exe.allowed_needed or tuple(files[name] for name in exe.link_closure)
+    # A linked library that registers names is needed for its static initializers even when no
+    # symbol of it is referenced: --as-needed dropping it is the bug, with or without the recipe
+    # asking for --no-as-needed.
+    registering = [name for name in exe.links if plan.library(name).registers]
+    required = dict.fromkeys([*exe.no_as_needed, *registering])
     return ExecutableRule(
         name=exe.name,
-        required_needed=tuple(files[name] for name in exe.no_as_needed),
+        required_needed=tuple(files[name] for name in required),
         allowed_project_needed=allowed,
         forbidden_needed=tuple(verify.forbidden_needed.get(exe.name, ())),
     )

@@ -85,6 +85,19 @@ def render_text(report: Report, paint: Callable[[str, str], str] | None = None) 
     return "\n".join(lines) + "\n"
 
 
+def finding_json(finding: Finding) -> dict[str, Any]:
+    """One finding as the JSON reports carry it."""
+    return {
+        "id": finding.check_id,
+        "name": finding.check.name,
+        "severity": finding.severity,
+        "path": finding.path,
+        "message": finding.message,
+        "evidence": finding.evidence,
+        "hint": finding.check.hint,
+    }
+
+
 def report_json(report: Report) -> dict[str, Any]:
     """The JSON document (schema: buildtool/schemas/report.schema.json)."""
     return {
@@ -94,18 +107,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "files_checked": report.files_checked,
         "checks_run": list(report.checks_run),
         "summary": {"errors": report.count("error"), "warnings": report.count("warning")},
-        "findings": [
-            {
-                "id": finding.check_id,
-                "name": finding.check.name,
-                "severity": finding.severity,
-                "path": finding.path,
-                "message": finding.message,
-                "evidence": finding.evidence,
-                "hint": finding.check.hint,
-            }
-            for finding in report.findings
-        ],
+        "findings": [finding_json(finding) for finding in report.findings],
         "sizes": [dataclasses.asdict(entry) for entry in report.sizes],
     }
 

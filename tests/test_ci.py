@@ -1,0 +1,426 @@
+"""``buildtool ci``: the step runner and its reports (pure), then real runs on the example.
+
+One session-scoped run of the whole chain on the bundled example is shared by the tests of a
+passing run; a deliberately broken copy of the example (minrpc without ``no-as-needed``) shows a
+failing run under a simulated GitHub Actions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from buildtool import ci, ci_report
+from buildtool.cli import make_parser
+from buildtool.configure import generated_files, plan_recipe, write_generated
+from buildtool.errors import ChecksFailed
+from buildtool.linkage.findings import Finding
+from buildtool.recipe import load_recipe
+from tests.conftest import DEMO_RECIPE, REPO, CliRunner
+
+CI_SCHEMA = REPO / "buildtool" / "schemas" / "ci.schema.json"
+STEP_NAMES = [step.name for step in ci.STEPS]
+
+
+def validate_report(document: dict[str, Any]) -> None:
+    schema = json.loads(CI_SCHEMA.read_text(encoding="utf-8"))
+    jsonschema.validate(document, schema)
+
+
+# --- pure: the runner, the reports --------------------------------------------------------------
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def step_started(self, step: ci.Step, number: int, total: int) -> None:
+        self.events.append(f"start {step.name} {number}/{total}")
+
+    def step_finished(self, result: ci.StepResult) -> None:
+        self.events.append(f"end {result.name} {result.status}")
+
+
+def passing(_workspace: ci.Workspace) -> ci.StepOutcome:
+    return ci.StepOutcome(detail="fine")
+
+
+def failing(_workspace: ci.Workspace) -> ci.StepOutcome:
+    raise ChecksFailed("it broke\nsecond line")
+
+
+def not_available(_workspace: ci.Workspace) -> ci.StepOutcome:
+    return ci.StepOutcome("skipped", "not available here")
+
+
+def interrupting(_workspace: ci.Workspace) -> ci.StepOutcome:
+    raise KeyboardInterrupt
+
+
+def fake_workspace() -> ci.Workspace:
+    loaded = load_recipe(DEMO_RECIPE)
+    request = ci.CiRequest(loaded, Path("dist"), Path("build"))
+    return ci.Workspace(request, plan_recipe(loaded))
+
+
+def test_runner_stops_at_the_first_failure_and_skips_the_rest() -> None:
+    steps = [
+        ci.Step("one", "first", passing),
+        ci.Step("two", "optional", not_available),
+        ci.Step("three", "breaks", failing),
+        ci.Step("four", "never runs", passing),
+        ci.Step("five", "never runs", passing),
+    ]
+    recorder = Recorder()
+    result = ci.run_steps(steps, fake_workspace(), recorder)
+    assert [(s.name, s.status) for s in result.steps] == [
+        ("one", "passed"),
+        ("two", "skipped"),
+        ("three", "failed"),
+        ("four", "skipped"),
+        ("five", "skipped"),
+    ]
+    assert recorder.events == [
+        "start one 1/5",
+        "end one passed",
+        "start two 2/5",
+        "end two skipped",
+        "start three 3/5",
+        "end three failed",
+    ]
+    assert result.failed_step is not None
+    assert result.failed_step.detail == "it broke\nsecond line"
+    assert not result.passed
+    assert ci_report.verdict(result) == "buildtool ci: failed at step three: it broke"
+
+
+def test_an_interrupt_is_recorded_and_ends_the_run() -> None:
+    steps = [ci.Step("one", "", interrupting), ci.Step("two", "", passing)]
+    result = ci.run_steps(steps, fake_workspace(), Recorder())
+    assert result.interrupted
+    assert [s.status for s in result.steps] == ["failed", "skipped"]
+    assert ci_report.verdict(result) == "buildtool ci: interrupted during one"
+
+
+FINDING = Finding(
+    "BT101", "build/bin/minrpc", "minrpc does not need libdemo_runtime.so", "NEEDED: x"
+)
+
+
+def sample_result() -> ci.CiResult:
+    return ci.CiResult(
+        recipe="recipes/demo.toml",
+        launcher="ccache",
+        steps=(
+            ci.StepResult("build", "passed", 1.5, "built build"),
+            ci.StepResult("verify-build", "failed", 0.25, "1 error", (FINDING,)),
+            ci.StepResult("wheels", "skipped", 0.0, ci.SKIPPED_AFTER_FAILURE),
+        ),
+    )
+
+
+def test_json_report_is_versioned_and_matches_its_schema() -> None:
+    document = ci_report.report_json(sample_result())
+    validate_report(document)
+    assert document["version"] == 1
+    assert document["failed_step"] == "verify-build"
+    assert document["seconds"] == 1.75
+    finding = document["steps"][1]["findings"][0]
+    assert finding["id"] == "BT101"
+    assert finding["name"] == "required-needed-missing"
+    assert finding["path"] == "build/bin/minrpc"
+
+
+def test_junit_has_one_case_per_step_and_the_failure_message() -> None:
+    root = ET.fromstring(ci_report.render_junit(sample_result()))
+    assert root.attrib["tests"] == "3"
+    assert root.attrib["failures"] == "1"
+    assert root.attrib["skipped"] == "1"
+    cases = {case.attrib["name"]: case for case in root.iter("testcase")}
+    assert list(cases) == ["build", "verify-build", "wheels"]
+    failure = cases["verify-build"].find("failure")
+    assert failure is not None
+    assert failure.attrib["message"] == "1 error"
+    assert "BT101 required-needed-missing: build/bin/minrpc" in (failure.text or "")
+    assert cases["wheels"].find("skipped") is not None
+    assert cases["build"].find("failure") is None
+
+
+def test_markdown_summary_has_the_table_and_the_findings() -> None:
+    markdown = ci_report.render_markdown(sample_result())
+    assert markdown.startswith("## buildtool ci: failed at step verify-build: 1 error\n")
+    assert "| `verify-build` | ❌ failed | 0.25 |" in markdown
+    assert "| `wheels` | ⏭️ skipped | 0.00 |" in markdown
+    assert "`BT101` required-needed-missing in `build/bin/minrpc`" in markdown
+
+
+def test_summary_table_lists_every_step_and_the_total() -> None:
+    table = ci_report.render_table(sample_result())
+    assert table.splitlines() == [
+        "step          status   seconds",
+        "build         passed      1.50",
+        "verify-build  failed      0.25",
+        "wheels        skipped     0.00",
+        "total                     1.75",
+    ]
+
+
+def test_smoke_facts_are_checked_against_the_plan() -> None:
+    plan = plan_recipe(load_recipe(DEMO_RECIPE))
+    present, absent = ci.expected_registrations(plan, runtime_only=True)
+    assert "compiler.build" in absent
+    assert "rpc.testing.GetShapeSize" in present
+    good = {"runtime_only": True, "loaded": ["ffi", "runtime"], "names": sorted(present)}
+    assert ci.smoke_problems(good, plan, runtime_only=True) == []
+    bad = {
+        "runtime_only": False,
+        "loaded": ["ffi"],
+        "names": [*sorted(present - {"runtime.GetVersion"}), "compiler.build"],
+    }
+    assert ci.smoke_problems(bad, plan, runtime_only=True) == [
+        "_RUNTIME_ONLY is False, expected True",
+        "loaded libraries ['ffi'], expected ['ffi', 'runtime']",
+        "runtime.GetVersion is not registered",
+        "compiler.build is registered (its library is optional)",
+    ]
+    unlisted = {"runtime_only": False, "loaded": ["compiler", "ffi", "runtime"], "names": None}
+    assert ci.smoke_problems(unlisted, plan, runtime_only=False) == []
+
+
+# --- the whole chain on the bundled example ------------------------------------------------------
+
+
+def ci_environment(**extra: str) -> dict[str, str]:
+    drop = ("GITHUB_ACTIONS", "GITHUB_STEP_SUMMARY", "LD_LIBRARY_PATH", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("DEMO_")}
+    return {**env, "NO_COLOR": "1", **extra}
+
+
+@pytest.fixture(scope="session")
+def example_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """``buildtool ci`` on the bundled example, as a user runs it (a subprocess)."""
+    work = tmp_path_factory.mktemp("ci-example")
+    command = [
+        sys.executable,
+        "-m",
+        "buildtool",
+        "ci",
+        "--recipe",
+        str(DEMO_RECIPE),
+        "--build-dir",
+        str(work / "build"),
+        "--out-dir",
+        str(work / "dist"),
+    ]
+    result = subprocess.run(
+        command, cwd=work, env=ci_environment(), capture_output=True, text=True, check=False
+    )
+    return result, work / "dist"
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+def test_ci_passes_on_the_example(
+    example_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, _ = example_run
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1].startswith("buildtool ci: passed (10 steps, ")
+    for name in STEP_NAMES:
+        assert re.search(rf"^{name} +passed +\d+\.\d\d$", result.stdout, re.MULTILINE), name
+    assert "::group::" not in result.stdout
+    assert "\033[" not in result.stdout
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+def test_ci_writes_json_and_junit_reports(
+    example_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, out_dir = example_run
+    document = json.loads((out_dir / ci_report.JSON_NAME).read_text(encoding="utf-8"))
+    validate_report(document)
+    assert document["passed"] is True
+    assert [step["name"] for step in document["steps"]] == STEP_NAMES
+    assert {step["status"] for step in document["steps"]} == {"passed"}
+    smoke = {step["name"]: step["detail"] for step in document["steps"]}
+    assert "loaded ffi, runtime;" in smoke["smoke-runtime"]
+    assert "loaded compiler, ffi, runtime;" in smoke["smoke-full"]
+    root = ET.parse(out_dir / ci_report.JUNIT_NAME).getroot()
+    assert [case.attrib["name"] for case in root.iter("testcase")] == STEP_NAMES
+    assert root.attrib["failures"] == "0"
+    wheels = sorted(path.name.split("-")[0] for path in out_dir.glob("*.whl"))
+    assert wheels == ["demo_compiler", "demo_runtime"]
+
+
+# --- a broken example fails at verify, the GitHub way -------------------------------------------
+
+MINRPC_NO_AS_NEEDED = 'no-as-needed = ["runtime"]\n'
+
+BREAKS = [
+    pytest.param(
+        (MINRPC_NO_AS_NEEDED, ""),
+        "BT101",
+        id="minrpc-without-no-as-needed",
+    ),
+    pytest.param(
+        (MINRPC_NO_AS_NEEDED, MINRPC_NO_AS_NEEDED + 'allowed-needed = ["libdemo_runtime.so"]\n'),
+        "BT102",
+        id="minrpc-needs-a-library-outside-its-allow-list",
+    ),
+]
+
+
+def broken_copy(folder: Path, old: str, new: str) -> Path:
+    """A copy of the example with one edit to its recipe, generated files brought up to date."""
+    shutil.copytree(REPO / "recipes", folder / "recipes")
+    shutil.copytree(REPO / "src", folder / "src", ignore=shutil.ignore_patterns("__pycache__"))
+    recipe = folder / "recipes" / "demo.toml"
+    text = recipe.read_text(encoding="utf-8")
+    assert text.count(old) == 1
+    recipe.write_text(text.replace(old, new), encoding="utf-8")
+    loaded = load_recipe(recipe)
+    write_generated(loaded, generated_files(loaded, plan_recipe(loaded)))
+    return recipe
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("edit", "check_id"), BREAKS)
+def test_broken_example_fails_at_verify_with_github_annotations(
+    run_cli: CliRunner,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    edit: tuple[str, str],
+    check_id: str,
+) -> None:
+    recipe = broken_copy(tmp_path / "project", *edit)
+    summary = tmp_path / "step-summary.md"
+    summary.write_text("earlier content\n", encoding="utf-8")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    out_dir = tmp_path / "dist"
+    build_dir = str(tmp_path / "build")
+    result = run_cli(
+        "ci", "--recipe", str(recipe), "--build-dir", build_dir, "--out-dir", str(out_dir)
+    )
+    assert result.exit_code == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1].startswith("buildtool ci: failed at step verify-build: ")
+    assert lines.count("::endgroup::") == 5
+    assert "::group::[5/10] verify-build: verify-linkage on the build tree" in lines
+    annotations = [line for line in lines if line.startswith("::error file=")]
+    assert any(
+        line.split(",", 1)[0].endswith("/bin/minrpc") and f"title={check_id} " in line
+        for line in annotations
+    ), annotations
+    assert "::group::[6/10] wheels" not in result.stdout
+
+    markdown = summary.read_text(encoding="utf-8")
+    assert markdown.startswith("earlier content\n## buildtool ci: failed at step verify-build")
+    assert "| `verify-build` | ❌ failed |" in markdown
+    assert "| `smoke-runtime` | ⏭️ skipped |" in markdown
+    assert re.search(rf"`{check_id}` [a-z-]+ in `[^`]*/bin/minrpc`", markdown)
+
+    document = json.loads((out_dir / ci_report.JSON_NAME).read_text(encoding="utf-8"))
+    validate_report(document)
+    assert document["failed_step"] == "verify-build"
+    statuses = [step["status"] for step in document["steps"]]
+    assert statuses == ["passed"] * 4 + ["failed"] + ["skipped"] * 5
+    cases = {
+        case.attrib["name"]: case
+        for case in ET.parse(out_dir / ci_report.JUNIT_NAME).iter("testcase")
+    }
+    failure = cases["verify-build"].find("failure")
+    assert failure is not None
+    assert "minrpc" in failure.attrib["message"]
+
+
+# --- the ready-to-copy workflow -----------------------------------------------------------------
+
+WORKFLOW = REPO / "examples" / "github-workflow.yml"
+
+
+def cli_options() -> dict[str, set[str]]:
+    """Every subcommand of ``buildtool`` and the options it accepts, from the real parser."""
+    parser = make_parser()
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    global_options = {s for action in parser._actions for s in action.option_strings}
+    return {
+        name: global_options | {s for action in sub._actions for s in action.option_strings}
+        for name, sub in subparsers.choices.items()
+    }
+
+
+def load_workflow() -> dict[Any, Any]:
+    data: dict[Any, Any] = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    return data
+
+
+def workflow_steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
+    return [step for job in workflow["jobs"].values() for step in job["steps"]]
+
+
+def buildtool_invocations(workflow: dict[Any, Any]) -> list[list[str]]:
+    """The arguments after ``buildtool`` in every ``run:`` line that calls it."""
+    invocations = []
+    for step in workflow_steps(workflow):
+        for line in str(step.get("run", "")).splitlines():
+            words = shlex.split(line, comments=True)
+            if "buildtool" in words and words[: words.index("buildtool")] != [
+                "python",
+                "-m",
+                "pip",
+                "install",
+            ]:
+                invocations.append(words[words.index("buildtool") + 1 :])
+    return invocations
+
+
+def test_workflow_calls_only_real_subcommands_and_options() -> None:
+    options = cli_options()
+    invocations = buildtool_invocations(load_workflow())
+    assert {words[0] for words in invocations} == {"ci", "verify-linkage"}
+    for words in invocations:
+        command, arguments = words[0], words[1:]
+        assert command in options, command
+        for argument in arguments:
+            if argument.startswith("-"):
+                assert argument.split("=", 1)[0] in options[command], (command, argument)
+
+
+def test_workflow_runs_ci_on_pull_requests_and_releases_with_cibuildwheel() -> None:
+    workflow = load_workflow()
+    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert isinstance(triggers, dict)
+    assert "pull_request" in triggers
+    assert "release" in triggers
+    ci_job = workflow["jobs"]["ci"]
+    assert any(str(step.get("run", "")).startswith("buildtool ci") for step in ci_job["steps"])
+    wheels = workflow["jobs"]["wheels"]
+    systems = " ".join(wheels["strategy"]["matrix"]["os"])
+    assert all(system in systems for system in ("ubuntu", "macos", "windows"))
+    cibuildwheel = [
+        s for s in wheels["steps"] if str(s.get("uses", "")).startswith("pypa/cibuildwheel@")
+    ]
+    assert len(cibuildwheel) == 1
+    settings = cibuildwheel[0]["env"]
+    assert all(name.startswith("CIBW_") or name == "SOURCE_DATE_EPOCH" for name in settings)
+    # The repair tools must never graft a second copy of the project's own libraries.
+    assert "--exclude" in settings["CIBW_REPAIR_WHEEL_COMMAND_LINUX"]
+    assert "--exclude" in settings["CIBW_REPAIR_WHEEL_COMMAND_MACOS"]
