@@ -1,4 +1,5 @@
-"""Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s schema``."""
+"""Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s schema``,
+``nox -s fuzz``, ``nox -s bench``."""
 
 from __future__ import annotations
 
@@ -45,3 +46,23 @@ def schema(session: nox.Session) -> None:
         "from buildtool.linkage.findings import render_checks_doc as r; "
         "open('docs/checks.md', 'w', encoding='utf-8').write(r())",
     )
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The long ELF fuzz run: 100k mutated binaries through verify-linkage (needs gcc); rewrites
+    tests/fuzz/SUMMARY.md. ``-- --cases N`` for another count, ``--first I --cases 1`` for one."""
+    session.install("-e", ".[test]")
+    session.run(
+        "python", "-m", "tests.fuzz.run_elf_fuzz", "--summary", "tests/fuzz/SUMMARY.md",
+        *session.posargs,
+    )  # fmt: skip
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """verify-linkage on the torch 2.13.0 wheel beside zipfile, auditwheel and readelf (a few
+    minutes; downloads the wheel); rewrites benchmarks/README.md. ``-- --runs 7`` for more
+    runs, ``-- --work-dir DIR`` to keep the downloads between runs."""
+    session.install("-e", ".")
+    session.run("python", "benchmarks/verify_torch.py", *session.posargs)

@@ -10,7 +10,7 @@ from typing import Literal
 
 from buildtool import cmake, process
 from buildtool.distributions import full_project_dir, render_pyprojects
-from buildtool.errors import ChecksFailed, UsageError
+from buildtool.errors import ChecksFailed, RecipeError, UsageError
 from buildtool.fsutil import folder_lock, write_atomic
 from buildtool.generate import render_build_files
 from buildtool.loader import render_loader
@@ -76,11 +76,24 @@ def stale_files(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]:
     return stale
 
 
+def _inside_root(loaded: LoadedRecipe, relative: str) -> Path:
+    """Where a generated file goes; refused when a symlinked folder on the way leads out."""
+    path = loaded.root / relative
+    if not path.parent.resolve().is_relative_to(loaded.root.resolve()):
+        raise RecipeError(
+            loaded.source,
+            "",
+            f"{relative} would be written outside the project root {loaded.root} "
+            "(a folder on the way is a symlink that leads out)",
+        )
+    return path
+
+
 def write_generated(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]:
     """Write the generated files that changed; return their root-relative paths."""
     changed = stale_files(loaded, files)
     for relative in changed:
-        write_atomic(loaded.root / relative, files[relative])
+        write_atomic(_inside_root(loaded, relative), files[relative])
         log.info("generated %s", loaded.root / relative)
     return changed
 

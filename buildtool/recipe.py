@@ -20,6 +20,7 @@ from typing import Any
 
 from buildtool.errors import RecipeError, UsageError
 from buildtool.recipe_model import ProjectSettings, Recipe
+from buildtool.recipe_values import check_values
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -180,7 +181,9 @@ def parse_recipe(data: Mapping[str, object], source: str) -> Recipe:
     """Validate parsed TOML into a ``Recipe`` with defaults filled in (pure)."""
     recipe = _Converter(source).convert(data, Recipe, "")
     assert isinstance(recipe, Recipe)
-    return dataclasses.replace(recipe, project=_complete_project(recipe.project, source))
+    completed = dataclasses.replace(recipe, project=_complete_project(recipe.project, source))
+    check_values(completed, source)
+    return completed
 
 
 def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:

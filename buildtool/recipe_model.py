@@ -164,8 +164,9 @@ class VerifySettings:
     """Per library: largest allowed file size in MB (10**6 bytes)."""
 
     hardening: bool = False
-    """Also check RELRO with BIND_NOW, non-executable stack, no text relocations and PIE
-    executables."""
+    """Also check hardening (BT140-BT145): full RELRO with BIND_NOW, a non-executable stack, no
+    DT_RPATH, no search path relative to the current directory or in a world-writable folder, no
+    text relocations, and PIE executables."""
 
 
 @dataclasses.dataclass(frozen=True)

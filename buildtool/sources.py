@@ -8,6 +8,7 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import RecipeError
 from buildtool.recipe import LoadedRecipe, key_path
+from buildtool.recipe_values import relative_path_problem
 
 MAX_MATCHES_PER_PATTERN = 10_000
 """A glob matching more files than this is a mistake (``**/*`` at a drive root), not a project."""
@@ -29,14 +30,26 @@ def _source_arrays(loaded: LoadedRecipe) -> Iterator[tuple[str, tuple[str, ...]]
             yield f"{table}.{name}.sources", getattr(entry, "sources", ())
 
 
+MAX_PATTERN_LENGTH = 1024
+"""Longer patterns are mistakes; very deep ones would exhaust pathlib's recursion."""
+
+
 def _check_pattern(pattern: str, source: str, key: str) -> None:
-    pure = PurePosixPath(pattern)
-    if not pattern or pure.is_absolute() or "\\" in pattern or ":" in pure.parts[0]:
-        raise RecipeError(
-            source, key, f"expected a path relative to the project root, found {pattern!r}"
-        )
-    if ".." in pure.parts:
-        raise RecipeError(source, key, f"paths may not escape the project root, found {pattern!r}")
+    problem = relative_path_problem(pattern)
+    if problem:
+        raise RecipeError(source, key, problem)
+    if len(pattern) > MAX_PATTERN_LENGTH or pattern.count("/") > MAX_PATTERN_LENGTH // 16:
+        raise RecipeError(source, key, f"a pattern of {len(pattern)} characters is too long")
+    if not PurePosixPath(pattern).parts:
+        raise RecipeError(source, key, f"expected files, found the project root {pattern!r}")
+
+
+def _matches(root: Path, pattern: str, source: str, key: str) -> list[Path]:
+    """At most one match over the limit; what pathlib refuses becomes a RecipeError."""
+    try:
+        return list(itertools.islice(root.glob(pattern), MAX_MATCHES_PER_PATTERN + 1))
+    except (ValueError, OSError) as error:  # "a**b", a name too long for the file system
+        raise RecipeError(source, key, f"cannot expand {pattern!r}: {error}") from None
 
 
 def _within(path: Path, root: Path) -> bool:
@@ -50,9 +63,8 @@ def _within(path: Path, root: Path) -> bool:
 def expand_pattern(root: Path, pattern: str, source: str, key: str) -> tuple[str, ...]:
     """Files under ``root`` matching ``pattern``, sorted, as root-relative POSIX paths."""
     _check_pattern(pattern, source, key)
-    matches = itertools.islice(root.glob(pattern), MAX_MATCHES_PER_PATTERN + 1)
     found: list[str] = []
-    for match in matches:
+    for match in _matches(root, pattern, source, key):
         if len(found) == MAX_MATCHES_PER_PATTERN:
             raise RecipeError(
                 source, key, f"{pattern!r} matches more than {MAX_MATCHES_PER_PATTERN} files"

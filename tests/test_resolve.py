@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from buildtool.linkage.elf import ElfFacts, read_elf_file
+from buildtool.linkage.elf import NO_NAMES, ElfFacts, read_elf_file
 from buildtool.linkage.resolve import (
     LD_SO_CACHE,
     CacheEntry,
@@ -48,8 +48,7 @@ BASE = ElfFacts(
     undefined=frozenset(), weak_undefined=frozenset(), unique=frozenset(),
     weak_defined=frozenset(), exported_count=0,
     version_definitions=(), version_needs=(), init_array_size=0, has_symtab=False,
-    static_initializers=(), symtab_defined_functions=frozenset(),
-    symtab_weak_functions=frozenset(),
+    static_initializers=(), symtab_functions=NO_NAMES,
     registration_strings=frozenset(), file_size=0, code_size=0, sections=(), bind_now=False,
     relro=False, exec_stack=False, textrel=False, nodeflib=False,
 )  # fmt: skip

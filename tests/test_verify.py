@@ -3,6 +3,7 @@ here from the example, is reported by the check that exists for it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from buildtool.cli import main
 from buildtool.cmake import cmake_executable, ninja_executable
 from buildtool.linkage.report import Report
 from buildtool.linkage.verify import policy_for_recipe, verify_paths
+from buildtool.linkage.wheel_archive import record_line
 from buildtool.recipe import load_recipe
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
@@ -186,9 +188,15 @@ def test_missing_runpath(broken: Path) -> None:
 
 def test_rpath_instead_of_runpath_is_a_warning(broken: Path) -> None:
     patchelf("--force-rpath", "--set-rpath", "$ORIGIN", broken / "lib" / "libdemo_compiler.so")
-    report = verify(broken)
+    policy = policy_for_recipe(load_recipe(DEMO_RECIPE))
+    report = verify_paths([broken], dataclasses.replace(policy, hardening=False))
     assert ids(report) == {("BT111", "libdemo_compiler.so")}
     assert not report.failed
+    # the example's recipe asks for hardening, which makes any DT_RPATH an error
+    assert ids(verify(broken)) == {
+        ("BT111", "libdemo_compiler.so"),
+        ("BT142", "libdemo_compiler.so"),
+    }
 
 
 def wheel_like_tree(good_build: Path, root: Path) -> Path:
@@ -259,9 +267,13 @@ def test_same_findings_from_a_wheel_as_from_the_tree(good_build: Path, tmp_path:
     stale = tree / "demo" / "lib" / "libdemo.so"
     shutil.copy2(tree / "demo" / "lib" / "libdemo_ffi.so", stale)
     wheel = tmp_path / "demo-0.1.0-py3-none-linux_x86_64.whl"
+    record = []
     with zipfile.ZipFile(wheel, "w") as archive:
         for path in sorted(tree.rglob("*")):
             archive.write(path, path.relative_to(tree).as_posix())
+            if path.is_file():
+                record.append(record_line(path.relative_to(tree).as_posix(), path.read_bytes()))
+        archive.writestr("demo-0.1.0.dist-info/RECORD", "\n".join(record) + "\n")
     from_tree, from_wheel = verify(tree / "demo"), verify(wheel)
     assert ids(from_tree) == ids(from_wheel)
     assert ("BT112", "libdemo_compiler.so") in ids(from_wheel)
@@ -294,7 +306,7 @@ def test_text_output_groups_per_file(broken: Path, run_cli: CliRunner) -> None:
     assert lines[1].startswith(
         "  error BT112 runpath-missing: needs libdemo_runtime.so, libdemo_ffi.so"
     )
-    assert lines[-1] == "5 ELF files checked, 16 checks: 1 errors, 0 warnings"
+    assert lines[-1] == "5 ELF files checked, 22 checks: 1 errors, 0 warnings"
 
 
 def system_libraries() -> Iterator[Path]:

@@ -6,6 +6,7 @@ split), install them with pip into fresh virtual environments and import them th
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ from buildtool.plan import LinkPlan
 from buildtool.recipe import load_recipe
 from buildtool.recipe_model import WheelSettings
 from buildtool.resources import package_templates
-from tests.conftest import DEMO_RECIPE, CliRunner
+from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -295,6 +296,30 @@ def test_split_wheel_contents(split_dist: Path) -> None:
     with zipfile.ZipFile(compiler_wheel) as archive:
         metadata = archive.read("demo_compiler-0.1.0.dist-info/METADATA").decode()
     assert "Requires-Dist: demo-runtime==0.1.0" in metadata.splitlines()
+
+
+@pytest.mark.wheel
+def test_rebuild_in_another_build_root_gives_identical_wheels(
+    full_dist: Path, build_root: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """Same sources, recipe and toolchain, another build folder: the same bytes, and no build
+    path in any member (-ffile-prefix-map, RUNPATH $ORIGIN, fixed zip timestamps)."""
+    other_root, out = tmp_path / "elsewhere" / "build", tmp_path / "dist"
+    result = run_cli("-q", "wheel", "--build-root", str(other_root), "--out-dir", str(out))
+    assert result.exit_code == 0, result.stderr
+    first, second = one(full_dist, "demo-0.1.0-*.whl"), one(out, "demo-0.1.0-*.whl")
+    assert first.name == second.name
+    assert sha256(first) == sha256(second)
+    with zipfile.ZipFile(second) as archive:
+        for info in archive.infolist():
+            content = archive.read(info)
+            for folder in (build_root, other_root, tmp_path, REPO):
+                assert str(folder).encode() not in content, (info.filename, folder)
+            assert info.date_time == (1980, 1, 1, 0, 0, 0), info.filename
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @pytest.mark.wheel

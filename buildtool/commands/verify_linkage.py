@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
@@ -10,9 +11,12 @@ from pathlib import Path
 from buildtool.commands.common import add_recipe_option
 from buildtool.console import paint, use_colour
 from buildtool.errors import UsageError
+from buildtool.fsutil import write_atomic
 from buildtool.linkage.report import Report, render_github, render_json, render_text
 from buildtool.linkage.verify import policy_for_recipe, verify_paths
 from buildtool.recipe import LoadedRecipe, find_default_recipe, load_recipe
+
+log = logging.getLogger("buildtool")
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:
@@ -38,11 +42,32 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         " or github (workflow annotations)",
     )
     parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the report to FILE instead of stdout (a temporary file renamed into place: "
+        "never a half-written report)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=_jobs,
+        default=None,
+        metavar="N",
+        help="processes that read ELF files (default: every CPU available; 1 reads them in "
+        "this process). Small inputs are always read in this process.",
+    )
+    parser.add_argument(
         "--ld-library-path",
         action="store_true",
         help="let LD_LIBRARY_PATH take part in resolving NEEDED entries (off by default: users' "
         "machines do not have the build's)",
     )
+
+
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got {text!r}")
+    return int(text)
 
 
 def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
@@ -59,12 +84,11 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
     return load_recipe(path, str(path))
 
 
-def _render(report: Report, output_format: str) -> str:
+def _render(report: Report, output_format: str, colour: bool) -> str:
     if output_format == "json":
         return render_json(report)
     if output_format == "github":
         return render_github(report)
-    colour = use_colour(sys.stdout)
     return render_text(report, lambda text, style: paint(text, style, colour))
 
 
@@ -73,6 +97,10 @@ def run(args: argparse.Namespace) -> int:
     ld_library_path = None
     if args.ld_library_path:
         ld_library_path = [entry for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":")]
-    report = verify_paths(paths, policy_for_recipe(_recipe(args)), ld_library_path)
-    sys.stdout.write(_render(report, args.format))
+    report = verify_paths(paths, policy_for_recipe(_recipe(args)), ld_library_path, args.jobs)
+    if args.output is None:
+        sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
+    else:
+        write_atomic(args.output, _render(report, args.format, colour=False))
+        log.info("report written to %s", args.output)
     return 1 if report.failed else 0

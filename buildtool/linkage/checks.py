@@ -10,16 +10,19 @@ import dataclasses
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import cached_property
 from pathlib import PurePosixPath
 
-from buildtool.linkage.elf import CRT_FUNCTIONS, LINKER_GENERATED, STATIC_INIT_PREFIX, ElfFacts
+from buildtool.linkage.elf import LINKER_GENERATED, ElfFacts
 from buildtool.linkage.findings import Finding
+from buildtool.linkage.hardening import check_hardening
 from buildtool.linkage.inputs import BinaryFile
 from buildtool.linkage.policy import LinkagePolicy, ObjectRule
 from buildtool.linkage.resolve import (
     Closure,
-    closure_index,
-    unresolved_symbols,
+    DefinitionIndex,
+    index_definitions,
+    unresolved_against,
     unsatisfied_version_needs,
 )
 
@@ -31,6 +34,16 @@ PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
 
 SHOWN = 8
 """How many symbols or names a finding lists before it says "and N more"."""
+
+FunctionNames = Callable[[BinaryFile, frozenset[int]], Mapping[int, str]]
+"""The names of some of a file's ``.symtab`` functions by digest (see
+``ElfFacts.symtab_functions``). The shell reads the file again: only a duplicate-code finding,
+which shows them, needs names."""
+
+
+def digests_as_names(_binary: BinaryFile, digests: frozenset[int]) -> dict[int, str]:
+    """A ``FunctionNames`` that reads nothing: it shows the digests."""
+    return {digest: f"#{digest:016x}" for digest in digests}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +57,8 @@ class Subject:
     policy: LinkagePolicy
     in_input: frozenset[str]
     """Base names of every file (and symlink) in the inputs."""
+    function_names: FunctionNames = digests_as_names
+    """How duplicate-code findings name the functions two libraries share."""
 
     def facts(self, binary: BinaryFile) -> ElfFacts:
         assert binary.facts is not None
@@ -60,11 +75,30 @@ class Subject:
 
     def co_loaded(self, a: BinaryFile, b: BinaryFile) -> bool:
         """Whether one process may load both: one needs the other, or a third needs both."""
-        a_path, b_path = str(a.location), str(b.location)
-        return any(
-            a_path in closure.objects and b_path in closure.objects
-            for closure in self.closures.values()
+        loaders = self._loaders
+        return not loaders.get(str(a.location), frozenset()).isdisjoint(
+            loaders.get(str(b.location), ())
         )
+
+    @cached_property
+    def _loaders(self) -> dict[str, set[PurePosixPath]]:
+        """Object path -> the roots whose closure loads it."""
+        loaders: dict[str, set[PurePosixPath]] = {}
+        for root, closure in self.closures.items():
+            for path in closure.objects:
+                loaders.setdefault(path, set()).add(root)
+        return loaders
+
+    def definitions(self, path: str, facts: ElfFacts) -> DefinitionIndex:
+        """The dynamic definitions of one loaded object, indexed once for every closure."""
+        index = self._indexes.get(path)
+        if index is None:
+            index = self._indexes[path] = index_definitions([facts.defined])
+        return index
+
+    @cached_property
+    def _indexes(self) -> dict[str, DefinitionIndex]:
+        return {}
 
 
 def _listed(items: Iterable[str]) -> str:
@@ -133,18 +167,9 @@ def _static_inits(facts: ElfFacts) -> frozenset[str]:
     return frozenset(name.removesuffix(".cold") for name in facts.static_initializers)
 
 
-def _strong_functions(facts: ElfFacts) -> frozenset[str]:
-    return frozenset(
-        name
-        for name in facts.symtab_defined_functions - facts.symtab_weak_functions
-        if name not in CRT_FUNCTIONS
-        and not name.startswith(STATIC_INIT_PREFIX)
-        and not name.endswith(".cold")
-    )
-
-
-def _exported_strong(facts: ElfFacts) -> frozenset[str]:
-    return facts.defined - facts.unique - facts.weak_defined - LINKER_GENERATED
+def _exported_strong(facts: ElfFacts, among: frozenset[str]) -> frozenset[str]:
+    """The keys of ``among`` that ``facts`` exports as strong, non-unique definitions."""
+    return (among & facts.defined) - facts.unique - facts.weak_defined - LINKER_GENERATED
 
 
 def _pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[tuple[BinaryFile, BinaryFile]]:
@@ -160,15 +185,19 @@ def _shared_keys(
     subject: Subject, keys_of: Callable[[ElfFacts], frozenset[str]]
 ) -> dict[tuple[BinaryFile, BinaryFile], set[str]]:
     """Co-loaded pairs of shared libraries and the keys both have (one pass over all keys)."""
-    owners: dict[str, list[BinaryFile]] = {}
-    for binary in subject.shared:
+    libraries = subject.shared
+    owners: dict[str, list[int]] = {}
+    for index, binary in enumerate(libraries):
         for key in keys_of(subject.facts(binary)):
-            owners.setdefault(key, []).append(binary)
+            owners.setdefault(key, []).append(index)
+    groups: dict[tuple[int, ...], set[str]] = {}
+    for key, found_in in owners.items():
+        if len(found_in) > 1:
+            groups.setdefault(tuple(found_in), set()).add(key)
     shared: dict[tuple[BinaryFile, BinaryFile], set[str]] = {}
-    for key, files in owners.items():
-        if len(files) > 1:
-            for pair in _pairs(subject, files):
-                shared.setdefault(pair, set()).add(key)
+    for group, keys in groups.items():
+        for pair in _pairs(subject, [libraries[index] for index in group]):
+            shared.setdefault(pair, set()).update(keys)
     return shared
 
 
@@ -182,12 +211,45 @@ def _duplicate_finding(pair: tuple[BinaryFile, BinaryFile], evidence: str) -> Fi
     )
 
 
+Pair = tuple[BinaryFile, BinaryFile]
+
+
+def _shared_functions(subject: Subject, pairs: Iterable[Pair]) -> dict[Pair, list[str]]:
+    """The functions each pair both defines (a digest comparison), by name: the names are read
+    from the smaller file of each pair, once per file."""
+    found: dict[Pair, tuple[BinaryFile, frozenset[int]]] = {}
+    for pair in pairs:
+        first, second = (subject.facts(binary).symtab_functions for binary in pair)
+        both = first.common(second)
+        if both:
+            found[pair] = (pair[0] if first.stored <= second.stored else pair[1], both)
+    wanted: dict[str, tuple[BinaryFile, set[int]]] = {}
+    for source, both in found.values():
+        wanted.setdefault(source.display, (source, set()))[1].update(both)
+    names = {
+        display: subject.function_names(source, frozenset(digests))
+        for display, (source, digests) in wanted.items()
+    }
+    return {
+        pair: [names[source.display].get(d, f"#{d:016x}") for d in both]
+        for pair, (source, both) in found.items()
+    }
+
+
+def _stripped_exports(subject: Subject) -> dict[tuple[BinaryFile, BinaryFile], set[str]]:
+    """Pairs with a stripped library and the strong exports both define (only a stripped
+    library's exports can be this evidence, so no other key is gathered)."""
+    stripped = [b for b in subject.shared if not subject.facts(b).has_symtab]
+    among = frozenset().union(*(subject.facts(b).defined for b in stripped))
+    return _shared_keys(subject, lambda facts: _exported_strong(facts, among)) if among else {}
+
+
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     inits = _shared_keys(subject, _static_inits)
-    functions = _shared_keys(subject, _strong_functions)
+    functions = _shared_functions(subject, inits)
     reported: set[tuple[BinaryFile, BinaryFile]] = set()
     for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):
-        also = functions.get(pair, set())
+        also = functions.get(pair)
         if also:
             reported.add(pair)
             yield _duplicate_finding(
@@ -195,7 +257,7 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
                 f"unstripped: static initializers {_listed(names)} and {len(also)} defined "
                 f"functions ({_listed(also)}) in both",
             )
-    exported = _shared_keys(subject, _exported_strong)
+    exported = _stripped_exports(subject)
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
         stripped = not all(subject.facts(b).has_symtab for b in pair)
         if pair not in reported and stripped:
@@ -262,10 +324,9 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
 
 def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) -> Finding | None:
     facts = subject.facts(binary)
+    indexes = (subject.definitions(path, closure.objects[path]) for path in closure.load_order)
     unresolved = {
-        key
-        for key in unresolved_symbols(facts, closure_index(closure))
-        if not PYTHON_API.match(key)
+        key for key in unresolved_against(facts.undefined, indexes) if not PYTHON_API.match(key)
     }
     versions = {f"{file} {version}" for file, version in unsatisfied_version_needs(facts, closure)}
     if not unresolved and not versions:
@@ -431,6 +492,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_layout,
     check_duplicate_copies,
     check_size_budgets,
+    check_hardening,
 )
 
 

@@ -32,11 +32,12 @@ import mmap
 import os
 import struct
 import sys
+from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from itertools import repeat
+from dataclasses import dataclass, field, replace
+from itertools import compress, repeat
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any, Final, TypeVar
 
 from buildtool.errors import InputError
 
@@ -142,6 +143,77 @@ class MalformedElf(InputError):
         return (MalformedElf, (self.path, self.offset, self.reason))
 
 
+def name_digest(name: str) -> int:
+    """The digest ``NameDigests`` keeps for a name: Python's 64-bit hash of its UTF-8 bytes.
+
+    The hash is salted per interpreter (``PYTHONHASHSEED``): digests agree within one process
+    and the workers it forks, which read every file of a run together, and are never kept
+    beyond it. A keyed hash costs a third of a cryptographic digest, per name of half a million.
+    """
+    return hash(name.encode("utf-8"))
+
+
+@dataclass(frozen=True, eq=False)
+class NameDigests:
+    """A set of names kept as 64-bit digests (``name_digest``): 8 bytes a name.
+
+    libtorch_cpu.so defines 350k functions whose names take 58 MB; their digests take 3 MB and
+    compare without one Python object per name. Two names share a digest with odds of 2**-64.
+    The names themselves are read again from the file when a finding has to show them.
+
+    The set is the digests in ``packed`` less those in ``excluded``: several processes read the
+    parts of a big symbol table, and putting the parts together is then a concatenation.
+    """
+
+    packed: bytes
+    """Digests in native byte order, 8 bytes each, in no particular order; one may repeat."""
+    excluded: frozenset[int] = frozenset()
+    """Digests that are not in the set even where ``packed`` holds them."""
+
+    @property
+    def stored(self) -> int:
+        """How many digests ``packed`` holds: what comparing the set costs."""
+        return len(self.packed) // 8
+
+    def _values(self) -> memoryview:
+        return memoryview(self.packed).cast("q")
+
+    def _distinct(self) -> set[int]:
+        return set(self._values()) - self.excluded
+
+    def __len__(self) -> int:
+        return len(self._distinct())
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._distinct())
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        digest = name_digest(name)
+        return digest not in self.excluded and digest in self._values()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NameDigests):
+            return NotImplemented
+        return self._distinct() == other._distinct()
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._distinct()))
+
+    def __repr__(self) -> str:
+        return f"NameDigests(<{self.stored} digests>)"
+
+    def common(self, other: NameDigests) -> frozenset[int]:
+        """Digests of the names both sets hold."""
+        small, large = (self, other) if self.stored <= other.stored else (other, self)
+        both = set(small._values()).intersection(large._values())
+        return frozenset(both - self.excluded - other.excluded)
+
+
+NO_NAMES: Final = NameDigests(b"")
+
+
 @dataclass(frozen=True)
 class ElfFacts:
     """What verify-linkage needs to know about one ELF file (see the module doc for keys)."""
@@ -186,10 +258,10 @@ class ElfFacts:
     """True when a ``.symtab`` is present (the file is not stripped)."""
     static_initializers: tuple[str, ...]
     """``.symtab`` names starting ``_GLOBAL__sub_I_`` (one per C++ TU with static init), sorted."""
-    symtab_defined_functions: frozenset[str]
-    """``.symtab`` defined FUNC/IFUNC names of any binding; empty when stripped."""
-    symtab_weak_functions: frozenset[str]
-    """The weak ones among ``symtab_defined_functions`` (COMDAT code: inline, templates)."""
+    symtab_functions: NameDigests = field(hash=False)
+    """The code this file defines, by name: ``.symtab`` defined FUNC/IFUNC names, less the weak
+    ones (COMDAT code: inline functions, template instances), GCC's ``.cold`` split parts,
+    toolchain startup code (``CRT_FUNCTIONS``) and static initializers; empty when stripped."""
     registration_strings: frozenset[str]
     """Which of the requested names occur NUL-terminated in allocated non-code data."""
     file_size: int
@@ -256,6 +328,7 @@ def _make_layout(elf_class: int, little: bool) -> _Layout:
 
 _LAYOUTS: Final = {(c, le): _make_layout(c, le) for c in (32, 64) for le in (True, False)}
 _NATIVE_LITTLE: Final = sys.byteorder == "little"
+_DONTNEED: Final[int | None] = getattr(mmap, "MADV_DONTNEED", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +340,18 @@ class _Image:
     layout: _Layout
     finder: bytes | bytearray | mmap.mmap | None
     """The original object when it supports ``find(sub, start, end)`` without copying."""
+    file_backed: bool
+    """``finder`` maps a file read-only: pages read can be dropped and read again later."""
+
+    def release(self, offset: int, size: int) -> None:
+        """Let the kernel drop the mapped pages of ``[offset, offset + size)`` (they stay in the
+        page cache): a big table read once need not stay in the process's resident memory."""
+        if not self.file_backed or not isinstance(self.finder, mmap.mmap) or _DONTNEED is None:
+            return
+        start = max(offset - offset % mmap.PAGESIZE, 0)
+        end = min(offset + size, len(self.finder))
+        if end > start:
+            self.finder.madvise(_DONTNEED, start, end - start)
 
     def span(self, offset: int, size: int, what: str) -> memoryview:
         """Bytes ``[offset, offset + size)``, or _Bad when the file cannot back them."""
@@ -854,43 +939,314 @@ def _read_dynamic_symbols(
         source = _source_from_dynamic(img, segments, dyn)
     if source is None:
         return _NO_SYMBOLS
-    return _collect_dynamic(source, _symbol_rows(img, source.offset, source.count))
+    return _collect_columns(img, source)
+
+
+# The fast path reads the table a column at a time; ``_collect_dynamic`` (row by row) is what the
+# pyelftools reference uses, so the tests hold each against the other.
+
+_LIVE_MASK: Final = bytes(int(info >= 0x10) for info in range(256))  # not STB_LOCAL
+_ZERO_MASK: Final = bytes(int(value == 0) for value in range(256))
+
+
+def _bind_mask(bind: int) -> bytes:
+    return bytes(int(info >> 4 == bind) for info in range(256))
+
+
+_WEAK_MASK, _UNIQUE_MASK = _bind_mask(_STB_WEAK), _bind_mask(_STB_GNU_UNIQUE)
+_EXPORTED_MASK: Final = bytes(int(other & 3 == 0) for other in range(256))  # default visibility
+
+
+def _mask_and(*masks: bytes) -> bytes:
+    """Byte-wise AND of 0/1 masks of one length."""
+    value = int.from_bytes(masks[0], "little")
+    for mask in masks[1:]:
+        value &= int.from_bytes(mask, "little")
+    return value.to_bytes(len(masks[0]), "little")
+
+
+def _mask_not(mask: bytes) -> bytes:
+    return mask.translate(_ZERO_MASK)
 
 
 @dataclass(frozen=True, slots=True)
-class _StaticSymbols:
-    initializers: tuple[str, ...]
-    functions: frozenset[str]
-    weak_functions: frozenset[str]
+class _Columns:
+    """The live (non-local) rows of a symbol table, a column at a time."""
+
+    rows: list[int]
+    """Row numbers (for the rare per-row look: absolute symbols)."""
+    names: list[str]
+    versions: list[int]
+    info: bytes
+    other: bytes
+    undefined: bytes
+    """1 where st_shndx is SHN_UNDEF."""
+    absolute: bytes
+    """1 where st_shndx is SHN_ABS."""
 
 
-_NO_STATIC: Final = _StaticSymbols((), frozenset(), frozenset())
+def _shndx_masks(img: _Image, raw: memoryview) -> tuple[bytes, bytes]:
+    entry = img.layout.sym_size
+    at = 6 if img.layout.elf_class == 64 else 14
+    first, second = raw[at::entry].tobytes(), raw[at + 1 :: entry].tobytes()
+    low, high = (first, second) if img.layout.endian == "<" else (second, first)
+    undefined = _mask_and(low.translate(_ZERO_MASK), high.translate(_ZERO_MASK))
+    absolute = _mask_and(low.translate(_equal_mask(0xF1)), high.translate(_equal_mask(0xFF)))
+    return undefined, absolute
 
 
-def _static_symbols(names: Sequence[str], infos: Sequence[int]) -> _StaticSymbols:
-    """From the names and st_info of the defined functions in ``.symtab``."""
-    weak = (name for name, info in zip(names, infos, strict=True) if info >> 4 == _STB_WEAK)
-    return _StaticSymbols(
-        tuple(sorted(name for name in names if name.startswith(STATIC_INIT_PREFIX))),
-        frozenset(names) - {""},
-        frozenset(weak) - {""},
+def _equal_mask(byte: int) -> bytes:
+    return bytes(int(value == byte) for value in range(256))
+
+
+def _name_column(img: _Image, raw: memoryview) -> list[int]:
+    names = raw.cast("I")[:: img.layout.sym_size // 4].tolist()
+    if (img.layout.endian == "<") == _NATIVE_LITTLE:
+        return names
+    swapped = array("I", names)
+    swapped.byteswap()
+    return swapped.tolist()
+
+
+def _columns(img: _Image, source: _SymbolSource) -> _Columns:
+    layout = img.layout
+    raw = img.span(source.offset, source.count * layout.sym_size, "symbol table")
+    info_at = 4 if layout.elf_class == 64 else 12
+    info = raw[info_at :: layout.sym_size].tobytes()
+    live = info.translate(_LIVE_MASK)
+    undefined, absolute = _shndx_masks(img, raw)
+    versions = source.versym if source.versym is not None else repeat(0, source.count)
+    return _Columns(
+        list(compress(range(source.count), live)),
+        source.names(list(compress(_name_column(img, raw), live))),
+        list(compress(versions, live)),
+        bytes(compress(info, live)),
+        bytes(compress(raw[info_at + 1 :: layout.sym_size].tobytes(), live)),
+        bytes(compress(undefined, live)),
+        bytes(compress(absolute, live)),
     )
 
 
-def _read_static_symbols(img: _Image, sections: Sequence[_Section]) -> _StaticSymbols:
+def _keys(names: Sequence[str], versions: Sequence[int], suffixes: Mapping[int, str]) -> list[str]:
+    if all(suffixes[version] == "" for version in set(versions)):
+        return list(names)  # no version among them: the keys are the names
+    return [name + suffixes[version] for name, version in zip(names, versions, strict=True)]
+
+
+def _version_nodes(img: _Image, source: _SymbolSource, cols: _Columns, keys: list[str]) -> bytes:
+    """1 where a live row is the linker's marker for a version node (absolute, value 0, an
+    OBJECT named like its version): not a symbol anyone binds to."""
+    marks = bytearray(len(cols.rows))
+    value_at = 8 if img.layout.elf_class == 64 else 4
+    word = "Q" if img.layout.elf_class == 64 else "I"
+    for index in compress(range(len(cols.rows)), cols.absolute):
+        row = source.offset + cols.rows[index] * img.layout.sym_size
+        (value,) = struct.unpack_from(img.layout.endian + word, img.view, row + value_at)
+        name = cols.names[index]
+        marks[index] = _is_version_node(name, keys[index], cols.info[index], value)
+    return bytes(marks)
+
+
+def _collect_columns(img: _Image, source: _SymbolSource) -> _DynamicSymbols:
+    """``_collect_dynamic`` over the columns of the table: no Python object per row."""
+    cols = _columns(img, source)
+    def_suffix, ref_suffix = _key_suffixes(source.versions)
+    _check_version_indexes(set(cols.versions), def_suffix, source.offset)
+    named = bytes(map(bool, cols.names))
+    refs = _mask_and(named, cols.undefined)
+    ref_keys = _keys(
+        list(compress(cols.names, refs)), list(compress(cols.versions, refs)), ref_suffix
+    )
+    weak_refs = bytes(compress(cols.info.translate(_WEAK_MASK), refs))
+    def_keys = _keys(cols.names, cols.versions, def_suffix)
+    defs = _mask_and(named, _mask_not(cols.undefined))
+    defs = _mask_and(defs, _mask_not(_version_nodes(img, source, cols, def_keys)))
+    return _DynamicSymbols(
+        defined=frozenset(compress(def_keys, defs)),
+        undefined=frozenset(compress(ref_keys, _mask_not(weak_refs))),
+        weak_undefined=frozenset(compress(ref_keys, weak_refs)),
+        unique=frozenset(compress(def_keys, _mask_and(defs, cols.info.translate(_UNIQUE_MASK)))),
+        weak_defined=frozenset(
+            compress(def_keys, _mask_and(defs, cols.info.translate(_WEAK_MASK)))
+        ),
+        exported_count=sum(_mask_and(defs, cols.other.translate(_EXPORTED_MASK))),
+        versions=source.versions,
+    )
+
+
+# --- .symtab: static initializers and the functions a file defines ---------------------------
+
+
+_SYMTAB_CHUNK_ROWS: Final = 1 << 15
+"""``.symtab`` rows decoded at a time; a mapped file's pages are dropped after each chunk."""
+_INIT_PREFIX_BYTES: Final = STATIC_INIT_PREFIX.encode()
+_CRT_BYTES: Final = frozenset(name.encode() for name in CRT_FUNCTIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class SymtabPart:
+    """What some rows of ``.symtab`` hold; ``with_symtab`` puts the parts of a table together."""
+
+    initializers: tuple[str, ...]
+    """Names starting ``_GLOBAL__sub_I_``, as found."""
+    functions: bytes
+    """Packed digests of the defined FUNC/IFUNC names that may be code of the file (see
+    ``ElfFacts.symtab_functions``), weak ones not yet taken out."""
+    weak: bytes
+    """Packed digests of the weak defined FUNC/IFUNC names."""
+
+
+@dataclass(frozen=True, slots=True)
+class _FunctionSets:
+    """Collects a ``SymtabPart`` chunk by chunk."""
+
+    initializers: list[bytes]
+    functions: set[int]
+    """Digests of every name but ``.cold`` parts: the other names that are not code of the file
+    (startup code, static initializers, "") are taken out by digest in ``part``."""
+    weak: set[int]
+
+    def add(self, names: Sequence[bytes], infos: Sequence[int]) -> None:
+        """``names`` (UTF-8 as pyelftools decodes them) of defined functions, and their st_info."""
+        prefix = _INIT_PREFIX_BYTES
+        self.initializers.extend([name for name in names if name.startswith(prefix)])
+        self.functions.update([hash(name) for name in names if not name.endswith(b".cold")])
+        self.weak.update(
+            [hash(name) for name, info in zip(names, infos, strict=True) if info >> 4 == _STB_WEAK]
+        )
+
+    def part(self) -> SymtabPart:
+        """The part; the sets are spent."""
+        self.functions.difference_update(
+            {hash(name) for name in (*self.initializers, *_CRT_BYTES, b"")}
+        )
+        initializers = tuple(name.decode("utf-8") for name in self.initializers)
+        functions, weak = array("q", self.functions).tobytes(), array("q", self.weak).tobytes()
+        return SymtabPart(initializers, functions, weak)
+
+
+def _new_sets() -> _FunctionSets:
+    return _FunctionSets([], set(), set())
+
+
+def _join_parts(parts: Iterable[SymtabPart]) -> tuple[tuple[str, ...], NameDigests]:
+    """The facts of a whole ``.symtab`` from its parts: concatenated, weak ones excluded."""
+    initializers: list[str] = []
+    functions: list[bytes] = []
+    weak: set[int] = set()
+    for part in parts:
+        initializers += part.initializers
+        functions.append(part.functions)
+        weak.update(memoryview(part.weak).cast("q"))
+    return tuple(sorted(initializers)), NameDigests(b"".join(functions), frozenset(weak))
+
+
+@dataclass(frozen=True, slots=True)
+class _RawStrings:
+    """A string table read in place: names come out as bytes, as UTF-8 the way pyelftools
+    decodes them (invalid sequences replaced), without copying the table."""
+
+    source: bytes | mmap.mmap
+    start: int
+    size: int
+    what: str
+
+    def one(self, offset: int) -> bytes:
+        at = self.start + offset
+        end = self.source.find(b"\0", at, self.start + self.size) if offset < self.size else -1
+        if end < 0:
+            where = self.start + min(offset, self.size)
+            raise _Bad(where, f"{self.what}: string at index {offset:#x} is not terminated")
+        return _utf8_bytes(self.source[at:end])
+
+    def many(self, offsets: Sequence[int]) -> list[bytes]:
+        """Names at many offsets: validated once, then sliced without per-name checks."""
+        source, start = self.source, self.start
+        if not offsets or max(offsets) >= self.size or source[start + self.size - 1] != 0:
+            return [self.one(offset) for offset in offsets]
+        find = source.find  # the table ends with a NUL: every search stops inside it
+        names = [source[at : find(b"\0", at)] for at in [start + o for o in offsets]]
+        return names if all(map(bytes.isascii, names)) else [_utf8_bytes(n) for n in names]
+
+
+def _utf8_bytes(raw: bytes) -> bytes:
+    return raw if raw.isascii() else raw.decode("utf-8", "replace").encode("utf-8")
+
+
+def _raw_strings(img: _Image, sections: Sequence[_Section], section: _Section) -> _RawStrings:
+    if not 0 < section.link < len(sections):
+        raise _Bad(
+            section.offset, f"section {section.name} links to missing section {section.link}"
+        )
+    table = sections[section.link]
+    what = f"string table {table.name or section.link}"
+    raw = img.span(table.offset, table.size, what)
+    if isinstance(img.finder, (bytes, mmap.mmap)):
+        return _RawStrings(img.finder, table.offset, table.size, what)
+    return _RawStrings(bytes(raw), 0, table.size, what)
+
+
+_FUNCTION_INFO_MASK: Final = bytes(int(info in _FUNC_INFOS) for info in range(256))
+_NONZERO_MASK: Final = bytes(int(value != 0) for value in range(256))
+
+
+def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], list[int]]:
+    """(st_name, st_info) of the defined FUNC/IFUNC symbols among ``rows`` of a symbol table.
+
+    Decoded a column at a time (strided views, byte translation, ``compress``): no Python object
+    per row, which matters for tables of half a million symbols.
+    """
+    layout = img.layout
+    entry = layout.sym_size
+    info_at, shndx_at = (4, 6) if layout.elf_class == 64 else (12, 14)
+    info = rows[info_at::entry].tobytes()
+    low = int.from_bytes(rows[shndx_at::entry].tobytes().translate(_NONZERO_MASK), "little")
+    high = int.from_bytes(rows[shndx_at + 1 :: entry].tobytes().translate(_NONZERO_MASK), "little")
+    is_function = int.from_bytes(info.translate(_FUNCTION_INFO_MASK), "little")
+    keep = (is_function & (low | high)).to_bytes(len(info), "little")  # st_shndx != SHN_UNDEF
+    names = rows.cast("I")[:: entry // 4].tolist()
+    if (layout.endian == "<") != _NATIVE_LITTLE:
+        swapped = array("I", names)
+        swapped.byteswap()
+        names = swapped.tolist()
+    return list(compress(names, keep)), list(compress(info, keep))
+
+
+def _symtab_chunks(
+    img: _Image, sections: Sequence[_Section], symtab: _Section, part: int = 0, parts: int = 1
+) -> Iterator[tuple[list[bytes], list[int]]]:
+    """(names, st_info) of the defined FUNC/IFUNC symbols in part ``part`` of ``parts`` of
+    ``.symtab``'s rows, a chunk at a time; a mapped file's pages are dropped after each chunk."""
+    strings = _raw_strings(img, sections, symtab)
+    layout = img.layout
+    count = _symbol_count(img, symtab)
+    img.span(symtab.offset, count * layout.sym_size, "symbol table")
+    rows = range(count * part // parts, count * (part + 1) // parts)
+    for first in range(rows.start, rows.stop, _SYMTAB_CHUNK_ROWS):
+        offset = symtab.offset + first * layout.sym_size
+        size = min(_SYMTAB_CHUNK_ROWS, rows.stop - first) * layout.sym_size
+        offsets, infos = _defined_functions(img, img.view[offset : offset + size])
+        yield strings.many(offsets), infos
+        img.release(offset, size)
+        img.release(strings.start, strings.size)
+
+
+def _read_symtab_rows(
+    img: _Image, sections: Sequence[_Section], symtab: _Section, part: int = 0, parts: int = 1
+) -> SymtabPart:
+    sets = _new_sets()
+    for names, infos in _symtab_chunks(img, sections, symtab, part, parts):
+        sets.add(names, infos)
+    return sets.part()
+
+
+def _read_static_symbols(
+    img: _Image, sections: Sequence[_Section]
+) -> tuple[tuple[str, ...], NameDigests]:
     symtab = _first(sections, _SHT_SYMTAB)
     if symtab is None:
-        return _NO_STATIC
-    strings = _linked_strings(img, sections, symtab)
-    layout = img.layout
-    raw = img.span(symtab.offset, _symbol_count(img, symtab) * layout.sym_size, "symbol table")
-    picked = [
-        (name, info)
-        for name, info, shndx in struct.iter_unpack(layout.func_format, raw)
-        if shndx != _SHN_UNDEF and info in _FUNC_INFOS
-    ]
-    names = strings.many([name for name, _info in picked])
-    return _static_symbols(names, [info for _name, info in picked])
+        return (), NO_NAMES
+    return _join_parts([_read_symtab_rows(img, sections, symtab)])
 
 
 # --- data regions and sizes -----------------------------------------------------------------
@@ -1010,12 +1366,12 @@ def _read_structure(img: _Image) -> _Structure:
     return _Structure(header, sections, segments, _read_dynamic(img, segments, sections))
 
 
-def _facts(img: _Image, path: str, names: Collection[str]) -> ElfFacts:
+def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) -> ElfFacts:
     st = _read_structure(img)
     dyn, sections, segments = st.dynamic, st.sections, st.segments
     values: Mapping[int, int] = dyn.values if dyn else {}
     symbols = _read_dynamic_symbols(img, sections, segments, dyn)
-    static = _read_static_symbols(img, sections)
+    initializers, functions = _read_static_symbols(img, sections) if read_symtab else ((), NO_NAMES)
     flags = _dynamic_flags(values)
     interpreter = _interpreter(img, segments)
     soname = _dyn_string(dyn, _DT_SONAME) if dyn else None
@@ -1041,9 +1397,8 @@ def _facts(img: _Image, path: str, names: Collection[str]) -> ElfFacts:
         version_needs=symbols.versions.needs,
         init_array_size=_init_array_size(dyn, sections),
         has_symtab=_first(sections, _SHT_SYMTAB) is not None,
-        static_initializers=static.initializers,
-        symtab_defined_functions=static.functions,
-        symtab_weak_functions=static.weak_functions,
+        static_initializers=initializers,
+        symtab_functions=functions,
         registration_strings=_registration_strings(img, _data_regions(sections, segments), names),
         file_size=img.size,
         code_size=_code_size(sections, segments),
@@ -1056,8 +1411,10 @@ def _facts(img: _Image, path: str, names: Collection[str]) -> ElfFacts:
     )
 
 
-def _open_image(data: ElfBuffer) -> _Image:
+def _open_image(data: ElfBuffer, size: int | None, file_backed: bool) -> _Image:
     view = memoryview(data).cast("B")
+    if size is not None:
+        view = view[:size]
     if len(view) < 6:
         raise _Bad(0, "file is shorter than the ELF identification")
     elf_class = {1: 32, 2: 64}.get(view[4])
@@ -1066,29 +1423,132 @@ def _open_image(data: ElfBuffer) -> _Image:
     if view[5] not in (1, 2):
         raise _Bad(5, f"unsupported ELF data encoding {view[5]}")
     finder = data if isinstance(data, (bytes, bytearray, mmap.mmap)) else None
-    return _Image(view, len(view), _LAYOUTS[(elf_class, view[5] == 1)], finder)
+    layout = _LAYOUTS[(elf_class, view[5] == 1)]
+    return _Image(view, len(view), layout, finder, file_backed)
 
 
 _DECODE_ERRORS: Final = (struct.error, IndexError, ValueError, OverflowError, MemoryError)
 
+_T = TypeVar("_T")
 
-def read_elf_facts(
-    data: ElfBuffer, display_path: str, registration_names: Collection[str] = ()
-) -> ElfFacts | None:
-    """Facts about one file's bytes; None when it is not ELF; MalformedElf when it is corrupt.
 
-    ``data`` may be an mmap: nothing keeps a view of it after return, so it can be closed.
-    """
-    if bytes(memoryview(data)[:4]) != ELF_MAGIC:
-        return None
+def _decode_image(image: _Image, decode: Callable[[_Image], _T]) -> _T:
     try:
-        return _facts(_open_image(data), display_path, registration_names)
+        return decode(image)
+    finally:
+        image.release(0, image.size)
+
+
+def _decoded(
+    data: ElfBuffer,
+    display_path: str,
+    size: int | None,
+    file_backed: bool,
+    decode: Callable[[_Image], _T],
+) -> _T:
+    """``decode`` over the file's image, its problems turned into MalformedElf."""
+    try:
+        return _decode_image(_open_image(data, size, file_backed), decode)
     except _Bad as bad:
         offset, reason = bad.offset, bad.reason
     except _DECODE_ERRORS as exc:  # belt and braces: every size is checked before use
         offset, reason = 0, f"cannot be decoded ({type(exc).__name__}: {exc})"
     # raised outside the handler so no traceback keeps a view of ``data`` alive
     raise MalformedElf(display_path, offset, reason)
+
+
+def is_elf(data: ElfBuffer) -> bool:
+    return bytes(memoryview(data)[:4]) == ELF_MAGIC
+
+
+def read_elf_facts(
+    data: ElfBuffer,
+    display_path: str,
+    registration_names: Collection[str] = (),
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+    read_symtab: bool = True,
+) -> ElfFacts | None:
+    """Facts about one file's bytes; None when it is not ELF; MalformedElf when it is corrupt.
+
+    ``data`` may be an mmap: nothing keeps a view of it after return, so it can be closed.
+    ``size``: only the first ``size`` bytes of ``data`` are the file (a buffer reused for many
+    files). ``file_backed``: ``data`` maps a file read-only, so pages already decoded may be
+    dropped from the process's resident memory. ``read_symtab=False`` leaves
+    ``static_initializers`` and ``symtab_functions`` empty, for ``with_symtab`` to fill in from
+    parts of the table read elsewhere (``read_symtab_part``).
+    """
+    if not is_elf(data):
+        return None
+    return _decoded(
+        data,
+        display_path,
+        size,
+        file_backed,
+        lambda image: _facts(image, display_path, registration_names, read_symtab),
+    )
+
+
+def _sections_only(img: _Image) -> tuple[_Section, ...]:
+    sections = _read_sections(img, _read_header(img))
+    _check_section_extents(img, sections)
+    return sections
+
+
+def _symtab_part(img: _Image, part: int, parts: int) -> SymtabPart:
+    sections = _sections_only(img)
+    symtab = _first(sections, _SHT_SYMTAB)
+    if symtab is None:
+        return SymtabPart((), b"", b"")
+    return _read_symtab_rows(img, sections, symtab, part, parts)
+
+
+def read_symtab_part(
+    data: ElfBuffer,
+    display_path: str,
+    part: int,
+    parts: int,
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+) -> SymtabPart:
+    """Part ``part`` (from 0) of ``parts`` of the rows of ``.symtab``: big tables are read by
+    several processes at once. A corrupt file raises MalformedElf, possibly with another offset
+    than ``read_elf_facts`` reports: read it whole for the finding."""
+    return _decoded(
+        data, display_path, size, file_backed, lambda img: _symtab_part(img, part, parts)
+    )
+
+
+def with_symtab(facts: ElfFacts, parts: Iterable[SymtabPart]) -> ElfFacts:
+    """Facts read with ``read_symtab=False``, completed with every part of their ``.symtab``."""
+    initializers, functions = _join_parts(parts)
+    return replace(facts, static_initializers=initializers, symtab_functions=functions)
+
+
+def _function_names(img: _Image, wanted: Collection[int]) -> dict[int, str]:
+    sections = _sections_only(img)
+    symtab = _first(sections, _SHT_SYMTAB)
+    found: dict[int, bytes] = {}
+    if symtab is None or not wanted:
+        return {}
+    for names, _infos in _symtab_chunks(img, sections, symtab):
+        found.update({digest: name for name in names if (digest := hash(name)) in wanted})
+    return {digest: name.decode("utf-8") for digest, name in found.items()}
+
+
+def read_function_names(
+    data: ElfBuffer,
+    display_path: str,
+    wanted: Collection[int],
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+) -> dict[int, str]:
+    """The ``.symtab`` function names whose digests (``name_digest``) are in ``wanted``, by
+    digest."""
+    return _decoded(data, display_path, size, file_backed, lambda img: _function_names(img, wanted))
 
 
 def read_elf_file(
@@ -1103,7 +1563,7 @@ def read_elf_file(
         if size < len(ELF_MAGIC):
             return None
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return read_elf_facts(mapped, shown, registration_names)
+            return read_elf_facts(mapped, shown, registration_names, file_backed=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1249,18 +1709,20 @@ def _ref_dynamic_symbols(elf: Any, t: _RefTables) -> _DynamicSymbols:
     return _collect_dynamic(source, rows)
 
 
-def _ref_static_symbols(elf: Any, t: _RefTables) -> _StaticSymbols:
+def _ref_static_symbols(elf: Any, t: _RefTables) -> tuple[tuple[str, ...], NameDigests]:
     symtab = _ref_first(elf, t, _SHT_SYMTAB)
     if symtab is None:
-        return _NO_STATIC
-    names: list[str] = []
+        return (), NO_NAMES
+    names: list[bytes] = []
     infos: list[int] = []
     for sym in symtab.iter_symbols():
         info, _vis, shndx, _value = _ref_symbol(sym, t)
         if shndx != _SHN_UNDEF and info & 0xF in (_STT_FUNC, _STT_GNU_IFUNC):
-            names.append(sym.name)
+            names.append(sym.name.encode("utf-8"))
             infos.append(info)
-    return _static_symbols(names, infos)
+    sets = _new_sets()
+    sets.add(names, infos)
+    return _join_parts([sets.part()])
 
 
 @dataclass(frozen=True, slots=True)
@@ -1324,7 +1786,7 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> El
     sections = _ref_sections(elf, t)
     segs = _ref_segments(elf, t)
     symbols = _ref_dynamic_symbols(elf, t)
-    static = _ref_static_symbols(elf, t)
+    initializers, functions = _ref_static_symbols(elf, t)
     flags = _dynamic_flags({k: v for k, v in values.items() if isinstance(v, int)})
     soname = values.get(_DT_SONAME)
     elf_class = int(elf.elfclass)
@@ -1354,9 +1816,8 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> El
         if init_array is not None
         else sum(s.size for s in sections if s.type == _SHT_INIT_ARRAY),
         has_symtab=any(s.type == _SHT_SYMTAB for s in sections),
-        static_initializers=static.initializers,
-        symtab_defined_functions=static.functions,
-        symtab_weak_functions=static.weak_functions,
+        static_initializers=initializers,
+        symtab_functions=functions,
         registration_strings=_ref_registration(sections, names),
         file_size=_ref_size(stream),
         code_size=sum(s.size for s in sections if s.flags & _SHF_EXECINSTR)

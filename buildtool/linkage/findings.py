@@ -151,6 +151,63 @@ CHECKS: tuple[Check, ...] = (
         "Move heavy code to the optional library, or raise the budget knowingly.",
         needs_recipe=True,
     ),
+    Check(
+        "BT140",
+        "relro-not-full",
+        "error",
+        "Hardening ([verify] hardening = true): no full RELRO. Without PT_GNU_RELRO, or with it "
+        "but lazy binding (no BIND_NOW), the GOT stays writable: a memory bug can redirect calls.",
+        "Link with -Wl,-z,relro,-z,now (buildtool's CMake helpers do on Linux).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT141",
+        "executable-stack",
+        "error",
+        "Hardening: the stack is executable (PT_GNU_STACK missing or with PF_X), so code "
+        "written to it can run.",
+        "Link with -Wl,-z,noexecstack, and give hand-written assembly a .note.GNU-stack section.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT142",
+        "rpath-present",
+        "error",
+        "Hardening: DT_RPATH is present. It overrides LD_LIBRARY_PATH and is inherited by every "
+        "library loaded below, so it reaches further than the file that sets it.",
+        "Link with -Wl,--enable-new-dtags so the linker writes DT_RUNPATH instead.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT143",
+        "unsafe-search-path",
+        "error",
+        "Hardening: a RUNPATH/RPATH entry relative to the current directory ('', '.', 'lib') or "
+        "in a world-writable folder (/tmp, /var/tmp, /dev/shm): whoever writes there chooses "
+        "what is loaded.",
+        "Use $ORIGIN-relative entries (or system folders only root can write to).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT144",
+        "text-relocations",
+        "error",
+        "Hardening: text relocations (DT_TEXTREL): the loader writes into the code, which must "
+        "then be writable, and every process gets a private copy of it.",
+        "Compile every object with -fPIC (CMake: POSITION_INDEPENDENT_CODE ON); fix hand-written "
+        "assembly that uses absolute addresses.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT145",
+        "not-pie",
+        "error",
+        "Hardening: an executable that is not position independent (ET_EXEC) loads at a fixed "
+        "address, so address-space layout randomization cannot move it.",
+        "Compile with -fPIE and link with -pie (CMake: POSITION_INDEPENDENT_CODE ON, "
+        "check_pie_supported(), policy CMP0083 NEW).",
+        needs_recipe=True,
+    ),
 )
 
 CHECKS_BY_ID = {check.id: check for check in CHECKS}

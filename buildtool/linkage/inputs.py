@@ -8,15 +8,21 @@ straight from the zip: nothing is extracted to disk.
 from __future__ import annotations
 
 import dataclasses
-import mmap
 import os
+import re
 import stat
-import zipfile
 from collections.abc import Collection, Iterator
 from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
-from buildtool.linkage.elf import ELF_MAGIC, ElfFacts, MalformedElf, read_elf_facts
+from buildtool.linkage.elf import ElfFacts, MalformedElf
+from buildtool.linkage.reading import Member, Outcome, Source, read_source, read_sources
+from buildtool.linkage.wheel_archive import (
+    DEFAULT_LIMITS,
+    WheelLimits,
+    checked_members,
+    open_wheel,
+)
 
 WHEEL_SEPARATOR = "!/"
 """Joins a wheel's path and a member's name in display paths: ``dist/x.whl!/demo/lib/liba.so``."""
@@ -35,6 +41,8 @@ class BinaryFile:
     """Where it lies for ``$ORIGIN`` and layout: absolute on disk, or ``/<member>`` in a wheel."""
     facts: ElfFacts | None
     malformed: MalformedElf | None
+    source: Source | None = None
+    """Where its bytes are, to read them again (a finding that names functions does)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,31 +61,27 @@ class InputSet:
         return self.kind == "wheel"
 
 
-def _read(data: bytes | mmap.mmap, display: str, names: Collection[str]) -> BinaryFile | None:
-    location = PurePosixPath("/")  # replaced by the caller
-    try:
-        facts = read_elf_facts(data, display, names)
-    except MalformedElf as error:
-        return BinaryFile(display, location, None, error)
-    if facts is None:
+def _binary(source: Source, location: PurePosixPath, outcome: Outcome) -> BinaryFile | None:
+    if outcome is None:
         return None
-    return BinaryFile(display, location, facts, None)
+    if isinstance(outcome, MalformedElf):
+        return BinaryFile(source.display, location, None, outcome, source)
+    return BinaryFile(source.display, location, outcome, None, source)
+
+
+def _disk_location(path: Path) -> PurePosixPath:
+    return PurePosixPath(path.resolve().as_posix())
 
 
 def read_disk_file(path: Path, display: str, names: Collection[str]) -> BinaryFile | None:
     """Facts of one file on disk (mmap), or None when it is not ELF."""
     try:
-        with path.open("rb") as handle:
-            if handle.read(4) != ELF_MAGIC:
-                return None
-            size = os.fstat(handle.fileno()).st_size
-            with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
-                binary = _read(mapped, display, names)
+        size = path.stat().st_size
     except OSError as error:
         raise InputError(f"{display}: cannot read: {error.strerror or error}") from None
-    if binary is None:
-        return None
-    return dataclasses.replace(binary, location=PurePosixPath(path.resolve().as_posix()))
+    source = Source(str(path), display, size)
+    outcome = read_source(source, names)
+    return _binary(source, _disk_location(path), outcome) if outcome is not None else None
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -99,66 +103,95 @@ def _folder_roots(path: Path) -> tuple[str, list[Path]]:
     return "folder", roots
 
 
-def read_folder(path: Path, names: Collection[str]) -> InputSet:
+def read_folder(path: Path, names: Collection[str], jobs: int | None = None) -> InputSet:
     """Every ELF file under a folder (symlinks recorded as aliases, not read twice)."""
     kind, roots = _folder_roots(path)
-    files: list[BinaryFile] = []
+    candidates: list[tuple[Path, int]] = []
     aliases: dict[PurePosixPath, PurePosixPath] = {}
     for root in roots:
         for candidate in _walk(root):
             if candidate.is_symlink():
-                target = candidate.resolve()
-                if target.is_file():
+                # os.path, not Path.resolve: a symlink loop is a dead link here, not an error
+                target = os.path.realpath(candidate)
+                if Path(target).is_file():
                     location = PurePosixPath(candidate.parent.resolve().as_posix()) / candidate.name
-                    aliases[location] = PurePosixPath(target.as_posix())
+                    aliases[location] = PurePosixPath(target)
                 continue
-            if not stat.S_ISREG(candidate.lstat().st_mode):
-                continue
-            binary = read_disk_file(candidate, str(candidate), names)
-            if binary is not None:
-                files.append(binary)
-    return InputSet(kind, str(path), tuple(files), aliases)
+            status = candidate.lstat()
+            if stat.S_ISREG(status.st_mode):
+                candidates.append((candidate, status.st_size))
+    sources = [Source(str(candidate), str(candidate), size) for candidate, size in candidates]
+    files = [
+        _binary(source, _disk_location(candidate), outcome)
+        for (candidate, _size), source, outcome in zip(
+            candidates, sources, read_sources(sources, names, jobs), strict=True
+        )
+        if outcome is not None
+    ]
+    return InputSet(kind, str(path), tuple(b for b in files if b is not None), aliases)
 
 
-def _member_is_regular_file(info: zipfile.ZipInfo) -> bool:
-    mode = info.external_attr >> 16
-    return not info.is_dir() and not stat.S_ISLNK(mode)
+LIBRARY_NAME = re.compile(r"\.so(\.[0-9]+)*\Z")
+"""``libx.so``, ``libx.so.1.2``, ``mod.cpython-311-x86_64-linux-gnu.so``: what loaders open."""
 
 
-def read_wheel(path: Path, names: Collection[str]) -> InputSet:
-    """Every ELF member of a wheel, decompressed in memory."""
-    try:
-        archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as error:
-        raise InputError(f"{path}: not a readable wheel (zip) file: {error}") from None
+def _not_elf_library(display: str) -> BinaryFile:
+    reason = "named like a shared library, but does not start with the ELF magic"
+    return BinaryFile(display, PurePosixPath("/"), None, MalformedElf(display, 0, reason))
+
+
+def _wheel_sources(path: Path, limits: WheelLimits) -> list[tuple[str, Source]]:
+    """(member name, source) of every member to read, once the headers and RECORD passed."""
+    with open_wheel(path) as archive:
+        infos = archive.infolist()
+        members = checked_members(str(path), archive, limits)
+    return [
+        (
+            infos[index].filename,
+            Source(
+                str(path),
+                f"{path}{WHEEL_SEPARATOR}{infos[index].filename}",
+                infos[index].file_size,
+                Member(index, infos[index].filename, entry),
+            ),
+        )
+        for index, entry in members
+    ]
+
+
+def read_wheel(
+    path: Path,
+    names: Collection[str],
+    limits: WheelLimits = DEFAULT_LIMITS,
+    jobs: int | None = None,
+) -> InputSet:
+    """Every ELF member of a wheel, checked (see ``wheel_archive``) and decompressed member by
+    member (see ``reading``); a non-ELF member named like a shared library is a malformed file."""
+    members = _wheel_sources(path, limits)
+    outcomes = read_sources([source for _name, source in members], names, jobs)
     files: list[BinaryFile] = []
-    with archive:
-        for info in archive.infolist():
-            if not _member_is_regular_file(info):
-                continue
-            display = f"{path}{WHEEL_SEPARATOR}{info.filename}"
-            try:
-                with archive.open(info) as member:
-                    if member.read(4) != ELF_MAGIC:
-                        continue
-                data = archive.read(info)
-            except (OSError, zipfile.BadZipFile, EOFError, ValueError) as error:
-                raise InputError(f"{display}: cannot read the member: {error}") from None
-            binary = _read(data, display, names)
-            if binary is not None:
-                location = PurePosixPath("/") / info.filename
-                files.append(dataclasses.replace(binary, location=location))
+    for (name, source), outcome in zip(members, outcomes, strict=True):
+        location = PurePosixPath("/") / name
+        binary = _binary(source, location, outcome)
+        if binary is None and LIBRARY_NAME.search(name):
+            binary = dataclasses.replace(_not_elf_library(source.display), location=location)
+        if binary is not None:
+            files.append(binary)
     return InputSet("wheel", str(path), tuple(files), {})
 
 
-def read_input(path: Path, names: Collection[str]) -> InputSet:
-    """One PATH argument: a ``.whl``, a folder, or a single file."""
+def read_input(path: Path, names: Collection[str], jobs: int | None = None) -> InputSet:
+    """One PATH argument: a ``.whl``, a folder, or a single file. ``jobs``: processes that may
+    read (see ``reading.read_sources``)."""
     if path.is_dir():
-        return read_folder(path, names)
+        return read_folder(path, names, jobs)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
+    if not path.is_file():
+        # a FIFO would block the read forever; a device is no binary
+        raise InputError(f"{path}: not a regular file, a folder or a wheel")
     if path.suffix == ".whl":
-        return read_wheel(path, names)
+        return read_wheel(path, names, jobs=jobs)
     binary = read_disk_file(path, str(path), names)
     if binary is None:
         raise InputError(f"{path}: not an ELF file (expected a shared library or executable)")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import stat
 import struct
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -429,8 +430,10 @@ def filesystem_reader(registration_names: Sequence[str] = ()) -> FactsReader:
     def read(path: str) -> ElfFacts | None:
         if path not in seen:
             try:
-                seen[path] = read_elf_file(path, path, registration_names)
-            except (FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError):
+                # a NEEDED entry may name any path: a FIFO there would block the read forever
+                regular = stat.S_ISREG(Path(path).stat().st_mode)
+                seen[path] = read_elf_file(path, path, registration_names) if regular else None
+            except OSError:  # missing, unreadable, a name too long, a symlink loop, unmappable
                 seen[path] = None
         return seen[path]
 
@@ -474,11 +477,15 @@ def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
     default: set[str] = set()
     versioned: set[str] = set()
     for keys in defined_sets:
-        for key in keys:
+        every = keys if isinstance(keys, (set, frozenset)) else set(keys)
+        if "@" not in "".join(every):  # no versions at all: one C-level pass
+            unversioned.update(every)
+            continue
+        plain = {key for key in every if "@" not in key}
+        unversioned.update(plain)
+        for key in every - plain:
             at = key.find("@")
-            if at < 0:
-                unversioned.add(key)
-            elif key.startswith("@@", at):
+            if key.startswith("@@", at):
                 default.add(key[:at])
                 versioned.add(key[:at] + key[at + 1 :])
             else:
@@ -501,6 +508,26 @@ def is_satisfied(key: str, index: DefinitionIndex) -> bool:
 def unresolved_symbols(facts: ElfFacts, index: DefinitionIndex) -> frozenset[str]:
     """Strong undefined keys of ``facts`` that nothing in the index defines."""
     return frozenset(key for key in facts.undefined if not is_satisfied(key, index))
+
+
+def unresolved_against(keys: Iterable[str], indexes: Iterable[DefinitionIndex]) -> frozenset[str]:
+    """The ``keys`` that no index satisfies: ``unresolved_symbols`` against the union of the
+    indexes without building the union (one index per object, shared by every closure).
+
+    Set differences do the work: an unversioned key is satisfied by ``unversioned`` or
+    ``default``; a ``name@V`` key by ``versioned`` or by ``name`` in ``unversioned``.
+    """
+    plain = {key for key in keys if "@" not in key}
+    versioned = {key for key in keys if "@" in key and "@@" not in key}
+    odd = [key for key in keys if "@@" in key]  # never a reference's key; kept exact anyway
+    for index in indexes:
+        if not (plain or versioned or odd):
+            break
+        plain.difference_update(index.unversioned, index.default)
+        versioned.difference_update(index.versioned)
+        versioned = {key for key in versioned if symbol_name(key) not in index.unversioned}
+        odd = [key for key in odd if not is_satisfied(key, index)]
+    return frozenset(plain | versioned | set(odd))
 
 
 def closure_index(closure: Closure) -> DefinitionIndex:

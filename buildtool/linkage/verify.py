@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from buildtool.errors import ChecksFailed
-from buildtool.linkage.checks import Subject, run_checks
+from buildtool.errors import ChecksFailed, InputError
+from buildtool.linkage.checks import Subject, digests_as_names, run_checks
 from buildtool.linkage.elf import ElfFacts, MalformedElf
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
 from buildtool.linkage.policy import LinkagePolicy, policy_from_plan
+from buildtool.linkage.reading import function_names as function_names_of
 from buildtool.linkage.report import Report, SizeEntry, render_text
 from buildtool.linkage.resolve import (
     Closure,
@@ -49,10 +51,20 @@ def _relocate(inputs: InputSet) -> InputSet:
     if not inputs.in_wheel:
         return inputs
     files = tuple(
-        BinaryFile(b.display, SITE / b.location.relative_to("/"), b.facts, b.malformed)
-        for b in inputs.files
+        dataclasses.replace(b, location=SITE / b.location.relative_to("/")) for b in inputs.files
     )
     return InputSet(inputs.kind, inputs.label, files, inputs.aliases)
+
+
+def function_names(binary: BinaryFile, digests: frozenset[int]) -> Mapping[int, str]:
+    """Names for a duplicate-code finding, read again from the file; the digests themselves
+    when it cannot be read any more (changed or gone since)."""
+    if binary.source is not None:
+        try:
+            return function_names_of(binary.source, digests)
+        except InputError:
+            pass
+    return digests_as_names(binary, digests)
 
 
 def _reader(
@@ -124,7 +136,8 @@ def verify_inputs(
     env = Environment(cache=load_ld_so_cache(), ld_library_path=ld_library_path)
     read = _reader(good, relocated, policy.registration_names)
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
-    subject = Subject(tuple(good), _closures(good, read, env), policy, frozenset(names))
+    closures = _closures(good, read, env)
+    subject = Subject(tuple(good), closures, policy, frozenset(names), function_names)
     return Report(
         inputs=tuple(entry.label for entry in inputs),
         recipe=policy.source,
@@ -138,10 +151,16 @@ def verify_paths(
     paths: Sequence[Path],
     policy: LinkagePolicy,
     ld_library_path: Sequence[str] | None = None,
+    jobs: int | None = None,
 ) -> Report:
-    """verify-linkage on build trees, folders, installed packages, ELF files and wheels."""
+    """verify-linkage on build trees, folders, installed packages, ELF files and wheels.
+
+    ``jobs``: processes that read ELF files (default: every CPU available; 1 reads them in
+    this process). The report is the same for any number.
+    """
     names = policy.registration_names
-    return verify_inputs([read_input(path, names) for path in paths], policy, ld_library_path)
+    inputs = [read_input(path, names, jobs) for path in paths]
+    return verify_inputs(inputs, policy, ld_library_path)
 
 
 def verify_wheels(wheels: Sequence[Path], plan: LinkPlan, loaded: LoadedRecipe) -> Report:

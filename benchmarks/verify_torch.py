@@ -1,0 +1,444 @@
+"""verify-linkage at torch scale, side by side with the tools people use today, in one run.
+
+Downloads the torch 2.13.0 CPU wheel (``pip download --no-deps``), unpacks it, and measures,
+with the median of several runs each:
+
+(a) decompressing the wheel's ELF members with zipfile: the floor for reading a wheel
+    (also: decompressing every member and hashing it, which checking RECORD needs);
+(b) ``buildtool verify-linkage --no-recipe`` on the wheel;
+(c) ``auditwheel show`` on the wheel;
+(d) ``readelf --dyn-syms -W`` over the unpacked ELF files;
+(e) ``buildtool verify-linkage --no-recipe`` on the unpacked ``torch/lib`` (time and memory);
+(f) the same on a folder with the ``torch/lib`` files and on one with twice as many (a second
+    copy of the tree): how the cost grows;
+(g) a no-op ``buildtool wheel`` of the bundled example against a no-op
+    ``pip wheel --no-build-isolation --no-deps`` of the same project, both after a first build.
+
+Prints the ratios against the targets of the performance issue and writes them, with the machine
+and the date, to ``benchmarks/README.md``. ``nox -s bench`` runs it; so does
+``python benchmarks/verify_torch.py --work-dir DIR`` (DIR keeps the downloads between runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import hashlib
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+README = REPO / "benchmarks" / "README.md"
+TORCH = "torch==2.13.0"
+ELF_MAGIC = b"\x7fELF"
+CHUNK = 1 << 20
+MIB = 1 << 20
+
+
+# --- running and measuring ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """One run of a command."""
+
+    seconds: float
+    peak_rss: int
+    """Bytes: the largest resident set of the process or any process it waited for."""
+    peak_pss: int
+    """Bytes: the largest sum, sampled every few milliseconds, of the proportional set sizes of
+    the process and its children (shared pages counted once)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Measurement:
+    name: str
+    runs: tuple[Run, ...]
+    """Timed runs."""
+    sampled: Run | None = None
+    """An extra run whose memory was sampled (its time is not used)."""
+
+    @property
+    def seconds(self) -> float:
+        return statistics.median(run.seconds for run in self.runs)
+
+    @property
+    def peak_rss(self) -> int:
+        return max(run.peak_rss for run in self.runs)
+
+    @property
+    def peak_pss(self) -> int:
+        return self.sampled.peak_pss if self.sampled else 0
+
+
+def _descendants(pid: int) -> Iterator[int]:
+    yield pid
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return
+    for task in tasks:
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            yield from _descendants(int(child))
+
+
+def _pss(pid: int) -> int:
+    try:
+        text = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    except OSError:
+        return 0
+    for line in text.splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+class _PssSampler(threading.Thread):
+    """Samples the summed PSS of a process tree until told to stop."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid = pid
+        self.peak = 0
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            self.peak = max(self.peak, sum(_pss(p) for p in _descendants(self.pid)))
+            self.done.wait(0.005)
+
+
+def run_command(
+    command: Sequence[str], env: dict[str, str], cwd: Path = REPO, sample: bool = False
+) -> Run:
+    """Run ``command`` (output discarded); exit codes 0 and 1 (findings) are success.
+
+    ``sample``: also sample the PSS of its processes, which slows them down (reading
+    ``smaps_rollup`` walks their page tables): never in a timed run.
+    """
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    sampler = _PssSampler(process.pid)
+    if sample:
+        sampler.start()
+    _pid, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    sampler.done.set()
+    if sample:
+        sampler.join()
+    process.returncode = os.waitstatus_to_exitcode(status)
+    errors = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    if process.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(command)} failed ({process.returncode}):\n{errors}")
+    return Run(seconds, usage.ru_maxrss * 1024, sampler.peak)
+
+
+def measure(
+    name: str, runs: int, once: Callable[[], Run], sampled: Callable[[], Run] | None = None
+) -> Measurement:
+    print(f"  {name}: ", end="", flush=True)
+    results = []
+    for _ in range(runs):
+        results.append(once())
+        print(f"{results[-1].seconds:.2f}s ", end="", flush=True)
+    print()
+    return Measurement(name, tuple(results), sampled() if sampled else None)
+
+
+def measure_command(
+    name: str, runs: int, command: Sequence[str], env: dict[str, str]
+) -> Measurement:
+    """Timed runs of ``command``, then one run with its memory sampled."""
+    return measure(
+        name,
+        runs,
+        lambda: run_command(command, env),
+        lambda: run_command(command, env, sample=True),
+    )
+
+
+def in_process(work: Callable[[], object]) -> Callable[[], Run]:
+    def once() -> Run:
+        start = time.perf_counter()
+        work()
+        return Run(time.perf_counter() - start, 0, 0)
+
+    return once
+
+
+# --- inputs ---------------------------------------------------------------------------------
+
+
+def child_environment(work: Path) -> dict[str, str]:
+    """The environment of measured commands: byte code cached, as an installed package has it."""
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+    return env
+
+
+def download_torch(work: Path) -> Path:
+    found = sorted(work.glob("torch-2.13.0*.whl"))
+    if not found:
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", TORCH, "-d", str(work)]
+        subprocess.run(command, check=True)
+        found = sorted(work.glob("torch-2.13.0*.whl"))
+    return found[0]
+
+
+def wheel_members(wheel: Path) -> tuple[list[zipfile.ZipInfo], list[zipfile.ZipInfo]]:
+    """(ELF members, every regular member)."""
+    with zipfile.ZipFile(wheel) as archive:
+        regular = [info for info in archive.infolist() if not info.is_dir()]
+        elf = []
+        for info in regular:
+            with archive.open(info) as stream:
+                if stream.read(len(ELF_MAGIC)) == ELF_MAGIC:
+                    elf.append(info)
+    return elf, regular
+
+
+def unpack(wheel: Path, work: Path) -> Path:
+    folder = work / "unpacked"
+    if not (folder / "torch" / "lib").is_dir():
+        shutil.rmtree(folder, ignore_errors=True)
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(folder)
+    return folder
+
+
+def scaling_folders(lib: Path, work: Path) -> tuple[Path, Path]:
+    """One copy of torch/lib, and a folder with two copies (a second tree)."""
+    once, twice = work / "scale-1x", work / "scale-2x"
+    for target, copies in ((once, ("lib",)), (twice, ("lib", "lib-copy"))):
+        for copy in copies:
+            if not (target / copy).is_dir():
+                shutil.copytree(lib, target / copy)
+    return once / "lib", twice
+
+
+# --- the measurements -----------------------------------------------------------------------
+
+
+def unzip(wheel: Path, members: Sequence[zipfile.ZipInfo], hashing: bool = False) -> None:
+    """Decompress (and hash) members in chunks, keeping nothing."""
+    with zipfile.ZipFile(wheel) as archive:
+        for info in members:
+            digest = hashlib.sha256()
+            with archive.open(info) as stream:
+                while chunk := stream.read(CHUNK):
+                    if hashing:
+                        digest.update(chunk)
+
+
+def buildtool(*args: str | Path) -> list[str]:
+    return [sys.executable, "-m", "buildtool", *map(str, args)]
+
+
+def verify(path: Path) -> list[str]:
+    return buildtool("verify-linkage", "--no-recipe", path)
+
+
+def wheel_no_op(work: Path, env: dict[str, str], runs: int) -> tuple[Measurement, Measurement]:
+    """``buildtool wheel`` and ``pip wheel`` of the example, each again after a first build."""
+    ours = buildtool("-q", "wheel", "--out-dir", work / "dist-buildtool", "--build-root", work)
+    theirs = [
+        *(sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps"),
+        *("src", "-w", str(work / "dist-pip")),
+        f"--config-settings=build-dir={work / 'pip-build' / '{wheel_tag}'}",
+    ]
+    run_command(ours, env)  # the first builds: configure and compile
+    run_command(theirs, env)
+    return (
+        measure("buildtool wheel (no-op)", runs, lambda: run_command(ours, env)),
+        measure("pip wheel (no-op)", runs, lambda: run_command(theirs, env)),
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+    floor: Measurement
+    floor_record: Measurement
+    wheel: Measurement
+    auditwheel: Measurement
+    readelf: Measurement
+    lib: Measurement
+    once: Measurement
+    twice: Measurement
+    wheel_ours: Measurement
+    wheel_pip: Measurement
+
+
+def run_all(work: Path, runs: int, auditwheel_runs: int) -> Results:
+    env = child_environment(work)
+    wheel = download_torch(work)
+    members, all_members = wheel_members(wheel)
+    root = unpack(wheel, work)
+    lib = root / "torch" / "lib"
+    once, twice = scaling_folders(lib, work)
+    elf_files = [root / info.filename for info in members]
+    run_command(verify(lib), env)  # byte code compiled, files in the page cache
+    print(f"{wheel.name}: {len(members)} ELF members")
+    floor = measure("zipfile: ELF members", runs, in_process(lambda: unzip(wheel, members)))
+    everything = in_process(lambda: unzip(wheel, all_members, hashing=True))
+    record = measure("zipfile: all members + sha256", runs, everything)
+    ours = measure_command("buildtool: wheel", runs, verify(wheel), env)
+    show = [sys.executable, "-m", "auditwheel", "show", str(wheel)]
+    theirs = measure("auditwheel show", auditwheel_runs, lambda: run_command(show, env))
+    readelf = ["readelf", "--dyn-syms", "-W", *map(str, elf_files)]
+    dyn_syms = measure("readelf --dyn-syms", runs, lambda: run_command(readelf, env))
+    on_lib = measure_command("buildtool: torch/lib", runs, verify(lib), env)
+    on_once = measure_command("buildtool: 1x files", runs, verify(once), env)
+    on_twice = measure_command("buildtool: 2x files", runs, verify(twice), env)
+    wheel_ours, wheel_pip = wheel_no_op(work, env, runs)
+    return Results(
+        floor, record, ours, theirs, dyn_syms, on_lib, on_once, on_twice, wheel_ours, wheel_pip
+    )
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    what: str
+    value: str
+    goal: str
+    met: bool
+
+
+def targets(r: Results) -> list[Target]:
+    def ratio(a: Measurement, b: Measurement) -> float:
+        return a.seconds / b.seconds
+
+    lib_mib = r.lib.peak_rss / MIB
+    return [
+        Target("wheel / zipfile floor", f"{ratio(r.wheel, r.floor):.2f}x", "<= 1.3x",
+               ratio(r.wheel, r.floor) <= 1.3),
+        Target("auditwheel show / wheel", f"{ratio(r.auditwheel, r.wheel):.1f}x faster",
+               ">= 25x faster", ratio(r.auditwheel, r.wheel) >= 25),
+        Target("torch/lib wall", f"{r.lib.seconds:.2f} s", "<= 0.5 s", r.lib.seconds <= 0.5),
+        Target("torch/lib peak RSS", f"{lib_mib:.0f} MiB", "<= 120 MiB", lib_mib <= 120),
+        Target("2x files / 1x files", f"{ratio(r.twice, r.once):.2f}x", "<= 2.1x",
+               ratio(r.twice, r.once) <= 2.1),
+        Target("buildtool wheel / pip wheel (no-op)", f"{ratio(r.wheel_ours, r.wheel_pip):.2f}x",
+               "<= 1.3x", ratio(r.wheel_ours, r.wheel_pip) <= 1.3),
+    ]  # fmt: skip
+
+
+def machine() -> list[str]:
+    model = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    memory = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return [
+        f"- CPUs: {cpus} ({model})",
+        f"- memory: {int(memory) // 1024} MiB",
+        f"- Python {platform.python_version()} on {platform.system()} {platform.release()}",
+        f"- date: {datetime.date.today().isoformat()}",
+    ]
+
+
+def _row(m: Measurement, memory: bool = False) -> str:
+    rss = f"{m.peak_rss / MIB:.0f} MiB" if memory else ""
+    pss = f"{m.peak_pss / MIB:.0f} MiB" if m.sampled else ""
+    runs = ", ".join(f"{run.seconds:.2f} s" for run in m.runs)
+    return f"| {m.name} | {m.seconds:.2f} s | {rss} | {pss} | {runs} |"
+
+
+def tables(r: Results) -> list[str]:
+    timed = [
+        (r.floor, False), (r.floor_record, False), (r.wheel, True), (r.auditwheel, True),
+        (r.readelf, False), (r.lib, True), (r.once, True), (r.twice, True),
+        (r.wheel_ours, False), (r.wheel_pip, False),
+    ]  # fmt: skip
+    header = (
+        "| measurement | median | peak RSS (largest process) | peak PSS (all processes) | runs |"
+    )
+    verdicts = [f"| {t.what} | {t.value} | {t.goal} | {_verdict(t)} |" for t in targets(r)]
+    return [
+        header,
+        "|---|---|---|---|---|",
+        *(_row(m, memory) for m, memory in timed),
+        "",
+        "| target | measured | goal | |",
+        "|---|---|---|---|",
+        *verdicts,
+    ]
+
+
+def _verdict(target: Target) -> str:
+    return "met" if target.met else "missed"
+
+
+NOTES = """\
+How each figure is taken: wall time of the whole command (interpreter start included) with
+`time.perf_counter`, the median of the runs listed; the zipfile figures are the decompression
+alone, in the benchmark's own process. Peak RSS is `ru_maxrss` of the command as `wait4` reports
+it: the largest resident set of the command or of any worker process it started. Peak PSS adds
+up, every 5 ms, the proportional set sizes (`/proc/<pid>/smaps_rollup`) of the command and its
+workers, so shared pages count once; it comes from one more run, not timed, as sampling slows
+the command down. Files are in the page cache (a warm-up run comes first) and byte code is
+cached, as it is for an installed package.
+
+buildtool reads the wheel member by member and checks every member against `RECORD` (size and
+sha256) before trusting it, so on a wheel it decompresses and hashes every member, not only the
+ELF ones: the second zipfile line is that work alone, on one CPU.
+"""
+
+
+def write_readme(r: Results) -> None:
+    lines = [
+        "# Benchmarks",
+        "",
+        "`nox -s bench` runs `benchmarks/verify_torch.py`: it downloads the torch 2.13.0 CPU",
+        "wheel, unpacks it, and measures buildtool beside zipfile, auditwheel and readelf in one",
+        "run. The results of the last run:",
+        "",
+        *machine(),
+        "",
+        *tables(r),
+        "",
+        NOTES,
+    ]
+    README.write_text("\n".join(lines), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--work-dir", type=Path, help="keeps the downloads (default: temporary)")
+    parser.add_argument("--runs", type=int, default=5, help="runs per measurement (default 5)")
+    parser.add_argument("--auditwheel-runs", type=int, default=1, help="(default 1: ~40 s each)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench-") as temporary:
+        work = (args.work_dir or Path(temporary)).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        results = run_all(work, args.runs, args.auditwheel_runs)
+    print("\n".join(["", *machine(), "", *tables(results)]))
+    write_readme(results)
+    print(f"\nwritten to {README.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

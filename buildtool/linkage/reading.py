@@ -1,0 +1,411 @@
+"""Reading the ELF facts of many files: each file once, on every CPU when the input is big.
+
+Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
+Wheel members are decompressed one at a time into a buffer that each process reuses, so a wheel
+never sits in memory whole. Small inputs are read in this process. Big ones go to a pool of
+forked worker processes, largest work first, small files in batches; the ``.symtab`` of a big
+file on disk (libtorch_cpu.so: half a million symbols) is split into parts that several
+processes read at once. The results are the same whichever way a file was read: a file that a
+split read finds corrupt is read again whole, for the exact finding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import mmap
+import os
+import threading
+import zipfile
+from collections.abc import Callable, Collection, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, TypeVar
+
+from buildtool.errors import InputError
+from buildtool.linkage.elf import (
+    ELF_MAGIC,
+    ElfFacts,
+    MalformedElf,
+    SymtabPart,
+    read_elf_facts,
+    read_function_names,
+    read_symtab_part,
+    with_symtab,
+)
+from buildtool.linkage.wheel_archive import RecordEntry, open_wheel, read_member
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+    from multiprocessing.context import BaseContext
+
+PARALLEL_MIN_BYTES: Final = 32 << 20
+"""Inputs smaller than this are read in this process: a pool would cost more than it saves."""
+
+SPLIT_MIN_BYTES: Final = 96 << 20
+"""Files on disk at least this big have their ``.symtab`` read in parts by several processes."""
+
+PART_BYTES: Final = 64 << 20
+"""File bytes per ``.symtab`` part (at most ``MAX_PARTS`` parts)."""
+
+MAX_PARTS: Final = 8
+
+BATCH_BYTES: Final = 8 << 20
+"""Small files go to a worker together, up to this many bytes (or ``BATCH_FILES`` files)."""
+
+BATCH_FILES: Final = 256
+
+Outcome = ElfFacts | MalformedElf | None
+"""One file's facts, the reason it is malformed, or None when it is not ELF."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Member:
+    """A member of a wheel whose names, sizes and RECORD were checked."""
+
+    index: int
+    """Its position in the wheel's list of members."""
+    name: str
+    record: RecordEntry | None
+    """Its RECORD row: its size and hash are checked as it is read."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where one file's bytes are: a file on disk, or a member of a wheel."""
+
+    path: str
+    """The file on disk, or the wheel."""
+    display: str
+    """How findings name the file."""
+    size: int
+    """Bytes of the file (a member's uncompressed size): what its reading costs."""
+    member: Member | None = None
+    """The wheel member; None for a file on disk."""
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# --- one process's reading --------------------------------------------------------------------
+
+
+class _Reader:
+    """Opens sources in one process: each wheel once, one growing buffer for its members."""
+
+    def __init__(self) -> None:
+        self._wheels: dict[str, zipfile.ZipFile] = {}
+        self._buffer: mmap.mmap | None = None
+
+    def close(self) -> None:
+        for archive in self._wheels.values():
+            archive.close()
+        self._wheels.clear()
+        if self._buffer is not None:
+            self._buffer.close()
+            self._buffer = None
+
+    def decode(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
+        """``decode`` over the source's bytes; None when the file is not ELF."""
+        if source.member is None:
+            return self._decode_file(source, decode)
+        return self._decode_member(source, decode)
+
+    def _decode_file(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
+        try:
+            with Path(source.path).open("rb") as handle:
+                if handle.read(len(ELF_MAGIC)) != ELF_MAGIC:
+                    return None
+                size = os.fstat(handle.fileno()).st_size
+                with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+                    return decode(_Bytes(mapped, size, file_backed=True))
+        except OSError as error:
+            raise InputError(f"{source.display}: cannot read: {error.strerror or error}") from None
+
+    def _decode_member(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
+        """Read the member (hashed and checked against RECORD) into the reused buffer."""
+        member = source.member
+        assert member is not None
+        archive = self._wheel(source.path)
+        infos = archive.infolist()
+        if member.index >= len(infos) or infos[member.index].filename != member.name:
+            raise InputError(f"{source.display}: the wheel changed while it was being read")
+        info = infos[member.index]
+        buffer = self._buffer_for(info.file_size)
+        with memoryview(buffer) as view:
+            filled = 0
+
+            def sink(chunk: bytes) -> None:  # never past file_size: read_member checks first
+                nonlocal filled
+                view[filled : filled + len(chunk)] = chunk
+                filled += len(chunk)
+
+            head, size = read_member(source.path, archive, info, member.record, sink)
+        if head != ELF_MAGIC:
+            return None
+        return decode(_Bytes(buffer, size, file_backed=False))
+
+    def _wheel(self, path: str) -> zipfile.ZipFile:
+        archive = self._wheels.get(path)
+        if archive is None:
+            archive = self._wheels[path] = open_wheel(Path(path))
+        return archive
+
+    def _buffer_for(self, size: int) -> mmap.mmap:
+        if self._buffer is None or len(self._buffer) < size:
+            if self._buffer is not None:
+                self._buffer.close()
+            self._buffer = _private_memory(max(size, mmap.PAGESIZE))
+        return self._buffer
+
+
+def _private_memory(size: int) -> mmap.mmap:
+    """Anonymous memory of this process (private: the first write to a page costs less)."""
+    if hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS"):
+        return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    return mmap.mmap(-1, size)
+
+
+_T = TypeVar("_T")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Bytes:
+    """A file's bytes: the first ``size`` bytes of ``data``."""
+
+    data: mmap.mmap
+    size: int
+    file_backed: bool
+
+
+def _outcome(reader: _Reader, source: Source, names: Collection[str], symtab: bool) -> Outcome:
+    def decode(raw: _Bytes) -> Outcome:
+        try:
+            return read_elf_facts(
+                raw.data,
+                source.display,
+                names,
+                size=raw.size,
+                file_backed=raw.file_backed,
+                read_symtab=symtab,
+            )
+        except MalformedElf as error:
+            return error.with_traceback(None)  # its frames would keep views of the bytes
+
+    return reader.decode(source, decode)
+
+
+def _part(reader: _Reader, source: Source, part: int, parts: int) -> SymtabPart | MalformedElf:
+    def decode(raw: _Bytes) -> SymtabPart | MalformedElf:
+        try:
+            return read_symtab_part(
+                raw.data, source.display, part, parts, size=raw.size, file_backed=raw.file_backed
+            )
+        except MalformedElf as error:
+            return error.with_traceback(None)
+
+    return reader.decode(source, decode) or MalformedElf(source.display, 0, "not ELF")
+
+
+def read_source(source: Source, names: Collection[str]) -> Outcome:
+    """One file's facts, read in this process."""
+    reader = _Reader()
+    try:
+        return _outcome(reader, source, names, True)
+    finally:
+        reader.close()
+
+
+def function_names(source: Source, digests: Collection[int]) -> dict[int, str]:
+    """The ``.symtab`` function names of a file whose digests are ``digests``, by digest (the
+    file is read again)."""
+    reader = _Reader()
+    try:
+        found = reader.decode(
+            source,
+            lambda raw: read_function_names(
+                raw.data, source.display, digests, size=raw.size, file_backed=raw.file_backed
+            ),
+        )
+    finally:
+        reader.close()
+    return found or {}
+
+
+# --- planning and running the work ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """Work for one process: whole files, the rest of a big file, or a part of its ``.symtab``."""
+
+    sources: tuple[int, ...]
+    """Positions in the list of sources."""
+    cost: int
+    """Bytes to read: big work is handed out first."""
+    part: int | None = None
+    """None: read the files (without ``.symtab`` when ``parts`` > 1); else this part."""
+    parts: int = 1
+
+
+def _plan(sources: Sequence[Source]) -> list[_Task]:
+    tasks: list[_Task] = []
+    batch: list[int] = []
+    batch_bytes = 0
+    for index, source in enumerate(sources):
+        if source.member is None and source.size >= SPLIT_MIN_BYTES:
+            parts = min(MAX_PARTS, max(2, source.size // PART_BYTES))
+            share = source.size // (parts + 1)
+            tasks.append(_Task((index,), share, None, parts))
+            tasks += [_Task((index,), share, part, parts) for part in range(parts)]
+        elif source.size >= BATCH_BYTES:
+            tasks.append(_Task((index,), source.size))
+        else:
+            batch.append(index)
+            batch_bytes += source.size
+            if batch_bytes >= BATCH_BYTES or len(batch) >= BATCH_FILES:
+                tasks.append(_Task(tuple(batch), batch_bytes))
+                batch, batch_bytes = [], 0
+    if batch:
+        tasks.append(_Task(tuple(batch), batch_bytes))
+    return sorted(tasks, key=lambda task: -task.cost)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Failed:
+    """A source that could not be read at all (an unreadable file, a wheel member that fails
+    its checks): the error is raised for the first such source, as a serial read would."""
+
+    error: InputError
+
+
+_TaskResult = list[Outcome | _Failed] | SymtabPart | MalformedElf | _Failed
+
+_WORKER_READERS: dict[int, _Reader] = {}
+"""Each worker process's reader (by process id: a forked child must not use its parent's)."""
+
+
+_SAME_HASHES: Final = b"names are hashed alike in every process of a run"
+"""Hashed by each worker with its results: ``NameDigests`` from processes that hash differently
+(not forked from this one) must never be compared."""
+
+
+def _run_task(
+    task: _Task, sources: Sequence[Source], names: tuple[str, ...]
+) -> tuple[int, _TaskResult]:
+    """In a worker: ``sources`` are the task's own."""
+    return hash(_SAME_HASHES), _task_result(task, sources, names)
+
+
+def _task_result(task: _Task, sources: Sequence[Source], names: tuple[str, ...]) -> _TaskResult:
+    reader = _WORKER_READERS.setdefault(os.getpid(), _Reader())
+    if task.part is not None:
+        try:
+            return _part(reader, sources[0], task.part, task.parts)
+        except InputError as error:
+            return _Failed(error)
+    outcomes: list[Outcome | _Failed] = []
+    for source in sources:
+        try:
+            outcomes.append(_outcome(reader, source, names, task.parts == 1))
+        except InputError as error:
+            outcomes.append(_Failed(error))
+            break  # the rest of the batch is read by no one: an error is raised anyway
+    return outcomes
+
+
+def _fork_context() -> BaseContext | None:
+    """Fork when it is safe: workers start at once and inherit everything imported (and
+    ``NameDigests`` need the hashes of this process). Imported here: a small input never pays
+    for the pool's modules."""
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+        return None
+    return multiprocessing.get_context("fork")
+
+
+def _run_parallel(
+    tasks: Sequence[_Task],
+    sources: Sequence[Source],
+    names: tuple[str, ...],
+    jobs: int,
+    context: BaseContext,
+) -> Iterator[tuple[_Task, _TaskResult]]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    try:
+        futures: list[tuple[_Task, Future[tuple[int, _TaskResult]]]] = [
+            (task, pool.submit(_run_task, task, [sources[i] for i in task.sources], names))
+            for task in tasks
+        ]
+        for task, future in futures:
+            hashed, result = future.result()
+            if hashed != hash(_SAME_HASHES):
+                raise RuntimeError("a worker hashes names unlike this process: not forked")
+            yield task, result
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _assemble(
+    sources: Sequence[Source],
+    results: Iterator[tuple[_Task, _TaskResult]],
+    names: Collection[str],
+) -> list[Outcome]:
+    outcomes: list[Outcome] = [None] * len(sources)
+    failed: dict[int, InputError] = {}
+    parts: dict[int, list[SymtabPart | MalformedElf]] = {}
+    for task, result in results:
+        if isinstance(result, _Failed):
+            failed[task.sources[0]] = result.error
+            continue
+        if not isinstance(result, list):
+            parts.setdefault(task.sources[0], []).append(result)
+            continue
+        for index, outcome in zip(task.sources, result, strict=False):
+            if isinstance(outcome, _Failed):
+                failed[index] = outcome.error
+            else:
+                outcomes[index] = outcome
+    if failed:
+        raise failed[min(failed)]
+    for index, found in parts.items():
+        outcomes[index] = _joined(sources[index], outcomes[index], found, names)
+    return outcomes
+
+
+def _joined(
+    source: Source,
+    main: Outcome,
+    parts: Sequence[SymtabPart | MalformedElf],
+    names: Collection[str],
+) -> Outcome:
+    if main is None:
+        return None
+    good = [part for part in parts if isinstance(part, SymtabPart)]
+    if isinstance(main, ElfFacts) and len(good) == len(parts):
+        return with_symtab(main, good)
+    return read_source(source, names)  # corrupt: the finding a whole read gives, exactly
+
+
+def read_sources(
+    sources: Sequence[Source], names: Collection[str], jobs: int | None = None
+) -> list[Outcome]:
+    """Every source's outcome, in order. ``jobs``: processes to use (default: every CPU this
+    process may use); 1, a small input, or a platform without fork reads in this process."""
+    jobs = available_cpus() if jobs is None else jobs
+    tasks = _plan(sources)
+    big = sum(source.size for source in sources) >= PARALLEL_MIN_BYTES
+    context = _fork_context() if jobs > 1 and big and len(tasks) > 1 else None
+    if context is not None:
+        results = _run_parallel(tasks, sources, tuple(names), jobs, context)
+        return _assemble(sources, results, names)
+    reader = _Reader()
+    try:
+        return [_outcome(reader, source, names, True) for source in sources]
+    finally:
+        reader.close()

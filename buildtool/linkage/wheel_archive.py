@@ -1,0 +1,409 @@
+"""Reading an untrusted wheel in memory: member names, sizes and RECORD checked, nothing extracted.
+
+A wheel from an index or a CI artifact may be hostile: members that escape the install folder
+(``..``, absolute paths, symlinks), names that clash once installed (duplicates, a file where a
+folder must be), zip bombs (a tiny archive that decompresses to terabytes, or entries that overlap
+so one compressed block counts many times), or a ``RECORD`` that does not describe what is there.
+Each is an ``InputError`` naming the wheel and the member, raised before anything is decompressed
+when the headers already show it, and enforced again while reading, since headers can lie.
+
+Members are read one at a time, in bounded chunks, hashed as they stream, and only ELF members
+are kept in memory (for as long as the caller holds them). Nothing is ever written to disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import dataclasses
+import hashlib
+import itertools
+import stat
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path, PurePosixPath
+
+from buildtool.errors import InputError
+from buildtool.linkage.elf import ELF_MAGIC
+
+CHUNK = 1 << 20
+"""Bytes decompressed per step: what one read can cost in memory beyond the kept data."""
+
+ALLOWED_COMPRESSION = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+"""zipfile bounds each deflate step; its bzip2 and lzma steps are unbounded, so a bomb in
+either would be decompressed whole before any check could stop it. Wheel tools write deflate."""
+
+RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
+"""Files beside RECORD that RECORD cannot list (they sign it)."""
+
+ACCEPTED_HASHES = ("sha256", "sha384", "sha512", "blake2b", "sha3_256", "sha3_384", "sha3_512")
+"""RECORD hash algorithms accepted: sha256 or stronger, as pip requires."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WheelLimits:
+    """Bounds on what reading one wheel may cost."""
+
+    max_members: int = 200_000
+    """Entries in the archive."""
+    max_member_bytes: int = 8 << 30
+    """Uncompressed bytes of one member (CUDA and LLVM-static libraries run to a few GB)."""
+    max_total_bytes: int = 32 << 30
+    """Uncompressed bytes of all members together."""
+    max_ratio: int = 200
+    """Uncompressed / compressed bytes of one member above ``ratio_floor_bytes``: real binaries
+    compress 2-10x, a zip bomb 1000x."""
+    ratio_floor_bytes: int = 16 << 20
+    """Members smaller than this may have any ratio (they cannot hurt)."""
+
+
+DEFAULT_LIMITS = WheelLimits()
+
+
+@dataclasses.dataclass(frozen=True)
+class WheelMember:
+    """One regular file of a wheel, read and checked against RECORD."""
+
+    name: str
+    head: bytes
+    """Its first four bytes (the ELF magic, if it is ELF)."""
+    data: bytes | None
+    """The whole content when it starts with the ELF magic; None otherwise."""
+
+
+@dataclasses.dataclass(frozen=True)
+class RecordEntry:
+    algorithm: str
+    digest: str
+    """urlsafe base64 without padding, as RECORD writes it; "" when RECORD gives none."""
+    size: int | None
+
+
+def _fail(wheel: str, member: str, problem: str) -> InputError:
+    return InputError(f"{wheel}!/{member}: {problem}" if member else f"{wheel}: {problem}")
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+def _name_problem(name: str) -> str | None:
+    """Why a member name could write outside the install folder, or None when it is safe."""
+    if not name or "\0" in name:
+        return "an empty name or one with a NUL byte"
+    if "\\" in name:
+        return "a backslash in the name (zip paths use '/'; Windows would read a folder)"
+    # str.split, not PurePosixPath: a wheel has tens of thousands of members to check
+    parts = name.split("/")
+    first = next((part for part in parts if part not in ("", ".")), "")
+    if name.startswith("/") or ":" in first:
+        return "an absolute path"
+    if ".." in parts:
+        return "a '..' component that leads outside the install folder"
+    if any(part in ("", ".") for part in name.rstrip("/").split("/")):
+        return "an empty or '.' path component"
+    return None
+
+
+def _mode_problem(info: zipfile.ZipInfo) -> str | None:
+    if info.flag_bits & 0x1:
+        return "encrypted"
+    if info.compress_type not in ALLOWED_COMPRESSION:
+        return f"compression method {info.compress_type} (a wheel uses stored or deflate)"
+    mode = info.external_attr >> 16
+    if info.create_system == 3 and stat.S_ISLNK(mode):
+        return "a symbolic link (installers write it as a file, or follow it out of the folder)"
+    kind = stat.S_IFMT(mode) if info.create_system == 3 else 0  # zip writers may leave it 0
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+        return f"a special file (mode {mode:#o})"
+    return None
+
+
+def check_names(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> None:
+    """Refuse unsafe names, symlinks, special files, duplicates and file/folder clashes."""
+    files: set[str] = set()
+    folders: set[str] = set()
+    for info in infos:
+        problem = _name_problem(info.filename) or _mode_problem(info)
+        if problem:
+            raise _fail(wheel, info.filename, f"member is {problem}")
+        name = info.filename.rstrip("/")
+        if name in files or (info.is_dir() and name in folders):
+            raise _fail(wheel, info.filename, "member name appears twice")
+        (folders if info.is_dir() else files).add(name)
+        parts = name.split("/")  # a checked name: no empty, "." or ".." component
+        folders.update("/".join(parts[:end]) for end in range(1, len(parts)))
+    clashes = sorted(files & folders)
+    if clashes:
+        raise _fail(wheel, clashes[0], "member is both a file and a folder")
+
+
+# --- sizes ----------------------------------------------------------------------------------
+
+
+def _member_size_problem(info: zipfile.ZipInfo, limits: WheelLimits) -> str | None:
+    if info.file_size > limits.max_member_bytes:
+        return f"declares {info.file_size} bytes, over the limit of {limits.max_member_bytes}"
+    ratio_applies = info.file_size >= limits.ratio_floor_bytes
+    if ratio_applies and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+        ratio = info.file_size // max(info.compress_size, 1)
+        return f"compresses {ratio}:1, over the limit of {limits.max_ratio}:1 (a zip bomb)"
+    return None
+
+
+def _overlap(infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo | None:
+    """A member whose compressed bytes run into the next member's (one block counted twice)."""
+    ordered = sorted(infos, key=lambda info: info.header_offset)
+    for first, second in itertools.pairwise(ordered):
+        if first.header_offset + first.compress_size > second.header_offset:
+            return second
+    return None
+
+
+def check_sizes(wheel: str, infos: Sequence[zipfile.ZipInfo], limits: WheelLimits) -> None:
+    """Refuse what the headers already show to be a bomb, before decompressing anything."""
+    if len(infos) > limits.max_members:
+        raise _fail(wheel, "", f"{len(infos)} members, over the limit of {limits.max_members}")
+    for info in infos:
+        problem = _member_size_problem(info, limits)
+        if problem:
+            raise _fail(wheel, info.filename, f"member {problem}")
+    total = sum(info.file_size for info in infos)
+    if total > limits.max_total_bytes:
+        raise _fail(
+            wheel, "", f"members declare {total} bytes, over the limit of {limits.max_total_bytes}"
+        )
+    overlapping = _overlap(infos)
+    if overlapping is not None:
+        raise _fail(wheel, overlapping.filename, "member overlaps the one before it (a zip bomb)")
+
+
+# --- RECORD ---------------------------------------------------------------------------------
+
+
+def find_record(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo:
+    """The one ``<name>.dist-info/RECORD`` at the top of the wheel."""
+    records = [
+        info
+        for info in infos
+        if len(parts := PurePosixPath(info.filename).parts) == 2
+        and parts[0].endswith(".dist-info")
+        and parts[1] == "RECORD"
+    ]
+    if len(records) != 1:
+        found = ", ".join(info.filename for info in records) or "none"
+        raise _fail(wheel, "", f"expected one <name>.dist-info/RECORD, found {found}")
+    return records[0]
+
+
+def _record_entry(wheel: str, row: Sequence[str]) -> tuple[str, RecordEntry]:
+    if len(row) != 3:
+        raise _fail(wheel, "RECORD", f"expected path,hash,size rows, found {row!r}")
+    path, hash_field, size_field = row
+    algorithm, _, digest = hash_field.partition("=")
+    if hash_field and (algorithm not in ACCEPTED_HASHES or not digest):
+        raise _fail(wheel, path, f"RECORD hash {hash_field!r} is not sha256 or stronger")
+    if size_field and not size_field.isdigit():
+        raise _fail(wheel, path, f"RECORD size {size_field!r} is not a number")
+    return path, RecordEntry(algorithm, digest, int(size_field) if size_field else None)
+
+
+def parse_record(wheel: str, text: str) -> dict[str, RecordEntry]:
+    """RECORD's rows by path (pure); a path listed twice is an error."""
+    entries: dict[str, RecordEntry] = {}
+    try:
+        rows = [row for row in csv.reader(text.splitlines()) if row]
+    except csv.Error as error:
+        raise _fail(wheel, "RECORD", f"not a CSV file: {error}") from None
+    for row in rows:
+        path, entry = _record_entry(wheel, row)
+        if path in entries:
+            raise _fail(wheel, path, "listed twice in RECORD")
+        entries[path] = entry
+    return entries
+
+
+def _unlisted(name: str, record_name: str) -> bool:
+    folder = record_name.rsplit("/", 1)[0]
+    return name == record_name or name in (f"{folder}/{sig}" for sig in RECORD_SIGNATURES)
+
+
+def check_against_record(
+    wheel: str, name: str, entry: RecordEntry | None, size: int, digest: str
+) -> None:
+    """One member's size and hash against its RECORD row."""
+    if entry is None:
+        raise _fail(wheel, name, "member is not listed in RECORD")
+    if not entry.digest:
+        raise _fail(wheel, name, "RECORD gives no hash for this member")
+    if entry.size is not None and entry.size != size:
+        raise _fail(wheel, name, f"member has {size} bytes, RECORD says {entry.size}")
+    if entry.digest != digest:
+        raise _fail(wheel, name, f"member's {entry.algorithm} hash differs from RECORD's")
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Content:
+    head: bytes
+    data: bytes | None
+    size: int
+    digest: str
+    """urlsafe base64 without padding, as RECORD writes it."""
+
+
+def _keeper(
+    sink: Callable[[bytes], object] | None,
+) -> tuple[list[bytes] | None, Callable[[bytes], object]]:
+    """Where an ELF member's chunks go: ``sink``, or a list joined at the end."""
+    if sink is not None:
+        return None, sink
+    kept: list[bytes] = []
+    return kept, kept.append
+
+
+def _stream(
+    wheel: str,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    algorithm: str,
+    budget: int,
+    *,
+    sink: Callable[[bytes], object] | None = None,
+) -> _Content:
+    """Read one member in chunks, never more than its declared size or ``budget``; keep the
+    bytes only when they start with the ELF magic (handed to ``sink`` chunk by chunk, if given:
+    then ``data`` is None)."""
+    limit = min(info.file_size, budget)
+    content_hash = hashlib.new(algorithm)
+    kept: list[bytes] | None = None
+    keep: Callable[[bytes], object] | None = None
+    head, size = b"", 0
+    with archive.open(info) as stream:
+        while chunk := stream.read(CHUNK):
+            if size == 0:
+                head = chunk[: len(ELF_MAGIC)]
+                kept, keep = _keeper(sink) if head == ELF_MAGIC else (None, None)
+            size += len(chunk)
+            if size > limit:
+                raise _fail(wheel, info.filename, "member decompresses past its declared size")
+            content_hash.update(chunk)
+            if keep is not None:
+                keep(chunk)
+    digest = base64.urlsafe_b64encode(content_hash.digest()).rstrip(b"=").decode("ascii")
+    return _Content(head, b"".join(kept) if kept is not None else None, size, digest)
+
+
+_ZIP_ERRORS = (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, zlib.error)
+"""What zipfile raises on a corrupt archive or member (CRC, truncation, bad headers, bad deflate
+data)."""
+
+RECORD_LIMIT = 64 << 20
+
+
+def _read_record(wheel: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
+    try:
+        with archive.open(info) as stream:
+            raw = stream.read(RECORD_LIMIT + 1)
+    except _ZIP_ERRORS as error:
+        raise _fail(wheel, info.filename, f"cannot read the member: {error}") from None
+    if len(raw) > RECORD_LIMIT:
+        raise _fail(wheel, info.filename, f"RECORD is larger than {RECORD_LIMIT} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(wheel, info.filename, "RECORD is not UTF-8 text") from None
+
+
+def _checked_record(
+    wheel: str, archive: zipfile.ZipFile, infos: Sequence[zipfile.ZipInfo]
+) -> tuple[str, dict[str, RecordEntry]]:
+    record_info = find_record(wheel, infos)
+    record = parse_record(wheel, _read_record(wheel, archive, record_info))
+    listed = {info.filename for info in infos if not info.is_dir()}
+    for path in record:
+        if path not in listed:
+            raise _fail(wheel, path, "RECORD lists this member, which the wheel does not hold")
+    return record_info.filename, record
+
+
+def _read_checked(
+    wheel: str,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    entry: RecordEntry | None,
+    budget: int,
+    *,
+    sink: Callable[[bytes], object] | None = None,
+) -> _Content:
+    algorithm = entry.algorithm if entry and entry.algorithm else "sha256"
+    try:
+        content = _stream(wheel, archive, info, algorithm, budget, sink=sink)
+    except _ZIP_ERRORS as error:
+        raise _fail(wheel, info.filename, f"cannot read the member: {error}") from None
+    check_against_record(wheel, info.filename, entry, content.size, content.digest)
+    return content
+
+
+def checked_members(
+    wheel: str, archive: zipfile.ZipFile, limits: WheelLimits
+) -> list[tuple[int, RecordEntry | None]]:
+    """Every check the headers and RECORD allow, before anything else is decompressed; then
+    the members to read: (position in ``archive.infolist()``, RECORD row)."""
+    infos = archive.infolist()
+    check_names(wheel, infos)
+    check_sizes(wheel, infos, limits)
+    record_name, record = _checked_record(wheel, archive, infos)
+    return [
+        (index, record.get(info.filename))
+        for index, info in enumerate(infos)
+        if not info.is_dir() and not _unlisted(info.filename, record_name)
+    ]
+
+
+def read_member(
+    wheel: str,
+    archive: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    entry: RecordEntry | None,
+    sink: Callable[[bytes], object],
+) -> tuple[bytes, int]:
+    """One member of ``checked_members``, read, hashed and checked against its RECORD row;
+    an ELF member's bytes go to ``sink`` chunk by chunk. Its first four bytes and its size.
+
+    Each member may use its whole declared size: ``check_sizes`` bounded their sum, and no
+    member decompresses past its own, so members can be read in any order, by any process.
+    """
+    content = _read_checked(wheel, archive, info, entry, info.file_size, sink=sink)
+    return content.head, content.size
+
+
+def _members(wheel: str, archive: zipfile.ZipFile, limits: WheelLimits) -> Iterator[WheelMember]:
+    infos = archive.infolist()
+    budget = limits.max_total_bytes
+    for index, entry in checked_members(wheel, archive, limits):
+        content = _read_checked(wheel, archive, infos[index], entry, budget)
+        budget -= content.size
+        yield WheelMember(infos[index].filename, content.head, content.data)
+
+
+def open_wheel(path: Path) -> zipfile.ZipFile:
+    """The wheel's archive; ``InputError`` when it is no readable zip file."""
+    try:
+        return zipfile.ZipFile(path)
+    except _ZIP_ERRORS as error:
+        raise _fail(str(path), "", f"not a readable wheel (zip) file: {error}") from None
+
+
+def read_wheel_members(path: Path, limits: WheelLimits = DEFAULT_LIMITS) -> Iterator[WheelMember]:
+    """Every regular member of a wheel, checked; ``InputError`` naming the member otherwise."""
+    with open_wheel(path) as archive:
+        yield from _members(str(path), archive, limits)
+
+
+def record_line(name: str, content: bytes) -> str:
+    """A RECORD row for ``content`` (what wheel tools write): for tests and for tools."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=")
+    return f"{name},sha256={digest.decode('ascii')},{len(content)}"

@@ -1,0 +1,1 @@
+"""The ELF fuzz harness: seed binaries built here, their mutations, and the long run."""

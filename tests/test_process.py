@@ -1,0 +1,83 @@
+"""Subprocesses: never a shell, a minimal explicit environment, and failures that show the command
+line and the tail of the output."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from buildtool import process
+from buildtool.errors import ToolFailed
+from tests.conftest import REPO
+
+PRINT_ARGS = "import json, sys; print(json.dumps(sys.argv[1:]))"
+PRINT_ENV = "import json, os; print(json.dumps(dict(os.environ)))"
+
+
+def test_arguments_reach_the_tool_literally(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    hostile = ["a;b", f"$(touch {marker})", f"`touch {marker}`", "x && y", "*", "'\"", "|", ""]
+    output = process.run([sys.executable, "-c", PRINT_ARGS, *hostile], cwd=tmp_path, stream=False)
+    assert json.loads(output) == hostile
+    assert not marker.exists()
+
+
+def test_only_the_minimal_environment_reaches_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BUILDTOOL_TEST_SECRET", "do-not-leak")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
+    monkeypatch.setenv("LD_PRELOAD", "/nonexistent/preload.so")
+    monkeypatch.setenv("CCACHE_DIR", "/kept/on/purpose")
+    seen = json.loads(process.run([sys.executable, "-c", PRINT_ENV], stream=False))
+    assert "do-not-leak" not in seen.values()
+    assert "LD_PRELOAD" not in seen
+    assert seen["CCACHE_DIR"] == "/kept/on/purpose"
+    assert seen["PATH"]
+    allowed = set(process.PASSED_ENVIRONMENT)
+    extra = {name for name in seen if name not in allowed and not name.startswith(
+        process.PASSED_PREFIXES)}  # fmt: skip
+    assert extra <= {"LC_CTYPE", "PWD", "SHLVL", "_"}, extra  # what the child itself may add
+
+
+def test_failure_carries_the_command_and_the_tail_of_the_output() -> None:
+    script = "import sys\nfor i in range(100): print(f'line {i}')\nsys.exit(3)"
+    command = [sys.executable, "-c", script, "with space"]
+    with pytest.raises(ToolFailed) as raised:
+        process.run(command, stream=False)
+    error = raised.value
+    assert error.returncode == 3
+    assert error.exit_code == 1
+    message = str(error)
+    assert message.startswith(f"command failed with exit code 3: {sys.executable} -c ")
+    assert "with space" in message
+    tail = error.output_tail.splitlines()
+    assert tail == [f"line {i}" for i in range(100 - process.TAIL_LINES, 100)]
+    assert "line 99" in message
+    assert "line 0\n" not in message
+
+
+def test_a_missing_tool_is_a_tool_failure(tmp_path: Path) -> None:
+    with pytest.raises(ToolFailed, match="exit code 127") as raised:
+        process.run([tmp_path / "no-such-tool", "--version"])
+    assert str(tmp_path / "no-such-tool") in str(raised.value)
+
+
+def _calls(tree: ast.AST) -> list[ast.Call]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+
+
+def test_no_module_asks_for_a_shell() -> None:
+    """Static proof for the whole package: no shell=True, os.system, os.popen or shell helpers."""
+    offenders = []
+    for path in sorted((REPO / "buildtool").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for call in _calls(tree):
+            name = ast.unparse(call.func)
+            shell = any(k.arg == "shell" and ast.unparse(k.value) != "False" for k in call.keywords)
+            if shell or name in ("os.system", "os.popen", "subprocess.getoutput",
+                                 "subprocess.getstatusoutput"):  # fmt: skip
+                offenders.append(f"{path.relative_to(REPO)}:{call.lineno}: {ast.unparse(call)}")
+    assert offenders == []

@@ -1,0 +1,217 @@
+"""Reading ELF facts on several processes gives exactly what reading them in this one gives.
+
+The pool's thresholds are lowered so that the example's small binaries take every parallel path
+a big input takes: files split into ``.symtab`` parts, batches, wheel members in workers. The
+facts, the findings (with the function names a duplicate-code finding reads again) and the
+errors must not differ from a read in this process.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import sys
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+
+from buildtool.cli import main
+from buildtool.errors import InputError
+from buildtool.linkage import reading
+from buildtool.linkage.elf import ElfFacts, MalformedElf, NameDigests, name_digest
+from buildtool.linkage.policy import LinkagePolicy
+from buildtool.linkage.reading import Outcome, Source, read_sources
+from buildtool.linkage.verify import policy_for_recipe, verify_paths
+from buildtool.linkage.wheel_archive import record_line
+from buildtool.recipe import load_recipe
+from tests.conftest import DEMO_RECIPE
+from tests.test_hostile_wheels import RECORD, Member, write_wheel
+from tests.test_verify import build_with_edited_cmake, system_libraries
+
+REGISTRATIONS = ("demo.gemm_fp16_int", "rpc.testing.GetShapeElem", "no.such.name")
+
+
+@pytest.fixture
+def pool_for_everything(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Send every input to the pool and split every file on disk into 8 ``.symtab`` parts;
+    the list grows by one each time the pool runs."""
+    monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(reading, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(reading, "PART_BYTES", 1)
+    monkeypatch.setattr(reading, "BATCH_BYTES", 4096)
+    runs: list[int] = []
+    run_parallel = reading._run_parallel
+
+    def counted(*args: object, **kwargs: object) -> Iterator[object]:
+        runs.append(1)
+        return run_parallel(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(reading, "_run_parallel", counted)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def duplicate_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example with gemm linked into the compiler too: unstripped duplicate code."""
+    return build_with_edited_cmake(
+        tmp_path_factory.mktemp("dup"),
+        "compiler/build.cc",
+        "compiler/build.cc\n      $<TARGET_OBJECTS:gemm>",
+    )
+
+
+@pytest.fixture(scope="module")
+def good_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    build_dir = tmp_path_factory.mktemp("good") / "build"
+    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
+    assert main(argv) == 0
+    return build_dir
+
+
+def binaries(build_dir: Path) -> list[Path]:
+    return sorted(p for folder in ("lib", "bin") for p in (build_dir / folder).iterdir())
+
+
+def sources_of(paths: list[Path]) -> list[Source]:
+    return [Source(str(path), path.name, path.stat().st_size) for path in paths]
+
+
+def both_ways(read: Callable[[int], object], runs: list[int]) -> tuple[object, object]:
+    serial = read(1)
+    assert runs == []
+    parallel = read(2)
+    assert runs, "the pool did not run"
+    return serial, parallel
+
+
+@pytest.mark.integration
+def test_facts_of_example_and_system_libraries(
+    duplicate_build: Path, pool_for_everything: list[int]
+) -> None:
+    sources = sources_of([*binaries(duplicate_build), *system_libraries()])
+
+    def read(jobs: int) -> list[Outcome]:
+        return read_sources(sources, REGISTRATIONS, jobs)
+
+    serial, parallel = both_ways(read, pool_for_everything)
+    assert parallel == serial
+    facts = [outcome for outcome in read(1) if isinstance(outcome, ElfFacts)]
+    assert len(facts) == len(sources)
+    unstripped = [f for f in facts if f.has_symtab and f.file_type == "shared"]
+    assert unstripped
+    assert all(len(f.symtab_functions) > 0 for f in unstripped)  # the parts held them
+    assert any(f.registration_strings for f in facts)
+
+
+def elf_wheel(build_dir: Path, folder: Path) -> Path:
+    """The build's libraries and executables as a wheel (RECORD truthful)."""
+    members: list[Member] = [
+        (f"demo/{p.parent.name}/{p.name}", p.read_bytes()) for p in binaries(build_dir)
+    ]
+    members.append(("demo/__init__.py", b"# not ELF\n"))
+    return write_wheel(folder / "demo-0.1.0-py3-none-any.whl", members)
+
+
+@pytest.mark.integration
+def test_findings_from_trees_wheels_and_system_libraries(
+    duplicate_build: Path, good_build: Path, tmp_path: Path, pool_for_everything: list[int]
+) -> None:
+    wheel = elf_wheel(good_build, tmp_path)
+    paths = [duplicate_build, wheel, *system_libraries()]
+    policy = policy_for_recipe(load_recipe(DEMO_RECIPE))
+
+    serial, parallel = both_ways(
+        lambda jobs: verify_paths(paths, policy, jobs=jobs), pool_for_everything
+    )
+    assert parallel == serial
+    evidence = [f.evidence for f in verify_paths(paths, policy, jobs=1).findings]
+    shared = [text for text in evidence if "defined functions (" in text]
+    assert shared, evidence
+    # the shared functions are named (read again from the file), not shown as digests
+    assert not any(re.search(r"#[0-9a-f]{16}", text) for text in shared)
+
+
+@pytest.mark.integration
+def test_findings_without_a_recipe(duplicate_build: Path, pool_for_everything: list[int]) -> None:
+    serial, parallel = both_ways(
+        lambda jobs: verify_paths([duplicate_build], LinkagePolicy.empty(), jobs=jobs),
+        pool_for_everything,
+    )
+    assert parallel == serial
+
+
+def corrupt_symtab_strings(library: Path, copy: Path) -> Path:
+    """A copy whose ``.strtab`` is cut to one byte: the dynamic facts read, ``.symtab`` not."""
+    shutil.copy2(library, copy)
+    with copy.open("rb") as stream:
+        elf = ELFFile(stream)
+        index = next(i for i, s in enumerate(elf.iter_sections()) if s.name == ".strtab")
+        header = elf["e_shoff"] + index * elf["e_shentsize"]
+    data = bytearray(copy.read_bytes())
+    struct.pack_into("<Q", data, header + 32, 1)  # Elf64_Shdr.sh_size
+    copy.write_bytes(bytes(data))
+    return copy
+
+
+@pytest.mark.integration
+def test_a_corrupt_part_gives_the_finding_a_whole_read_gives(
+    good_build: Path, tmp_path: Path, pool_for_everything: list[int]
+) -> None:
+    broken = corrupt_symtab_strings(good_build / "lib" / "libdemo_runtime.so", tmp_path / "x.so")
+    sources = sources_of([broken])
+
+    serial, parallel = both_ways(lambda jobs: read_sources(sources, (), jobs), pool_for_everything)
+    assert isinstance(serial, list)
+    assert isinstance(serial[0], MalformedElf)
+    assert "string table .strtab" in serial[0].reason
+    assert isinstance(parallel, list)
+    assert isinstance(parallel[0], MalformedElf)
+    assert (parallel[0].path, parallel[0].offset, parallel[0].reason) == (
+        serial[0].path,
+        serial[0].offset,
+        serial[0].reason,
+    )
+
+
+@pytest.mark.integration
+def test_the_first_bad_member_is_reported_either_way(
+    good_build: Path, tmp_path: Path, pool_for_everything: list[int]
+) -> None:
+    library = (good_build / "lib" / "libdemo_runtime.so").read_bytes()
+    names = [f"demo/lib/lib{n}.so" for n in range(6)]
+    members: list[Member] = [(name, library) for name in names]
+    wheel = write_wheel(tmp_path / "bad-0.1.0-py3-none-any.whl", members, record=None)
+    with zipfile.ZipFile(wheel, "a") as archive:  # RECORD's hashes are wrong from lib2 on
+        good = [record_line(name, library) for name in names[:2]]
+        wrong = [f"{name},sha256=AAAA,{len(library)}" for name in names[2:]]
+        archive.writestr(RECORD, "\n".join([*good, *wrong, f"{RECORD},,"]) + "\n")
+
+    def read(jobs: int) -> str:
+        with pytest.raises(InputError) as raised:
+            verify_paths([wheel], LinkagePolicy.empty(), jobs=jobs)
+        return str(raised.value)
+
+    serial, parallel = both_ways(read, pool_for_everything)
+    assert parallel == serial
+    assert "demo/lib/lib2.so" in str(serial)
+
+
+def test_name_digests_as_a_set() -> None:
+    def packed(*names: str) -> bytes:
+        return b"".join(name_digest(n).to_bytes(8, sys.byteorder, signed=True) for n in names)
+
+    digests = NameDigests(
+        packed("_Z1av", "_Z1bv", "_Z1cv", "_Z1av"), frozenset({name_digest("_Z1cv")})
+    )
+    assert len(digests) == 2  # the repeat counts once, the excluded one not at all
+    assert "_Z1av" in digests
+    assert "_Z1cv" not in digests
+    assert "_Z1dv" not in digests
+    other = NameDigests(packed("_Z1bv"))
+    assert digests.common(other) == {name_digest("_Z1bv")}
+    assert digests == NameDigests(packed("_Z1bv", "_Z1av"))
+    assert digests != other
