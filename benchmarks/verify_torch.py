@@ -237,6 +237,25 @@ def scaling_folders(lib: Path, work: Path) -> tuple[Path, Path]:
 # --- the measurements -----------------------------------------------------------------------
 
 
+def python_loop() -> None:
+    """A fixed amount of pure-Python work: how fast this machine runs Python right now."""
+    total = 0
+    for number in range(10_000_000):
+        total += number
+
+
+LOOP = "total = 0\nfor number in range(10_000_000):\n    total += number\n"
+
+
+def two_loops() -> Run:
+    """The same work in two processes at once: whether both CPUs were there for the taking."""
+    start = time.perf_counter()
+    loops = [subprocess.Popen([sys.executable, "-c", LOOP]) for _ in range(2)]
+    for loop in loops:
+        loop.wait()
+    return Run(time.perf_counter() - start, 0, 0)
+
+
 def unzip(wheel: Path, members: Sequence[zipfile.ZipInfo], hashing: bool = False) -> None:
     """Decompress (and hash) members in chunks, keeping nothing."""
     with zipfile.ZipFile(wheel) as archive:
@@ -274,6 +293,8 @@ def wheel_no_op(work: Path, env: dict[str, str], runs: int) -> tuple[Measurement
 
 @dataclasses.dataclass(frozen=True)
 class Results:
+    speed: Measurement
+    both_cpus: Measurement
     floor: Measurement
     floor_record: Measurement
     wheel: Measurement
@@ -296,6 +317,8 @@ def run_all(work: Path, runs: int, auditwheel_runs: int) -> Results:
     elf_files = [root / info.filename for info in members]
     run_command(verify(lib), env)  # byte code compiled, files in the page cache
     print(f"{wheel.name}: {len(members)} ELF members")
+    speed = measure("python: 10M loop additions", runs, in_process(python_loop))
+    both_cpus = measure("python: the same in 2 processes at once", runs, two_loops)
     floor = measure("zipfile: ELF members", runs, in_process(lambda: unzip(wheel, members)))
     everything = in_process(lambda: unzip(wheel, all_members, hashing=True))
     record = measure("zipfile: all members + sha256", runs, everything)
@@ -309,8 +332,9 @@ def run_all(work: Path, runs: int, auditwheel_runs: int) -> Results:
     on_twice = measure_command("buildtool: 2x files", runs, verify(twice), env)
     wheel_ours, wheel_pip = wheel_no_op(work, env, runs)
     return Results(
-        floor, record, ours, theirs, dyn_syms, on_lib, on_once, on_twice, wheel_ours, wheel_pip
-    )
+        speed, both_cpus, floor, record, ours, theirs, dyn_syms, on_lib, on_once, on_twice,
+        wheel_ours, wheel_pip,
+    )  # fmt: skip
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -368,9 +392,9 @@ def _row(m: Measurement, memory: bool = False) -> str:
 
 def tables(r: Results) -> list[str]:
     timed = [
-        (r.floor, False), (r.floor_record, False), (r.wheel, True), (r.auditwheel, True),
-        (r.readelf, False), (r.lib, True), (r.once, True), (r.twice, True),
-        (r.wheel_ours, False), (r.wheel_pip, False),
+        (r.speed, False), (r.both_cpus, False), (r.floor, False), (r.floor_record, False),
+        (r.wheel, True), (r.auditwheel, True), (r.readelf, False), (r.lib, True), (r.once, True),
+        (r.twice, True), (r.wheel_ours, False), (r.wheel_pip, False),
     ]  # fmt: skip
     header = (
         "| measurement | median | peak RSS (largest process) | peak PSS (all processes) | runs |"
@@ -400,6 +424,11 @@ up, every 5 ms, the proportional set sizes (`/proc/<pid>/smaps_rollup`) of the c
 workers, so shared pages count once; it comes from one more run, not timed, as sampling slows
 the command down. Files are in the page cache (a warm-up run comes first) and byte code is
 cached, as it is for an installed package.
+
+The first line is a fixed amount of pure-Python work, for comparing machines; the second runs
+it in two new interpreters at once, so its time jumps whenever one of the two CPUs is taken by
+something else. Their spread over the runs shows how steady the machine was: a virtual machine
+shares its host's CPUs, and work on both CPUs slows down while the host is busy.
 
 buildtool reads the wheel member by member and checks every member against `RECORD` (size and
 sha256) before trusting it, so on a wheel it decompresses and hashes every member, not only the

@@ -8,6 +8,7 @@ errors must not differ from a read in this process.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import struct
@@ -215,3 +216,22 @@ def test_name_digests_as_a_set() -> None:
     assert digests.common(other) == {name_digest("_Z1bv")}
     assert digests == NameDigests(packed("_Z1bv", "_Z1av"))
     assert digests != other
+
+
+def _die(*_args: object) -> object:
+    os._exit(3)  # a worker killed mid-task, as by the out-of-memory killer
+
+
+@pytest.mark.integration
+def test_a_dying_worker_leaves_the_reading_to_this_process(
+    good_build: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    sources = sources_of(binaries(good_build))
+    expected = read_sources(sources, REGISTRATIONS, 1)
+    monkeypatch.setattr(reading, "_run_task", _die)
+    assert read_sources(sources, REGISTRATIONS, 2) == expected
+    assert pool_for_everything
+    assert "reading them in this one" in caplog.text

@@ -38,6 +38,7 @@ from buildtool.linkage.resolve import (
     search_steps,
     split_key,
     symbol_name,
+    unresolved_against,
     unresolved_symbols,
     unsatisfied_version_needs,
 )
@@ -241,6 +242,22 @@ def test_unresolved_symbols_uses_the_union() -> None:
     facts = fake(undefined=frozenset({"a@V", "b", "c"}), weak_undefined=frozenset({"w"}))
     index = index_definitions([{"a@@V"}, {"b@@X"}])
     assert unresolved_symbols(facts, index) == {"c"}
+
+
+@given(
+    st.sets(st.sampled_from(["f", "g", "f@V1", "g@V1", "f@V2", "h@V1", "f@@V1"]), max_size=7),
+    st.lists(
+        st.sets(st.sampled_from(["f", "g", "f@@V1", "f@V1", "g@@V2", "h@V2", "h"]), max_size=5),
+        max_size=4,
+    ),
+)
+def test_unresolved_against_each_index_is_the_union(
+    keys: set[str], objects: list[set[str]]
+) -> None:
+    """One index per loaded object gives what the index of their union gives."""
+    union = unresolved_symbols(fake(undefined=frozenset(keys)), index_definitions(objects))
+    each = unresolved_against(keys, [index_definitions([defined]) for defined in objects])
+    assert each == union
 
 
 # --- /etc/ld.so.cache -----------------------------------------------------------------------

@@ -224,15 +224,15 @@ def _shared_functions(subject: Subject, pairs: Iterable[Pair]) -> dict[Pair, lis
         if both:
             found[pair] = (pair[0] if first.stored <= second.stored else pair[1], both)
     wanted: dict[str, tuple[BinaryFile, set[int]]] = {}
-    for source, both in found.values():
-        wanted.setdefault(source.display, (source, set()))[1].update(both)
+    for named_by, both in found.values():
+        wanted.setdefault(named_by.display, (named_by, set()))[1].update(both)
     names = {
-        display: subject.function_names(source, frozenset(digests))
-        for display, (source, digests) in wanted.items()
+        display: subject.function_names(named_by, frozenset(digests))
+        for display, (named_by, digests) in wanted.items()
     }
     return {
-        pair: [names[source.display].get(d, f"#{d:016x}") for d in both]
-        for pair, (source, both) in found.items()
+        pair: [names[named_by.display].get(d, f"#{d:016x}") for d in both]
+        for pair, (named_by, both) in found.items()
     }
 
 

@@ -24,6 +24,12 @@ a ``name@@V``. Several versions of one name stay apart (``memcpy@GLIBC_2.2.5`` b
 (``LIBX_1.0@@LIBX_1.0``, value 0) are left out of ``defined``: ld.so never binds to them.
 
 Strings decode as UTF-8 with replacement, so no name can make decoding fail.
+
+Speed: symbol tables are read a column at a time (strided views of the table, 0/1 masks made
+with ``bytes.translate``, ``itertools.compress``), never one Python object per row; the names of
+``.symtab``'s functions are kept as ``NameDigests``; a big ``.symtab`` can be read in parts by
+several processes (``read_symtab_part``, ``with_symtab``); and the pages of a mapped file are
+dropped from the process once decoded, so a 434 MB library costs tens of MB of memory.
 """
 
 from __future__ import annotations
@@ -146,9 +152,9 @@ class MalformedElf(InputError):
 def name_digest(name: str) -> int:
     """The digest ``NameDigests`` keeps for a name: Python's 64-bit hash of its UTF-8 bytes.
 
-    The hash is salted per interpreter (``PYTHONHASHSEED``): digests agree within one process
-    and the workers it forks, which read every file of a run together, and are never kept
-    beyond it. A keyed hash costs a third of a cryptographic digest, per name of half a million.
+    The hash is salted per interpreter (``PYTHONHASHSEED``), so digests agree only within one
+    process and the workers it forks, which read every file of a run, and are never stored. It
+    costs a third of a cryptographic digest, which counts at half a million names a file.
     """
     return hash(name.encode("utf-8"))
 
@@ -304,11 +310,9 @@ class _Layout:
     phdr: struct.Struct
     shdr: struct.Struct
     dyn: struct.Struct
-    sym_format: str
     sym_size: int
+    """Bytes of a symbol table entry (its fields are read a column at a time)."""
     word_size: int
-    func_format: str
-    """(st_name, st_info, st_shndx) of a symbol."""
 
 
 def _make_layout(elf_class: int, little: bool) -> _Layout:
@@ -316,13 +320,11 @@ def _make_layout(elf_class: int, little: bool) -> _Layout:
     if elf_class == 64:
         return _Layout(
             64, e, struct.Struct(e + "HHIQQQIHHHHHH"), struct.Struct(e + "IIQQQQQQ"),
-            struct.Struct(e + "IIQQQQIIQQ"), struct.Struct(e + "qQ"),
-            e + "IBBHQ8x", 24, 8, e + "IBxH16x",
+            struct.Struct(e + "IIQQQQIIQQ"), struct.Struct(e + "qQ"), 24, 8,
         )  # fmt: skip
     return _Layout(
         32, e, struct.Struct(e + "HHIIIIIHHHHHH"), struct.Struct(e + "IIIIIIII"),
-        struct.Struct(e + "IIIIIIIIII"), struct.Struct(e + "iI"),
-        e + "II4xBBH", 16, 4, e + "I8xBxH",
+        struct.Struct(e + "IIIIIIIIII"), struct.Struct(e + "iI"), 16, 4,
     )  # fmt: skip
 
 
@@ -747,16 +749,6 @@ _NO_SYMBOLS: Final = _DynamicSymbols(
 )
 
 
-def _symbol_rows(img: _Image, offset: int, count: int) -> Iterator[tuple[int, int, int, int, int]]:
-    """(name, info, other, shndx, value) per symbol, without copying the table."""
-    layout = img.layout
-    raw = img.span(offset, count * layout.sym_size, "symbol table")
-    rows = struct.iter_unpack(layout.sym_format, raw)
-    if layout.elf_class == 64:
-        return rows
-    return ((n, i, o, s, v) for n, v, i, o, s in rows)
-
-
 def _key_suffixes(versions: _Versions) -> tuple[dict[int, str], dict[int, str]]:
     """Versym value -> key suffix, for definitions and for references (see the module doc)."""
     definitions = {value: "" for value in (0, 1, 0x8000, 0x8001)}  # local/base: unversioned
@@ -971,7 +963,9 @@ def _mask_not(mask: bytes) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class _Columns:
-    """The live (non-local) rows of a symbol table, a column at a time."""
+    """The live (non-local) rows of a symbol table, a column at a time: strided views of the
+    table, masks of 0/1 bytes made with ``bytes.translate`` and combined as integers, and
+    ``compress``; no Python object per row, which matters for half a million symbols."""
 
     rows: list[int]
     """Row numbers (for the rare per-row look: absolute symbols)."""
@@ -1106,14 +1100,12 @@ class _FunctionSets:
     (startup code, static initializers, "") are taken out by digest in ``part``."""
     weak: set[int]
 
-    def add(self, names: Sequence[bytes], infos: Sequence[int]) -> None:
+    def add(self, names: Sequence[bytes], infos: bytes) -> None:
         """``names`` (UTF-8 as pyelftools decodes them) of defined functions, and their st_info."""
         prefix = _INIT_PREFIX_BYTES
         self.initializers.extend([name for name in names if name.startswith(prefix)])
         self.functions.update([hash(name) for name in names if not name.endswith(b".cold")])
-        self.weak.update(
-            [hash(name) for name, info in zip(names, infos, strict=True) if info >> 4 == _STB_WEAK]
-        )
+        self.weak.update(map(hash, compress(names, infos.translate(_WEAK_MASK))))
 
     def part(self) -> SymtabPart:
         """The part; the sets are spent."""
@@ -1187,34 +1179,20 @@ def _raw_strings(img: _Image, sections: Sequence[_Section], section: _Section) -
 
 
 _FUNCTION_INFO_MASK: Final = bytes(int(info in _FUNC_INFOS) for info in range(256))
-_NONZERO_MASK: Final = bytes(int(value != 0) for value in range(256))
 
 
-def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], list[int]]:
-    """(st_name, st_info) of the defined FUNC/IFUNC symbols among ``rows`` of a symbol table.
-
-    Decoded a column at a time (strided views, byte translation, ``compress``): no Python object
-    per row, which matters for tables of half a million symbols.
-    """
-    layout = img.layout
-    entry = layout.sym_size
-    info_at, shndx_at = (4, 6) if layout.elf_class == 64 else (12, 14)
-    info = rows[info_at::entry].tobytes()
-    low = int.from_bytes(rows[shndx_at::entry].tobytes().translate(_NONZERO_MASK), "little")
-    high = int.from_bytes(rows[shndx_at + 1 :: entry].tobytes().translate(_NONZERO_MASK), "little")
-    is_function = int.from_bytes(info.translate(_FUNCTION_INFO_MASK), "little")
-    keep = (is_function & (low | high)).to_bytes(len(info), "little")  # st_shndx != SHN_UNDEF
-    names = rows.cast("I")[:: entry // 4].tolist()
-    if (layout.endian == "<") != _NATIVE_LITTLE:
-        swapped = array("I", names)
-        swapped.byteswap()
-        names = swapped.tolist()
-    return list(compress(names, keep)), list(compress(info, keep))
+def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], bytes]:
+    """(st_name, st_info) of the defined FUNC/IFUNC symbols among ``rows`` of a symbol table,
+    read a column at a time (see ``_columns``)."""
+    info = rows[4 if img.layout.elf_class == 64 else 12 :: img.layout.sym_size].tobytes()
+    undefined, _absolute = _shndx_masks(img, rows)
+    keep = _mask_and(info.translate(_FUNCTION_INFO_MASK), _mask_not(undefined))
+    return list(compress(_name_column(img, rows), keep)), bytes(compress(info, keep))
 
 
 def _symtab_chunks(
     img: _Image, sections: Sequence[_Section], symtab: _Section, part: int = 0, parts: int = 1
-) -> Iterator[tuple[list[bytes], list[int]]]:
+) -> Iterator[tuple[list[bytes], bytes]]:
     """(names, st_info) of the defined FUNC/IFUNC symbols in part ``part`` of ``parts`` of
     ``.symtab``'s rows, a chunk at a time; a mapped file's pages are dropped after each chunk."""
     strings = _raw_strings(img, sections, symtab)
@@ -1721,7 +1699,7 @@ def _ref_static_symbols(elf: Any, t: _RefTables) -> tuple[tuple[str, ...], NameD
             names.append(sym.name.encode("utf-8"))
             infos.append(info)
     sets = _new_sets()
-    sets.add(names, infos)
+    sets.add(names, bytes(infos))
     return _join_parts([sets.part()])
 
 

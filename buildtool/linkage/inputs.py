@@ -1,8 +1,9 @@
 """Collecting the ELF files verify-linkage reads: build trees, folders, installed packages, wheels.
 
 Every file is read once (mmap for files on disk, one decompression for wheel members) and turned
-into ``ElfFacts``; non-ELF files are skipped, malformed ones become findings. Wheels are read
-straight from the zip: nothing is extracted to disk.
+into ``ElfFacts``, by every CPU for a big input (see ``reading``); non-ELF files are skipped,
+malformed ones become findings. Wheels are read straight from the zip: nothing is extracted to
+disk.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
 from buildtool.linkage.elf import ElfFacts, MalformedElf
-from buildtool.linkage.reading import Member, Outcome, Source, read_source, read_sources
+from buildtool.linkage.reading import Member, Source, read_source, read_sources
 from buildtool.linkage.wheel_archive import (
     DEFAULT_LIMITS,
     WheelLimits,
@@ -61,9 +62,9 @@ class InputSet:
         return self.kind == "wheel"
 
 
-def _binary(source: Source, location: PurePosixPath, outcome: Outcome) -> BinaryFile | None:
-    if outcome is None:
-        return None
+def _binary(
+    source: Source, location: PurePosixPath, outcome: ElfFacts | MalformedElf
+) -> BinaryFile:
     if isinstance(outcome, MalformedElf):
         return BinaryFile(source.display, location, None, outcome, source)
     return BinaryFile(source.display, location, outcome, None, source)
@@ -81,7 +82,7 @@ def read_disk_file(path: Path, display: str, names: Collection[str]) -> BinaryFi
         raise InputError(f"{display}: cannot read: {error.strerror or error}") from None
     source = Source(str(path), display, size)
     outcome = read_source(source, names)
-    return _binary(source, _disk_location(path), outcome) if outcome is not None else None
+    return None if outcome is None else _binary(source, _disk_location(path), outcome)
 
 
 def _walk(root: Path) -> Iterator[Path]:
@@ -121,14 +122,13 @@ def read_folder(path: Path, names: Collection[str], jobs: int | None = None) -> 
             if stat.S_ISREG(status.st_mode):
                 candidates.append((candidate, status.st_size))
     sources = [Source(str(candidate), str(candidate), size) for candidate, size in candidates]
-    files = [
-        _binary(source, _disk_location(candidate), outcome)
-        for (candidate, _size), source, outcome in zip(
-            candidates, sources, read_sources(sources, names, jobs), strict=True
-        )
+    outcomes = read_sources(sources, names, jobs)
+    files = tuple(
+        _binary(source, _disk_location(Path(source.path)), outcome)
+        for source, outcome in zip(sources, outcomes, strict=True)
         if outcome is not None
-    ]
-    return InputSet(kind, str(path), tuple(b for b in files if b is not None), aliases)
+    )
+    return InputSet(kind, str(path), files, aliases)
 
 
 LIBRARY_NAME = re.compile(r"\.so(\.[0-9]+)*\Z")
@@ -172,11 +172,10 @@ def read_wheel(
     files: list[BinaryFile] = []
     for (name, source), outcome in zip(members, outcomes, strict=True):
         location = PurePosixPath("/") / name
-        binary = _binary(source, location, outcome)
-        if binary is None and LIBRARY_NAME.search(name):
-            binary = dataclasses.replace(_not_elf_library(source.display), location=location)
-        if binary is not None:
-            files.append(binary)
+        if outcome is not None:
+            files.append(_binary(source, location, outcome))
+        elif LIBRARY_NAME.search(name):
+            files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
     return InputSet("wheel", str(path), tuple(files), {})
 
 

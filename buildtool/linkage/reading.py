@@ -12,8 +12,10 @@ split read finds corrupt is read again whole, for the exact finding.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import mmap
 import os
+import sys
 import threading
 import zipfile
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -52,6 +54,8 @@ BATCH_BYTES: Final = 8 << 20
 """Small files go to a worker together, up to this many bytes (or ``BATCH_FILES`` files)."""
 
 BATCH_FILES: Final = 256
+
+log = logging.getLogger("buildtool")
 
 Outcome = ElfFacts | MalformedElf | None
 """One file's facts, the reason it is malformed, or None when it is not ELF."""
@@ -133,7 +137,11 @@ class _Reader:
         if member.index >= len(infos) or infos[member.index].filename != member.name:
             raise InputError(f"{source.display}: the wheel changed while it was being read")
         info = infos[member.index]
-        buffer = self._buffer_for(info.file_size)
+        try:
+            buffer = self._buffer_for(info.file_size)  # address space: pages come as written
+        except (OSError, MemoryError, OverflowError) as error:
+            size = info.file_size
+            raise InputError(f"{source.display}: no memory for its {size} bytes: {error}") from None
         with memoryview(buffer) as view:
             filled = 0
 
@@ -218,20 +226,25 @@ def read_source(source: Source, names: Collection[str]) -> Outcome:
         reader.close()
 
 
-def function_names(source: Source, digests: Collection[int]) -> dict[int, str]:
-    """The ``.symtab`` function names of a file whose digests are ``digests``, by digest (the
-    file is read again)."""
-    reader = _Reader()
-    try:
-        found = reader.decode(
+class FunctionNameReader:
+    """Reads the ``.symtab`` function names of files again, for the findings that show them;
+    a wheel is opened once however many of its members are read."""
+
+    def __init__(self) -> None:
+        self._reader = _Reader()
+
+    def __call__(self, source: Source, digests: Collection[int]) -> dict[int, str]:
+        """The names whose digests are ``digests``, by digest."""
+        found = self._reader.decode(
             source,
             lambda raw: read_function_names(
                 raw.data, source.display, digests, size=raw.size, file_backed=raw.file_backed
             ),
         )
-    finally:
-        reader.close()
-    return found or {}
+        return found or {}
+
+    def close(self) -> None:
+        self._reader.close()
 
 
 # --- planning and running the work ------------------------------------------------------------
@@ -322,8 +335,8 @@ def _fork_context() -> BaseContext | None:
     for the pool's modules."""
     import multiprocessing
 
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
-        return None
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None  # macOS lists fork, but forking there is not safe in general
     return multiprocessing.get_context("fork")
 
 
@@ -396,14 +409,21 @@ def read_sources(
     sources: Sequence[Source], names: Collection[str], jobs: int | None = None
 ) -> list[Outcome]:
     """Every source's outcome, in order. ``jobs``: processes to use (default: every CPU this
-    process may use); 1, a small input, or a platform without fork reads in this process."""
+    process may use); 1, a small input, or a system other than Linux (workers are forked)
+    reads in this process."""
     jobs = available_cpus() if jobs is None else jobs
     tasks = _plan(sources)
     big = sum(source.size for source in sources) >= PARALLEL_MIN_BYTES
     context = _fork_context() if jobs > 1 and big and len(tasks) > 1 else None
     if context is not None:
-        results = _run_parallel(tasks, sources, tuple(names), jobs, context)
-        return _assemble(sources, results, names)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            return _assemble(
+                sources, _run_parallel(tasks, sources, tuple(names), jobs, context), names
+            )
+        except BrokenProcessPool:  # a worker died (out of memory?): read in this process instead
+            log.warning("a process reading ELF files died; reading them in this one")
     reader = _Reader()
     try:
         return [_outcome(reader, source, names, True) for source in sources]

@@ -520,12 +520,16 @@ def unresolved_against(keys: Iterable[str], indexes: Iterable[DefinitionIndex]) 
     plain = {key for key in keys if "@" not in key}
     versioned = {key for key in keys if "@" in key and "@@" not in key}
     odd = [key for key in keys if "@@" in key]  # never a reference's key; kept exact anyway
+    by_name: dict[str, set[str]] = {}
+    for key in versioned:
+        by_name.setdefault(symbol_name(key), set()).add(key)
     for index in indexes:
         if not (plain or versioned or odd):
             break
         plain.difference_update(index.unversioned, index.default)
         versioned.difference_update(index.versioned)
-        versioned = {key for key in versioned if symbol_name(key) not in index.unversioned}
+        for name in index.unversioned.intersection(by_name):
+            versioned.difference_update(by_name.pop(name))
         odd = [key for key in odd if not is_satisfied(key, index)]
     return frozenset(plain | versioned | set(odd))
 

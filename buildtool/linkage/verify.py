@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from buildtool.errors import ChecksFailed, InputError
-from buildtool.linkage.checks import Subject, digests_as_names, run_checks
+from buildtool.linkage.checks import FunctionNames, Subject, digests_as_names, run_checks
 from buildtool.linkage.elf import ElfFacts, MalformedElf
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
 from buildtool.linkage.policy import LinkagePolicy, policy_from_plan
-from buildtool.linkage.reading import function_names as function_names_of
+from buildtool.linkage.reading import FunctionNameReader
 from buildtool.linkage.report import Report, SizeEntry, render_text
 from buildtool.linkage.resolve import (
     Closure,
@@ -56,15 +56,19 @@ def _relocate(inputs: InputSet) -> InputSet:
     return InputSet(inputs.kind, inputs.label, files, inputs.aliases)
 
 
-def function_names(binary: BinaryFile, digests: frozenset[int]) -> Mapping[int, str]:
-    """Names for a duplicate-code finding, read again from the file; the digests themselves
-    when it cannot be read any more (changed or gone since)."""
-    if binary.source is not None:
-        try:
-            return function_names_of(binary.source, digests)
-        except InputError:
-            pass
-    return digests_as_names(binary, digests)
+def _function_names(reader: FunctionNameReader) -> FunctionNames:
+    """Names for duplicate-code findings, read again from the files; the digests themselves
+    when a file cannot be read any more (changed or gone since)."""
+
+    def names(binary: BinaryFile, digests: frozenset[int]) -> Mapping[int, str]:
+        if binary.source is not None:
+            try:
+                return reader(binary.source, digests)
+            except InputError:
+                pass
+        return digests_as_names(binary, digests)
+
+    return names
 
 
 def _reader(
@@ -137,12 +141,17 @@ def verify_inputs(
     read = _reader(good, relocated, policy.registration_names)
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
     closures = _closures(good, read, env)
-    subject = Subject(tuple(good), closures, policy, frozenset(names), function_names)
+    reader = FunctionNameReader()
+    try:
+        subject = Subject(tuple(good), closures, policy, frozenset(names), _function_names(reader))
+        findings = tuple(malformed) + run_checks(subject)
+    finally:
+        reader.close()
     return Report(
         inputs=tuple(entry.label for entry in inputs),
         recipe=policy.source,
         files_checked=len(every),
-        findings=tuple(malformed) + run_checks(subject),
+        findings=findings,
         sizes=_size_entries(good, policy),
     )
 
