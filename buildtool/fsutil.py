@@ -7,6 +7,7 @@ import errno
 import fcntl
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,10 +17,27 @@ from buildtool.errors import UsageError
 log = logging.getLogger("buildtool")
 
 
+def _is_special(path: Path) -> bool:
+    """A device, FIFO or socket (``/dev/null``, ``/dev/stdout``): never replace it by a file."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write to a temporary file beside ``path``, then rename it into place.
+
+    A special file (``/dev/null``, a FIFO) is written to directly: renaming over it would replace
+    the device itself, and a stream has no half-written state to protect anyway.
+    """
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if _is_special(path):
+        with path.open("wb") as stream:
+            stream.write(payload)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     temporary = Path(name)
     try:
