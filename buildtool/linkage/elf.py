@@ -80,6 +80,8 @@ CRT_FUNCTIONS: Final = frozenset(
         "__libc_csu_fini",
         "_dl_relocate_static_pie",
         "__static_initialization_and_destruction_0",
+        "_Z41__static_initialization_and_destruction_0v",
+        "__tls_init",
         "__x86.get_pc_thunk.bx",
         "__x86.get_pc_thunk.ax",
         "__x86.get_pc_thunk.cx",
@@ -265,9 +267,10 @@ class ElfFacts:
     static_initializers: tuple[str, ...]
     """``.symtab`` names starting ``_GLOBAL__sub_I_`` (one per C++ TU with static init), sorted."""
     symtab_functions: NameDigests = field(hash=False)
-    """The code this file defines, by name: ``.symtab`` defined FUNC/IFUNC names, less the weak
-    ones (COMDAT code: inline functions, template instances), GCC's ``.cold`` split parts,
-    toolchain startup code (``CRT_FUNCTIONS``) and static initializers; empty when stripped."""
+    """The code this file defines, by name: ``.symtab`` defined FUNC/IFUNC names of default
+    visibility, less the weak ones (COMDAT code: inline functions, template instances; hidden
+    ones the linker made local are left out too), GCC's ``.cold`` split parts, toolchain startup
+    code (``CRT_FUNCTIONS``) and static initializers; empty when stripped."""
     registration_strings: frozenset[str]
     """Which of the requested names occur NUL-terminated in allocated non-code data."""
     file_size: int
@@ -1096,15 +1099,18 @@ class _FunctionSets:
 
     initializers: list[bytes]
     functions: set[int]
-    """Digests of every name but ``.cold`` parts: the other names that are not code of the file
-    (startup code, static initializers, "") are taken out by digest in ``part``."""
+    """Digests of every name without a "." (GCC's clones and parts); the other names that are not
+    code of the file (startup code, static initializers, "") are taken out by digest in
+    ``part``."""
     weak: set[int]
 
     def add(self, names: Sequence[bytes], infos: bytes) -> None:
         """``names`` (UTF-8 as pyelftools decodes them) of defined functions, and their st_info."""
         prefix = _INIT_PREFIX_BYTES
         self.initializers.extend([name for name in names if name.startswith(prefix)])
-        self.functions.update([hash(name) for name in names if not name.endswith(b".cold")])
+        # A "." never occurs in a mangled name: names with one are GCC's clones and split parts
+        # (.cold, .isra.0, .constprop.0, .part.0) of code, often of inline functions.
+        self.functions.update([hash(name) for name in names if b"." not in name])
         self.weak.update(map(hash, compress(names, infos.translate(_WEAK_MASK))))
 
     def part(self) -> SymtabPart:
@@ -1185,8 +1191,12 @@ def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], bytes]
     """(st_name, st_info) of the defined FUNC/IFUNC symbols among ``rows`` of a symbol table,
     read a column at a time (see ``_columns``)."""
     info = rows[4 if img.layout.elf_class == 64 else 12 :: img.layout.sym_size].tobytes()
+    other = rows[5 if img.layout.elf_class == 64 else 13 :: img.layout.sym_size].tobytes()
     undefined, _absolute = _shndx_masks(img, rows)
     keep = _mask_and(info.translate(_FUNCTION_INFO_MASK), _mask_not(undefined))
+    # Hidden (or internal/protected) functions are inline and template code the linker made
+    # local: every library that uses them has a copy, so they are no evidence of shared objects.
+    keep = _mask_and(keep, other.translate(_EXPORTED_MASK))
     return list(compress(_name_column(img, rows), keep)), bytes(compress(info, keep))
 
 
@@ -1694,8 +1704,9 @@ def _ref_static_symbols(elf: Any, t: _RefTables) -> tuple[tuple[str, ...], NameD
     names: list[bytes] = []
     infos: list[int] = []
     for sym in symtab.iter_symbols():
-        info, _vis, shndx, _value = _ref_symbol(sym, t)
-        if shndx != _SHN_UNDEF and info & 0xF in (_STT_FUNC, _STT_GNU_IFUNC):
+        info, visibility, shndx, _value = _ref_symbol(sym, t)
+        is_function = info & 0xF in (_STT_FUNC, _STT_GNU_IFUNC)
+        if shndx != _SHN_UNDEF and is_function and visibility == 0:
             names.append(sym.name.encode("utf-8"))
             infos.append(info)
     sets = _new_sets()
