@@ -29,6 +29,7 @@ from buildtool.linkage.elf import (
     read_elf_facts_pyelftools,
     read_elf_file,
 )
+from tests.conftest import require
 
 REGISTRATIONS = ("demo.gemm_fp16_int", "demo.registered_fn", "demo.absent_fn", "")
 
@@ -152,8 +153,9 @@ def _build_odd(d: Path) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    if shutil.which("gcc") is None or shutil.which("g++") is None:
-        pytest.skip("needs gcc and g++")
+    require(
+        shutil.which("gcc") is not None and shutil.which("g++") is not None, "needs gcc and g++"
+    )
     root = tmp_path_factory.mktemp("elf")
     files: dict[str, Path] = {}
     for build in (_build_greet, _build_uniq, _build_paths, _build_odd):
@@ -349,8 +351,7 @@ def test_fast_path_equals_pyelftools_on_built(built: Built, name: str) -> None:
 @pytest.mark.parametrize("library", SYSTEM_LIBRARIES)
 def test_fast_path_equals_pyelftools_on_system_libraries(library: str) -> None:
     path = Path(library)
-    if not path.exists():
-        pytest.skip(f"{library} is not on this machine")
+    require(path.exists(), f"{library} is not on this machine")
     names = ("GLIBC_2.2.5", "vector::_M_realloc_insert", "no such string at all")
     fast = read_elf_file(path, library, names)
     reference = read_elf_facts_pyelftools(path, library, names)
@@ -363,8 +364,7 @@ def test_fast_path_equals_pyelftools_on_system_libraries(library: str) -> None:
 
 def test_buffer_kinds_agree() -> None:
     path = Path(SYSTEM_LIBRARIES[2])
-    if not path.exists():
-        pytest.skip("needs libm")
+    require(path.exists(), "needs libm")
     data = path.read_bytes()
     names = ("GLIBC_2.2.5",)
     expected = read_elf_facts(data, "m", names)
@@ -660,8 +660,7 @@ def _truncation_points(data: bytes) -> list[int]:
 )
 def test_truncation_everywhere_is_malformed(kind: str, request: pytest.FixtureRequest) -> None:
     if kind == "built":
-        if shutil.which("gcc") is None:
-            pytest.skip("needs gcc")
+        require(shutil.which("gcc") is not None, "needs gcc")
         data = request.getfixturevalue("built")["greet"].read_bytes()
     else:
         data = SMALL

@@ -23,6 +23,7 @@ from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.report import Report
 from buildtool.linkage.resolve import load_ld_so_cache
 from buildtool.linkage.verify import verify_paths
+from tests.conftest import require
 from tests.fuzz.elf_mutations import Chooser, Field, SeedMap, T, mutate, put_field, read_seed
 from tests.fuzz.harness import prepare_case_folder, run_case
 from tests.fuzz.seeds import SKIP_REASON, build_good, build_seeds, toolchain_available
@@ -40,8 +41,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
-    if not toolchain_available():
-        pytest.skip(SKIP_REASON)
+    require(toolchain_available(), SKIP_REASON)
     root = tmp_path_factory.mktemp("fuzz")
     seeds = tuple(read_seed(name, data) for name, data in build_seeds(root / "seeds").items())
     good = build_good(root / "good")

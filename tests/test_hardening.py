@@ -15,7 +15,7 @@ from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.report import Report
 from buildtool.linkage.verify import policy_for_recipe, verify_paths
 from buildtool.recipe import load_recipe
-from tests.conftest import DEMO_RECIPE
+from tests.conftest import DEMO_RECIPE, require
 
 pytestmark = pytest.mark.integration
 
@@ -49,8 +49,7 @@ BUILDS: dict[str, list[str]] = {
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if shutil.which("gcc") is None:
-        pytest.skip("needs gcc")
+    require(shutil.which("gcc") is not None, "needs gcc")
     folder = tmp_path_factory.mktemp("hardening")
     sources = folder / "sources"
     sources.mkdir()

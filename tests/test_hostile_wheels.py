@@ -24,6 +24,7 @@ from buildtool.linkage.inputs import read_wheel
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.verify import verify_paths
 from buildtool.linkage.wheel_archive import WheelLimits, parse_record, record_line
+from tests.conftest import require
 
 DIST_INFO = "demo-0.1.0.dist-info"
 RECORD = f"{DIST_INFO}/RECORD"
@@ -35,8 +36,7 @@ Member = tuple[str | zipfile.ZipInfo, bytes]
 @pytest.fixture(scope="module")
 def elf(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     """A small real shared library."""
-    if shutil.which("gcc") is None:
-        pytest.skip("needs gcc")
+    require(shutil.which("gcc") is not None, "needs gcc")
     folder = tmp_path_factory.mktemp("elf")
     (folder / "x.c").write_text("int x(void) { return 1; }\n", encoding="utf-8")
     command = ["gcc", "-shared", "-fPIC", "x.c", "-o", "libdemo_x.so", "-Wl,-rpath,$ORIGIN"]

@@ -18,7 +18,7 @@ import pytest
 
 from buildtool.configure import generated_files, plan_recipe
 from buildtool.recipe import load_recipe
-from tests.conftest import REPO
+from tests.conftest import REPO, require
 
 pytestmark = pytest.mark.integration
 
@@ -153,8 +153,8 @@ def test_two_configures_on_one_build_folder_wait_for_each_other(
 @pytest.fixture
 def elf_file() -> Path:
     found = shutil.which("true")
-    if found is None:
-        pytest.skip("needs /bin/true")
+    require(found is not None, "needs /bin/true")
+    assert found is not None
     return Path(found)
 
 

@@ -22,7 +22,7 @@ from buildtool.errors import RecipeError
 from buildtool.launcher import chosen_launcher, launcher_defines
 from buildtool.plan import LinkPlan
 from buildtool.recipe import load_recipe, parse_recipe
-from tests.conftest import DEMO_RECIPE, CliRunner
+from tests.conftest import DEMO_RECIPE, CliRunner, require
 
 DAEMON_START_SECONDS = 10
 DAEMON_STOP_SECONDS = 10
@@ -38,8 +38,8 @@ def compiled_sources(plan: LinkPlan) -> int:
 
 def require_tool(name: str) -> str:
     found = shutil.which(name)
-    if found is None:
-        pytest.skip(f"{name} is not installed (.ci/run installs it: apt-get install {name})")
+    require(found is not None, f"{name} is not installed (apt-get install {name})")
+    assert found is not None
     return found
 
 

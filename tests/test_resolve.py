@@ -42,6 +42,7 @@ from buildtool.linkage.resolve import (
     unresolved_symbols,
     unsatisfied_version_needs,
 )
+from tests.conftest import require
 
 BASE = ElfFacts(
     path="x", elf_class=64, little_endian=True, machine="x86_64", file_type="shared",
@@ -336,8 +337,10 @@ def test_missing_cache_is_empty(tmp_path: Path) -> None:
 
 def test_system_cache_matches_ldconfig() -> None:
     ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
-    if not Path("/etc/ld.so.cache").exists() or not Path(ldconfig).exists():
-        pytest.skip("needs /etc/ld.so.cache and ldconfig")
+    require(
+        Path("/etc/ld.so.cache").exists() and Path(ldconfig).exists(),
+        "needs /etc/ld.so.cache and ldconfig",
+    )
     listing = subprocess.run([ldconfig, "-p"], capture_output=True, text=True, check=True).stdout
     expected = {
         (line.split(" (")[0].strip(), line.rsplit(" => ", 1)[1].strip())
@@ -423,8 +426,7 @@ def _build_versions(r: Path) -> None:
 
 @pytest.fixture(scope="session")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
-    if shutil.which("gcc") is None:
-        pytest.skip("needs gcc")
+    require(shutil.which("gcc") is not None, "needs gcc")
     root = tmp_path_factory.mktemp("resolve")
     _build_chain(root)
     _build_siblings(root)
