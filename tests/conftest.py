@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from buildtool.cli import main
+from buildtool.cmake import cmake_executable, ninja_executable
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = REPO / "tests" / "packages"
@@ -47,3 +50,53 @@ def run_cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch)
         return CliResult(code, captured.out, captured.err)
 
     return run
+
+
+# --- builds of the example shared by the test modules (each is built once per session) ------
+
+
+@pytest.fixture(scope="session")
+def good_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example, full variant, built with ``buildtool build``."""
+    build_dir = tmp_path_factory.mktemp("good") / "build"
+    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
+    assert main(argv) == 0
+    return build_dir
+
+
+def build_with_edited_cmake(tmp_path: Path, old: str, new: str) -> Path:
+    """The example built from a hand-edited copy of its generated CMakeLists.txt."""
+    source = tmp_path / "src"
+    shutil.copytree(REPO / "src", source, ignore=shutil.ignore_patterns("build", "packaging"))
+    cmakelists = source / "CMakeLists.txt"
+    text = cmakelists.read_text()
+    assert old in text
+    cmakelists.write_text(text.replace(old, new, 1))
+    build_dir = tmp_path / "build"
+    cmake = cmake_executable()
+    subprocess.run(
+        [
+            cmake,
+            "-S",
+            source,
+            "-B",
+            build_dir,
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run([ninja_executable(), "-C", build_dir], check=True, capture_output=True)
+    return build_dir
+
+
+@pytest.fixture(scope="session")
+def duplicate_gemm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """gemm linked into the compiler too: the TVM fpA_intB_gemm bug."""
+    return build_with_edited_cmake(
+        tmp_path_factory.mktemp("dup"),
+        "compiler/build.cc",
+        "compiler/build.cc\n      $<TARGET_OBJECTS:gemm>",
+    )

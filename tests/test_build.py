@@ -50,8 +50,8 @@ def build_example(build_dir: Path, variant: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def full_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_example(tmp_path_factory.mktemp("full") / "build", "full")
+def full_build(good_build: Path) -> Path:
+    return good_build
 
 
 @pytest.fixture(scope="session")

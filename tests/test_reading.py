@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 from elftools.elf.elffile import ELFFile
 
-from buildtool.cli import main
 from buildtool.errors import InputError
 from buildtool.linkage import reading
 from buildtool.linkage.elf import ElfFacts, MalformedElf, NameDigests, name_digest
@@ -31,7 +30,7 @@ from buildtool.linkage.wheel_archive import record_line
 from buildtool.recipe import load_recipe
 from tests.conftest import DEMO_RECIPE
 from tests.test_hostile_wheels import RECORD, Member, write_wheel
-from tests.test_verify import build_with_edited_cmake, system_libraries
+from tests.test_verify import system_libraries
 
 REGISTRATIONS = ("demo.gemm_fp16_int", "rpc.testing.GetShapeElem", "no.such.name")
 
@@ -55,24 +54,6 @@ def pool_for_everything(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return runs
 
 
-@pytest.fixture(scope="module")
-def duplicate_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example with gemm linked into the compiler too: unstripped duplicate code."""
-    return build_with_edited_cmake(
-        tmp_path_factory.mktemp("dup"),
-        "compiler/build.cc",
-        "compiler/build.cc\n      $<TARGET_OBJECTS:gemm>",
-    )
-
-
-@pytest.fixture(scope="module")
-def good_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    build_dir = tmp_path_factory.mktemp("good") / "build"
-    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
-    assert main(argv) == 0
-    return build_dir
-
-
 def binaries(build_dir: Path) -> list[Path]:
     return sorted(p for folder in ("lib", "bin") for p in (build_dir / folder).iterdir())
 
@@ -91,9 +72,9 @@ def both_ways(read: Callable[[int], object], runs: list[int]) -> tuple[object, o
 
 @pytest.mark.integration
 def test_facts_of_example_and_system_libraries(
-    duplicate_build: Path, pool_for_everything: list[int]
+    duplicate_gemm_build: Path, pool_for_everything: list[int]
 ) -> None:
-    sources = sources_of([*binaries(duplicate_build), *system_libraries()])
+    sources = sources_of([*binaries(duplicate_gemm_build), *system_libraries()])
 
     def read(jobs: int) -> list[Outcome]:
         return read_sources(sources, REGISTRATIONS, jobs)
@@ -119,10 +100,10 @@ def elf_wheel(build_dir: Path, folder: Path) -> Path:
 
 @pytest.mark.integration
 def test_findings_from_trees_wheels_and_system_libraries(
-    duplicate_build: Path, good_build: Path, tmp_path: Path, pool_for_everything: list[int]
+    duplicate_gemm_build: Path, good_build: Path, tmp_path: Path, pool_for_everything: list[int]
 ) -> None:
     wheel = elf_wheel(good_build, tmp_path)
-    paths = [duplicate_build, wheel, *system_libraries()]
+    paths = [duplicate_gemm_build, wheel, *system_libraries()]
     policy = policy_for_recipe(load_recipe(DEMO_RECIPE))
 
     serial, parallel = both_ways(
@@ -137,9 +118,11 @@ def test_findings_from_trees_wheels_and_system_libraries(
 
 
 @pytest.mark.integration
-def test_findings_without_a_recipe(duplicate_build: Path, pool_for_everything: list[int]) -> None:
+def test_findings_without_a_recipe(
+    duplicate_gemm_build: Path, pool_for_everything: list[int]
+) -> None:
     serial, parallel = both_ways(
-        lambda jobs: verify_paths([duplicate_build], LinkagePolicy.empty(), jobs=jobs),
+        lambda jobs: verify_paths([duplicate_gemm_build], LinkagePolicy.empty(), jobs=jobs),
         pool_for_everything,
     )
     assert parallel == serial

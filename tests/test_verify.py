@@ -14,13 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.cli import main
-from buildtool.cmake import cmake_executable, ninja_executable
 from buildtool.linkage.report import Report
 from buildtool.linkage.verify import policy_for_recipe, verify_paths
 from buildtool.linkage.wheel_archive import record_line
 from buildtool.recipe import load_recipe
-from tests.conftest import DEMO_RECIPE, REPO, CliRunner
+from tests.conftest import DEMO_RECIPE, CliRunner, build_with_edited_cmake
 
 pytestmark = pytest.mark.integration
 
@@ -40,14 +38,6 @@ def patchelf(*args: str | Path) -> None:
     subprocess.run([PATCHELF, *map(str, args)], check=True)
 
 
-@pytest.fixture(scope="session")
-def good_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    build_dir = tmp_path_factory.mktemp("good") / "build"
-    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
-    assert main(argv) == 0
-    return build_dir
-
-
 @pytest.fixture
 def broken(good_build: Path, tmp_path: Path) -> Path:
     """A private copy of the good build tree (lib/ and bin/) to break."""
@@ -56,44 +46,6 @@ def broken(good_build: Path, tmp_path: Path) -> Path:
         shutil.copytree(good_build / folder, copy / folder, symlinks=True)
     shutil.copy2(good_build / "CMakeCache.txt", copy / "CMakeCache.txt")
     return copy
-
-
-def build_with_edited_cmake(tmp_path: Path, old: str, new: str) -> Path:
-    """The example built from a hand-edited copy of its generated CMakeLists.txt."""
-    source = tmp_path / "src"
-    shutil.copytree(REPO / "src", source, ignore=shutil.ignore_patterns("build", "packaging"))
-    cmakelists = source / "CMakeLists.txt"
-    text = cmakelists.read_text()
-    assert old in text
-    cmakelists.write_text(text.replace(old, new, 1))
-    build_dir = tmp_path / "build"
-    cmake = cmake_executable()
-    subprocess.run(
-        [
-            cmake,
-            "-S",
-            source,
-            "-B",
-            build_dir,
-            "-G",
-            "Ninja",
-            f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run([ninja_executable(), "-C", build_dir], check=True, capture_output=True)
-    return build_dir
-
-
-@pytest.fixture(scope="module")
-def duplicate_gemm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """gemm linked into the compiler too: the TVM fpA_intB_gemm bug."""
-    return build_with_edited_cmake(
-        tmp_path_factory.mktemp("dup"),
-        "compiler/build.cc",
-        "compiler/build.cc\n      $<TARGET_OBJECTS:gemm>",
-    )
 
 
 def test_good_build_has_no_findings(good_build: Path) -> None:
