@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
 from buildtool.linkage.elf import ElfFacts, MalformedElf
-from buildtool.linkage.reading import Member, Source, read_source, read_sources
+from buildtool.linkage.reading import Source, read_source, read_sources
 from buildtool.linkage.wheel_archive import (
     DEFAULT_LIMITS,
     WheelLimits,
@@ -140,22 +140,13 @@ def _not_elf_library(display: str) -> BinaryFile:
     return BinaryFile(display, PurePosixPath("/"), None, MalformedElf(display, 0, reason))
 
 
-def _wheel_sources(path: Path, limits: WheelLimits) -> list[tuple[str, Source]]:
-    """(member name, source) of every member to read, once the headers and RECORD passed."""
+def _wheel_sources(path: Path, limits: WheelLimits) -> list[Source]:
+    """A source for every member to read, once the headers and RECORD passed."""
     with open_wheel(path) as archive:
-        infos = archive.infolist()
         members = checked_members(str(path), archive, limits)
     return [
-        (
-            infos[index].filename,
-            Source(
-                str(path),
-                f"{path}{WHEEL_SEPARATOR}{infos[index].filename}",
-                infos[index].file_size,
-                Member(index, infos[index].filename, entry),
-            ),
-        )
-        for index, entry in members
+        Source(str(path), f"{path}{WHEEL_SEPARATOR}{member.name}", member.span.file_size, member)
+        for member in members
     ]
 
 
@@ -167,14 +158,16 @@ def read_wheel(
 ) -> InputSet:
     """Every ELF member of a wheel, checked (see ``wheel_archive``) and decompressed member by
     member (see ``reading``); a non-ELF member named like a shared library is a malformed file."""
-    members = _wheel_sources(path, limits)
-    outcomes = read_sources([source for _name, source in members], names, jobs)
+    sources = _wheel_sources(path, limits)
+    outcomes = read_sources(sources, names, jobs)
     files: list[BinaryFile] = []
-    for (name, source), outcome in zip(members, outcomes, strict=True):
-        location = PurePosixPath("/") / name
+    for source, outcome in zip(sources, outcomes, strict=True):
+        assert source.member is not None
+        name = source.member.name
         if outcome is not None:
-            files.append(_binary(source, location, outcome))
+            files.append(_binary(source, PurePosixPath(f"/{name}"), outcome))
         elif LIBRARY_NAME.search(name):
+            location = PurePosixPath(f"/{name}")
             files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
     return InputSet("wheel", str(path), tuple(files), {})
 

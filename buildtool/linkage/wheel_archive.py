@@ -7,8 +7,9 @@ so one compressed block counts many times), or a ``RECORD`` that does not descri
 Each is an ``InputError`` naming the wheel and the member, raised before anything is decompressed
 when the headers already show it, and enforced again while reading, since headers can lie.
 
-Members are read one at a time, in bounded chunks, hashed as they stream, and only ELF members
-are kept in memory (for as long as the caller holds them). Nothing is ever written to disk.
+Members are read one at a time from a mapping of the wheel (see ``inflate``), in bounded chunks,
+hashed as they stream; only ELF members are kept in memory, in a buffer the caller gives. Nothing
+is ever written to disk.
 """
 
 from __future__ import annotations
@@ -18,21 +19,19 @@ import csv
 import dataclasses
 import hashlib
 import itertools
+import mmap
 import stat
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path, PurePosixPath
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
 
 from buildtool.errors import InputError
-from buildtool.linkage.elf import ELF_MAGIC
-
-CHUNK = 1 << 20
-"""Bytes decompressed per step: what one read can cost in memory beyond the kept data."""
+from buildtool.linkage.inflate import MemberSpan, Sink, UnreadableMember, read_span
 
 ALLOWED_COMPRESSION = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
-"""zipfile bounds each deflate step; its bzip2 and lzma steps are unbounded, so a bomb in
-either would be decompressed whole before any check could stop it. Wheel tools write deflate."""
+"""What wheel tools write, and what ``inflate`` reads in bounded steps."""
 
 RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
 """Files beside RECORD that RECORD cannot list (they sign it)."""
@@ -62,17 +61,6 @@ DEFAULT_LIMITS = WheelLimits()
 
 
 @dataclasses.dataclass(frozen=True)
-class WheelMember:
-    """One regular file of a wheel, read and checked against RECORD."""
-
-    name: str
-    head: bytes
-    """Its first four bytes (the ELF magic, if it is ELF)."""
-    data: bytes | None
-    """The whole content when it starts with the ELF magic; None otherwise."""
-
-
-@dataclasses.dataclass(frozen=True)
 class RecordEntry:
     algorithm: str
     digest: str
@@ -93,16 +81,21 @@ def _name_problem(name: str) -> str | None:
         return "an empty name or one with a NUL byte"
     if "\\" in name:
         return "a backslash in the name (zip paths use '/'; Windows would read a folder)"
-    # str.split, not PurePosixPath: a wheel has tens of thousands of members to check
+    # str.split and set tests, not PurePosixPath: a wheel has tens of thousands of members
     parts = name.split("/")
-    first = next((part for part in parts if part not in ("", ".")), "")
+    first = parts[0]
+    if first in _EMPTY_OR_DOT:
+        first = next((part for part in parts if part not in _EMPTY_OR_DOT), "")
     if name.startswith("/") or ":" in first:
         return "an absolute path"
     if ".." in parts:
         return "a '..' component that leads outside the install folder"
-    if any(part in ("", ".") for part in name.rstrip("/").split("/")):
+    if not _EMPTY_OR_DOT.isdisjoint(name.rstrip("/").split("/")):
         return "an empty or '.' path component"
     return None
+
+
+_EMPTY_OR_DOT: Final = frozenset({"", "."})
 
 
 def _mode_problem(info: zipfile.ZipInfo) -> str | None:
@@ -119,20 +112,30 @@ def _mode_problem(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
+def _add_folders(folders: set[str], name: str) -> None:
+    """Add the folders above ``name`` (a checked name: no empty, "." or ".." component)."""
+    folder = name.rpartition("/")[0]
+    while folder and folder not in folders:  # a known folder's parents are known
+        folders.add(folder)
+        folder = folder.rpartition("/")[0]
+
+
 def check_names(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> None:
     """Refuse unsafe names, symlinks, special files, duplicates and file/folder clashes."""
     files: set[str] = set()
+    listed_folders: set[str] = set()
     folders: set[str] = set()
     for info in infos:
         problem = _name_problem(info.filename) or _mode_problem(info)
         if problem:
             raise _fail(wheel, info.filename, f"member is {problem}")
         name = info.filename.rstrip("/")
-        if name in files or (info.is_dir() and name in folders):
+        listed = listed_folders if info.is_dir() else files
+        if name in listed:
             raise _fail(wheel, info.filename, "member name appears twice")
-        (folders if info.is_dir() else files).add(name)
-        parts = name.split("/")  # a checked name: no empty, "." or ".." component
-        folders.update("/".join(parts[:end]) for end in range(1, len(parts)))
+        listed.add(name)
+        _add_folders(folders, name)
+    folders |= listed_folders
     clashes = sorted(files & folders)
     if clashes:
         raise _fail(wheel, clashes[0], "member is both a file and a folder")
@@ -182,13 +185,11 @@ def check_sizes(wheel: str, infos: Sequence[zipfile.ZipInfo], limits: WheelLimit
 
 
 def find_record(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo:
-    """The one ``<name>.dist-info/RECORD`` at the top of the wheel."""
+    """The one ``<name>.dist-info/RECORD`` at the top of the wheel (names already checked)."""
     records = [
         info
         for info in infos
-        if len(parts := PurePosixPath(info.filename).parts) == 2
-        and parts[0].endswith(".dist-info")
-        and parts[1] == "RECORD"
+        if info.filename.endswith(".dist-info/RECORD") and info.filename.count("/") == 1
     ]
     if len(records) != 1:
         found = ", ".join(info.filename for info in records) or "none"
@@ -223,19 +224,14 @@ def parse_record(wheel: str, text: str) -> dict[str, RecordEntry]:
     return entries
 
 
-def _unlisted(name: str, record_name: str) -> bool:
-    folder = record_name.rsplit("/", 1)[0]
-    return name == record_name or name in (f"{folder}/{sig}" for sig in RECORD_SIGNATURES)
+def _unlisted(record_name: str) -> frozenset[str]:
+    """RECORD and its signatures: members RECORD cannot list."""
+    folder = record_name.rpartition("/")[0]
+    return frozenset((record_name, *(f"{folder}/{signature}" for signature in RECORD_SIGNATURES)))
 
 
-def check_against_record(
-    wheel: str, name: str, entry: RecordEntry | None, size: int, digest: str
-) -> None:
+def check_against_record(wheel: str, name: str, entry: RecordEntry, size: int, digest: str) -> None:
     """One member's size and hash against its RECORD row."""
-    if entry is None:
-        raise _fail(wheel, name, "member is not listed in RECORD")
-    if not entry.digest:
-        raise _fail(wheel, name, "RECORD gives no hash for this member")
     if entry.size is not None and entry.size != size:
         raise _fail(wheel, name, f"member has {size} bytes, RECORD says {entry.size}")
     if entry.digest != digest:
@@ -243,57 +239,6 @@ def check_against_record(
 
 
 # --- reading --------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class _Content:
-    head: bytes
-    data: bytes | None
-    size: int
-    digest: str
-    """urlsafe base64 without padding, as RECORD writes it."""
-
-
-def _keeper(
-    sink: Callable[[bytes], object] | None,
-) -> tuple[list[bytes] | None, Callable[[bytes], object]]:
-    """Where an ELF member's chunks go: ``sink``, or a list joined at the end."""
-    if sink is not None:
-        return None, sink
-    kept: list[bytes] = []
-    return kept, kept.append
-
-
-def _stream(
-    wheel: str,
-    archive: zipfile.ZipFile,
-    info: zipfile.ZipInfo,
-    algorithm: str,
-    budget: int,
-    *,
-    sink: Callable[[bytes], object] | None = None,
-) -> _Content:
-    """Read one member in chunks, never more than its declared size or ``budget``; keep the
-    bytes only when they start with the ELF magic (handed to ``sink`` chunk by chunk, if given:
-    then ``data`` is None)."""
-    limit = min(info.file_size, budget)
-    content_hash = hashlib.new(algorithm)
-    kept: list[bytes] | None = None
-    keep: Callable[[bytes], object] | None = None
-    head, size = b"", 0
-    with archive.open(info) as stream:
-        while chunk := stream.read(CHUNK):
-            if size == 0:
-                head = chunk[: len(ELF_MAGIC)]
-                kept, keep = _keeper(sink) if head == ELF_MAGIC else (None, None)
-            size += len(chunk)
-            if size > limit:
-                raise _fail(wheel, info.filename, "member decompresses past its declared size")
-            content_hash.update(chunk)
-            if keep is not None:
-                keep(chunk)
-    digest = base64.urlsafe_b64encode(content_hash.digest()).rstrip(b"=").decode("ascii")
-    return _Content(head, b"".join(kept) if kept is not None else None, size, digest)
 
 
 _ZIP_ERRORS = (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, zlib.error)
@@ -329,64 +274,64 @@ def _checked_record(
     return record_info.filename, record
 
 
-def _read_checked(
-    wheel: str,
-    archive: zipfile.ZipFile,
-    info: zipfile.ZipInfo,
-    entry: RecordEntry | None,
-    budget: int,
-    *,
-    sink: Callable[[bytes], object] | None = None,
-) -> _Content:
-    algorithm = entry.algorithm if entry and entry.algorithm else "sha256"
-    try:
-        content = _stream(wheel, archive, info, algorithm, budget, sink=sink)
-    except _ZIP_ERRORS as error:
-        raise _fail(wheel, info.filename, f"cannot read the member: {error}") from None
-    check_against_record(wheel, info.filename, entry, content.size, content.digest)
-    return content
+@dataclasses.dataclass(frozen=True)
+class CheckedMember:
+    """A member to read, once the headers and RECORD passed."""
+
+    name: str
+    span: MemberSpan
+    record: RecordEntry | None
+    """Its RECORD row: its size and hash are checked as it is read."""
 
 
 def checked_members(
     wheel: str, archive: zipfile.ZipFile, limits: WheelLimits
-) -> list[tuple[int, RecordEntry | None]]:
+) -> list[CheckedMember]:
     """Every check the headers and RECORD allow, before anything else is decompressed; then
-    the members to read: (position in ``archive.infolist()``, RECORD row)."""
+    the members to read."""
     infos = archive.infolist()
     check_names(wheel, infos)
     check_sizes(wheel, infos, limits)
     record_name, record = _checked_record(wheel, archive, infos)
+    unlisted = _unlisted(record_name)
     return [
-        (index, record.get(info.filename))
-        for index, info in enumerate(infos)
-        if not info.is_dir() and not _unlisted(info.filename, record_name)
+        CheckedMember(info.filename, MemberSpan.of(info), record.get(info.filename))
+        for info in infos
+        if not info.is_dir() and info.filename not in unlisted
     ]
 
 
 def read_member(
-    wheel: str,
-    archive: zipfile.ZipFile,
-    info: zipfile.ZipInfo,
-    entry: RecordEntry | None,
-    sink: Callable[[bytes], object],
+    wheel: str, mapping: mmap.mmap, member: CheckedMember, sink: Sink | None
 ) -> tuple[bytes, int]:
-    """One member of ``checked_members``, read, hashed and checked against its RECORD row;
-    an ELF member's bytes go to ``sink`` chunk by chunk. Its first four bytes and its size.
+    """One member of ``checked_members``, read from a mapping of the wheel, hashed and checked
+    against its RECORD row; an ELF member's bytes go to ``sink`` chunk by chunk, in order. Its
+    first four bytes and its size.
 
     Each member may use its whole declared size: ``check_sizes`` bounded their sum, and no
     member decompresses past its own, so members can be read in any order, by any process.
     """
-    content = _read_checked(wheel, archive, info, entry, info.file_size, sink=sink)
+    entry = member.record
+    if entry is None:
+        raise _fail(wheel, member.name, "member is not listed in RECORD")
+    if not entry.digest:
+        raise _fail(wheel, member.name, "RECORD gives no hash for this member")
+    try:
+        content = read_span(mapping, member.span, entry.algorithm, sink)
+    except UnreadableMember as error:
+        raise _fail(wheel, member.name, str(error)) from None
+    digest = base64.urlsafe_b64encode(content.digest).rstrip(b"=").decode("ascii")
+    check_against_record(wheel, member.name, entry, content.size, digest)
     return content.head, content.size
 
 
-def _members(wheel: str, archive: zipfile.ZipFile, limits: WheelLimits) -> Iterator[WheelMember]:
-    infos = archive.infolist()
-    budget = limits.max_total_bytes
-    for index, entry in checked_members(wheel, archive, limits):
-        content = _read_checked(wheel, archive, infos[index], entry, budget)
-        budget -= content.size
-        yield WheelMember(infos[index].filename, content.head, content.data)
+def map_wheel(path: Path) -> mmap.mmap:
+    """The wheel's bytes, mapped read-only; ``InputError`` when it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as error:  # ValueError: an empty file cannot be mapped
+        raise _fail(str(path), "", f"cannot read the wheel: {error}") from None
 
 
 def open_wheel(path: Path) -> zipfile.ZipFile:
@@ -395,12 +340,6 @@ def open_wheel(path: Path) -> zipfile.ZipFile:
         return zipfile.ZipFile(path)
     except _ZIP_ERRORS as error:
         raise _fail(str(path), "", f"not a readable wheel (zip) file: {error}") from None
-
-
-def read_wheel_members(path: Path, limits: WheelLimits = DEFAULT_LIMITS) -> Iterator[WheelMember]:
-    """Every regular member of a wheel, checked; ``InputError`` naming the member otherwise."""
-    with open_wheel(path) as archive:
-        yield from _members(str(path), archive, limits)
 
 
 def record_line(name: str, content: bytes) -> str:
