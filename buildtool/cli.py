@@ -6,6 +6,7 @@ Exit codes: 0 success, 1 checks or a tool failed, 2 bad usage or bad input, 130 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 from collections.abc import Callable, Sequence
@@ -13,20 +14,25 @@ from types import ModuleType
 from typing import NoReturn
 
 from buildtool import __version__
-from buildtool.commands import build, ci, configure, schema, verify_linkage, wheel
 from buildtool.console import install_log_handler
 from buildtool.errors import BuildtoolError, Interrupted
 
 log = logging.getLogger("buildtool")
 
-COMMANDS: dict[str, tuple[ModuleType, str]] = {
-    "configure": (configure, "generate CMake from the recipe and configure a Ninja build"),
-    "build": (build, "compile with ninja (configures first when needed)"),
-    "verify-linkage": (verify_linkage, "check the split on real binaries, folders and wheels"),
-    "wheel": (wheel, "build installable wheels (full, or runtime plus compiler add-on)"),
-    "ci": (ci, "the whole chain as one CI step: build, test, verify, wheels, install, import"),
-    "schema": (schema, "print the recipe JSON Schema"),
+COMMANDS: dict[str, tuple[str, str]] = {
+    "configure": ("configure", "generate CMake from the recipe and configure a Ninja build"),
+    "build": ("build", "compile with ninja (configures first when needed)"),
+    "verify-linkage": ("verify_linkage", "check the split on real binaries, folders and wheels"),
+    "wheel": ("wheel", "build installable wheels (full, or runtime plus compiler add-on)"),
+    "ci": ("ci", "the whole chain as one CI step: build, test, verify, wheels, install, import"),
+    "schema": ("schema", "print the recipe JSON Schema"),
 }
+"""Each command: its module under ``buildtool.commands`` (imported only when it runs, or for a
+full parser: ``verify-linkage`` need not load the build and wheel machinery) and its summary."""
+
+
+def command_module(name: str) -> ModuleType:
+    return importlib.import_module(f"buildtool.commands.{COMMANDS[name][0]}")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -40,7 +46,8 @@ class _ArgumentError(BuildtoolError):
     """Bad command-line arguments."""
 
 
-def make_parser() -> argparse.ArgumentParser:
+def make_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with ``only``, that command's options and the others' names."""
     parser = _Parser(
         prog="buildtool",
         description="Declarative runtime/compiler library splits: generate, package, prove.",
@@ -50,23 +57,34 @@ def make_parser() -> argparse.ArgumentParser:
     parser.add_argument("-q", "--quiet", action="count", default=0, help="only warnings and errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
-    for name, (module, summary) in COMMANDS.items():
+    for name, (_module, summary) in COMMANDS.items():
         sub = subparsers.add_parser(name, help=summary, description=summary)
-        populate: Callable[[argparse.ArgumentParser], None] = module.populate_parser
-        populate(sub)
+        if only is None or name == only:
+            populate: Callable[[argparse.ArgumentParser], None] = command_module(
+                name
+            ).populate_parser
+            populate(sub)
     return parser
+
+
+def _requested_command(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv``, when it is one: the global options take no values, so it
+    is the first argument that is not an option."""
+    first = next((argument for argument in argv if not argument.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run buildtool; return the exit code."""
-    parser = make_parser()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = make_parser(_requested_command(arguments))
     try:
-        args = parser.parse_args(argv)
+        args = parser.parse_args(arguments)
     except _ArgumentError as error:
         sys.stderr.write(f"{parser.format_usage()}error: {error}\n")
         return 2
     install_log_handler(sys.stderr, args.verbose - args.quiet)
-    module = COMMANDS[args.command][0]
+    module = command_module(args.command)
     try:
         try:
             result: int = module.run(args)

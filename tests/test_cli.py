@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +62,28 @@ def test_quiet_hides_info(run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -
     assert loud.exit_code == quiet.exit_code == 0
     assert "generated files are current" in loud.stderr
     assert quiet.stderr == ""
+
+
+def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
+    """verify-linkage starts without importing the build, wheel and ci machinery."""
+    program = (
+        "import sys\n"
+        "from buildtool.cli import main\n"
+        f"code = main(['-q', 'verify-linkage', '--no-recipe', {str(tmp_path)!r}])\n"
+        "print(code, sorted(m for m in sys.modules if m.startswith('buildtool.commands.')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    last_line = result.stdout.splitlines()[-1]  # after the report
+    modules = ["buildtool.commands.common", "buildtool.commands.verify_linkage"]
+    assert last_line == f"0 {modules}"
+
+
+def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from buildtool.cli import COMMANDS, main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert all(name in out for name in COMMANDS)

@@ -57,13 +57,17 @@ def _collect() -> tuple[list[bytes], Callable[[bytes], None]]:
 INFLATERS = {"zlib": inflate._zlib_inflater, "chosen": inflate.new_inflater}
 
 
+STREAMED = [(False, 3), (False, 4096), (True, 3), (True, 1 << 20)]
+"""(hashed on a thread, bytes per step) of the streaming reads; the others read whole."""
+
+
 @pytest.mark.parametrize("inflater", sorted(INFLATERS))
-@pytest.mark.parametrize("threaded", [False, True])
-@pytest.mark.parametrize("output_bytes", [3, 4096, 1 << 20])
+@pytest.mark.parametrize(("threaded", "output_bytes"), [*STREAMED, (False, 0)])
 def test_every_member_reads_as_zipfile_reads_it(
     wheel: Path, inflater: str, threaded: bool, output_bytes: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(inflate, "new_inflater", INFLATERS[inflater])
+    monkeypatch.setattr(inflate, "WHOLE_MEMBER_BYTES", -1 if output_bytes else 1 << 40)
     monkeypatch.setattr(inflate, "THREADED_HASH_BYTES", 0 if threaded else 1 << 40)
     monkeypatch.setattr(inflate, "OUTPUT_BYTES", output_bytes)
     monkeypatch.setattr(inflate, "INPUT_BYTES", max(output_bytes // 2, 1))
@@ -91,6 +95,16 @@ def _span_named(path: Path, name: str) -> MemberSpan:
         return MemberSpan.of(archive.getinfo(name))
 
 
+@pytest.fixture(params=["streamed", "whole"])
+def read_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each error test runs through both ways of reading."""
+    monkeypatch.setattr(
+        inflate, "WHOLE_MEMBER_BYTES", -1 if request.param == "streamed" else 1 << 40
+    )
+    return str(request.param)
+
+
+@pytest.mark.usefixtures("read_path")
 def test_truncated_deflate_data_is_named(wheel: Path) -> None:
     span = _span_named(wheel, "deflated/text.h")
     data = wheel.read_bytes()
@@ -99,6 +113,7 @@ def test_truncated_deflate_data_is_named(wheel: Path) -> None:
         read_span(data, short, "sha256")
 
 
+@pytest.mark.usefixtures("read_path")
 def test_corrupt_deflate_data_is_named(wheel: Path) -> None:
     span = _span_named(wheel, "deflated/text.h")
     data = bytearray(wheel.read_bytes())
@@ -120,6 +135,7 @@ def test_corrupt_deflate_data_is_named(wheel: Path) -> None:
         (lambda s: MemberSpan(s.name, s.header_offset, 14, s.compress_size, 5), "method 14"),
     ],
 )
+@pytest.mark.usefixtures("read_path")
 def test_headers_that_disagree_with_the_bytes_are_named(
     wheel: Path, change: Callable[[MemberSpan], MemberSpan], message: str
 ) -> None:
@@ -138,6 +154,7 @@ def test_a_failed_read_leaves_no_hashing_thread(
     import threading
 
     monkeypatch.setattr(inflate, "THREADED_HASH_BYTES", 0)
+    monkeypatch.setattr(inflate, "WHOLE_MEMBER_BYTES", -1)
     span = _span_named(wheel, "deflated/text.h")
     short = MemberSpan(span.name, span.header_offset, span.compress_type, 100, span.file_size)
     before = threading.active_count()

@@ -67,6 +67,9 @@ INPUT_BYTES: Final = 256 << 10
 OUTPUT_BYTES: Final = 1 << 20
 """At most this much is inflated per step: what a member costs in memory beyond its kept bytes."""
 
+WHOLE_MEMBER_BYTES: Final = 1 << 20
+"""Members up to this big are inflated in one step (most of a wheel's thousands of files)."""
+
 THREADED_HASH_BYTES: Final = 8 << 20
 """Members at least this big are hashed on a second thread."""
 
@@ -221,6 +224,46 @@ def _inflate(data: mmap.mmap | bytes, start: int, end: int, output: _Output) -> 
             raise UnreadableMember("member's deflate data ends early (truncated)")
 
 
+def _read_whole(
+    compressed: bytes, span: MemberSpan, algorithm: str, sink: Sink | None
+) -> MemberContent:
+    """A small member in one step: the same checks as the streaming read, less overhead."""
+    content = compressed
+    if span.compress_type == zipfile.ZIP_DEFLATED:
+        inflater = new_inflater()
+        content = inflater.decompress(compressed, span.file_size + 1)  # 0 would be no limit
+        if len(content) > span.file_size:
+            raise UnreadableMember("member decompresses past its declared size")
+        if not inflater.eof:
+            raise UnreadableMember("member's deflate data ends early (truncated)")
+    if len(content) != span.file_size:
+        declared = span.file_size
+        raise UnreadableMember(f"member has {len(content)} bytes, its header declares {declared}")
+    head = content[: len(ELF_MAGIC)]
+    if head == ELF_MAGIC and sink is not None:
+        sink(content)
+    return MemberContent(head, len(content), hashlib.new(algorithm, content).digest())
+
+
+def _read_streaming(
+    data: mmap.mmap | bytes, start: int, span: MemberSpan, algorithm: str, sink: Sink | None
+) -> MemberContent:
+    end = start + span.compress_size
+    hasher = _Hasher(algorithm, threaded=span.file_size >= THREADED_HASH_BYTES)
+    output = _Output(span.file_size, hasher, sink)
+    try:
+        if span.compress_type == zipfile.ZIP_STORED:
+            _copy_stored(data, start, end, output)
+        else:
+            _inflate(data, start, end, output)
+    finally:
+        hasher.close()
+    if output.size != span.file_size:
+        declared = span.file_size
+        raise UnreadableMember(f"member has {output.size} bytes, its header declares {declared}")
+    return MemberContent(output.head, output.size, hasher.digest())
+
+
 def read_span(
     data: mmap.mmap | bytes,
     span: MemberSpan,
@@ -234,19 +277,10 @@ def read_span(
     if span.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise UnreadableMember(f"member uses compression method {span.compress_type}")
     start = _data_offset(data, span)
-    end = start + span.compress_size
-    hasher = _Hasher(algorithm, threaded=span.file_size >= THREADED_HASH_BYTES)
-    output = _Output(span.file_size, hasher, sink)
     try:
-        if span.compress_type == zipfile.ZIP_STORED:
-            _copy_stored(data, start, end, output)
-        else:
-            _inflate(data, start, end, output)
+        if span.file_size <= WHOLE_MEMBER_BYTES:
+            compressed = data[start : start + span.compress_size]
+            return _read_whole(compressed, span, algorithm, sink)
+        return _read_streaming(data, start, span, algorithm, sink)
     except INFLATE_ERRORS as error:
         raise UnreadableMember(f"member's deflate data is corrupt: {error}") from None
-    finally:
-        hasher.close()
-    if output.size != span.file_size:
-        declared = span.file_size
-        raise UnreadableMember(f"member has {output.size} bytes, its header declares {declared}")
-    return MemberContent(output.head, output.size, hasher.digest())
