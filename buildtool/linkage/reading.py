@@ -35,7 +35,6 @@ from buildtool.linkage.elf import (
 from buildtool.linkage.wheel_archive import CheckedMember, map_wheel, read_member
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
     from multiprocessing.context import BaseContext
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
@@ -290,8 +289,26 @@ class _Failed:
 
 _TaskResult = list[Outcome | _Failed] | SymtabPart | MalformedElf | _Failed
 
-_WORKER_READERS: dict[int, _Reader] = {}
-"""Each worker process's reader (by process id: a forked child must not use its parent's)."""
+
+@dataclasses.dataclass(frozen=True)
+class _Worker:
+    """A worker process's state: what its tasks refer to, and its reader."""
+
+    sources: Sequence[Source]
+    names: tuple[str, ...]
+    reader: _Reader
+
+
+_WORKERS: dict[int, _Worker] = {}
+"""The state of this process when it is a worker (by process id: a forked child must never use
+its parent's)."""
+
+
+def _start_worker(sources: Sequence[Source], names: tuple[str, ...]) -> None:
+    """A forked worker's first step. Forked, it gets the sources as they are in the parent
+    (nothing is pickled: a big wheel has tens of thousands, and pickling them cost more than
+    reading them); tasks name sources by position."""
+    _WORKERS[os.getpid()] = _Worker(sources, names, _Reader())
 
 
 _SAME_HASHES: Final = b"names are hashed alike in every process of a run"
@@ -299,15 +316,15 @@ _SAME_HASHES: Final = b"names are hashed alike in every process of a run"
 (not forked from this one) must never be compared."""
 
 
-def _run_task(
-    task: _Task, sources: Sequence[Source], names: tuple[str, ...]
-) -> tuple[int, _TaskResult]:
-    """In a worker: ``sources`` are the task's own."""
-    return hash(_SAME_HASHES), _task_result(task, sources, names)
+def _run_task(task: _Task) -> tuple[int, _TaskResult]:
+    worker = _WORKERS[os.getpid()]
+    sources = [worker.sources[index] for index in task.sources]
+    return hash(_SAME_HASHES), _task_result(worker.reader, task, sources, worker.names)
 
 
-def _task_result(task: _Task, sources: Sequence[Source], names: tuple[str, ...]) -> _TaskResult:
-    reader = _WORKER_READERS.setdefault(os.getpid(), _Reader())
+def _task_result(
+    reader: _Reader, task: _Task, sources: Sequence[Source], names: tuple[str, ...]
+) -> _TaskResult:
     if task.part is not None:
         try:
             return _part(reader, sources[0], task.part, task.parts)
@@ -343,12 +360,11 @@ def _run_parallel(
 ) -> Iterator[tuple[_Task, _TaskResult]]:
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(sources, names)
+    )
     try:
-        futures: list[tuple[_Task, Future[tuple[int, _TaskResult]]]] = [
-            (task, pool.submit(_run_task, task, [sources[i] for i in task.sources], names))
-            for task in tasks
-        ]
+        futures = [(task, pool.submit(_run_task, task)) for task in tasks]
         for task, future in futures:
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
