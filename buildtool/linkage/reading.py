@@ -1,11 +1,12 @@
 """Reading the ELF facts of many files: each file once, on every CPU when the input is big.
 
 Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
-Wheel members are decompressed one at a time into a buffer that each process reuses, so a wheel
-never sits in memory whole. Small inputs are read in this process. Big ones go to a pool of
-forked worker processes, largest work first, small files in batches; the ``.symtab`` of a big
-file on disk (libtorch_cpu.so: half a million symbols) is split into parts that several
-processes read at once. The results are the same whichever way a file was read: a file that a
+Each process maps a wheel once and inflates its members one at a time (see ``inflate``); an ELF
+member goes into a buffer that the process reuses, so a wheel never sits in memory whole. Small
+inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
+the list of sources (tasks name them by position), largest work first, small files in batches;
+the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
+parts that several processes read at once. The results are the same whichever way a file was read: a file that a
 split read finds corrupt is read again whole, for the exact finding.
 """
 
