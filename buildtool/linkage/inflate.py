@@ -81,6 +81,14 @@ _LOCAL_SIGNATURE: Final = b"PK\x03\x04"
 _UTF8_NAME_FLAG: Final = 0x800
 
 
+def new_hash(algorithm: str, data: bytes = b"") -> hashlib._Hash:
+    """``hashlib.new``, without its Python-level dispatch for the common algorithm (a wheel's
+    every member is hashed)."""
+    if algorithm == "sha256":
+        return hashlib.sha256(data)
+    return hashlib.new(algorithm, data)
+
+
 class UnreadableMember(Exception):
     """The member's bytes are not what its headers say; the message says what is wrong."""
 
@@ -139,7 +147,7 @@ class _Hasher:
     """A hash fed in order; on a second thread when the member is big."""
 
     def __init__(self, algorithm: str, threaded: bool) -> None:
-        self._hash = hashlib.new(algorithm)
+        self._hash = new_hash(algorithm)
         self._queue: queue.Queue[bytes | None] | None = None
         self._thread: threading.Thread | None = None
         if threaded:
@@ -242,7 +250,7 @@ def _read_whole(
     head = content[: len(ELF_MAGIC)]
     if head == ELF_MAGIC and sink is not None:
         sink(content)
-    return MemberContent(head, len(content), hashlib.new(algorithm, content).digest())
+    return MemberContent(head, len(content), new_hash(algorithm, content).digest())
 
 
 def _read_streaming(

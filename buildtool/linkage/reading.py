@@ -6,8 +6,8 @@ member goes into a buffer that the process reuses, so a wheel never sits in memo
 inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
 the list of sources (tasks name them by position), largest work first, small files in batches;
 the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
-parts that several processes read at once. The results are the same whichever way a file was read: a file that a
-split read finds corrupt is read again whole, for the exact finding.
+parts that several processes read at once. The results are the same whichever way a file was
+read: a file that a split read finds corrupt is read again whole, for the exact finding.
 """
 
 from __future__ import annotations
