@@ -13,8 +13,10 @@ from pathlib import Path
 
 from buildtool import process
 from buildtool.errors import UsageError
-from buildtool.recipe import LoadedRecipe
 from buildtool.recipe_model import LauncherName
+
+if typing.TYPE_CHECKING:
+    from buildtool.recipe import LoadedRecipe
 
 LAUNCHERS: tuple[LauncherName, ...] = typing.get_args(LauncherName)
 """Every accepted value, ``none`` first."""

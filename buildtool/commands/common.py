@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from buildtool.launcher import LAUNCHERS
-from buildtool.recipe import LoadedRecipe, find_default_recipe, load_recipe
+
+if TYPE_CHECKING:
+    from buildtool.recipe import LoadedRecipe
 
 
 def add_recipe_option(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +44,8 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
 
 def resolve_recipe(args: argparse.Namespace) -> LoadedRecipe:
     """The recipe named by --recipe, or the default one."""
+    from buildtool.recipe import find_default_recipe, load_recipe
+
     path: Path | None = args.recipe
     if path is None:
         path = find_default_recipe(Path.cwd())

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from buildtool.commands.common import add_recipe_option
 from buildtool.console import paint, use_colour
@@ -14,7 +15,9 @@ from buildtool.errors import UsageError
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.report import Report, render_github, render_json, render_text
 from buildtool.linkage.verify import policy_for_recipe, verify_paths
-from buildtool.recipe import LoadedRecipe, find_default_recipe, load_recipe
+
+if TYPE_CHECKING:
+    from buildtool.recipe import LoadedRecipe
 
 log = logging.getLogger("buildtool")
 
@@ -75,6 +78,8 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
         if args.recipe is not None:
             raise UsageError("--recipe and --no-recipe exclude each other")
         return None
+    from buildtool.recipe import find_default_recipe, load_recipe  # only when there is one
+
     if args.recipe is not None:
         return load_recipe(args.recipe, str(args.recipe))
     try:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
 from buildtool.linkage.elf import STATIC_INIT_PREFIX
-from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan
-from buildtool.recipe_model import VerifySettings
+
+if TYPE_CHECKING:  # a run without a recipe never loads the recipe and plan modules
+    from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan
+    from buildtool.recipe_model import VerifySettings
 
 
 @dataclasses.dataclass(frozen=True)

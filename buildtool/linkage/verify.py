@@ -6,6 +6,7 @@ import dataclasses
 import posixpath
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from buildtool.errors import ChecksFailed, InputError
 from buildtool.linkage.checks import FunctionNames, Subject, digests_as_names, run_checks
@@ -23,9 +24,10 @@ from buildtool.linkage.resolve import (
     load_ld_so_cache,
     resolve_closure,
 )
-from buildtool.plan import LinkPlan, make_plan
-from buildtool.recipe import LoadedRecipe
-from buildtool.sources import expand_sources
+
+if TYPE_CHECKING:  # a run without a recipe never loads the recipe and plan modules
+    from buildtool.plan import LinkPlan
+    from buildtool.recipe import LoadedRecipe
 
 SITE = PurePosixPath("/.site-packages")
 """Where wheel members lie for resolution: every wheel given is installed into one place."""
@@ -35,6 +37,9 @@ def policy_for_recipe(loaded: LoadedRecipe | None) -> LinkagePolicy:
     """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
     if loaded is None:
         return LinkagePolicy.empty()
+    from buildtool.plan import make_plan
+    from buildtool.sources import expand_sources
+
     recipe = loaded.recipe
     has_sources = any(lib.sources for lib in recipe.libraries.values())
     # A policy-only recipe describes binaries built elsewhere: there are no sources to expand.
