@@ -218,3 +218,14 @@ def test_a_dying_worker_leaves_the_reading_to_this_process(
     assert read_sources(sources, REGISTRATIONS, 2) == expected
     assert pool_for_everything
     assert "reading them in this one" in caplog.text
+
+
+@pytest.mark.integration
+def test_reads_one_after_another_each_use_the_pool(
+    good_build: Path, pool_for_everything: list[int]
+) -> None:
+    """A pool's workers exit in the background; the next read waits for them, then forks."""
+    sources = sources_of(binaries(good_build))
+    first = read_sources(sources, REGISTRATIONS, 2)
+    assert read_sources(sources, REGISTRATIONS, 2) == first
+    assert len(pool_for_everything) == 2

@@ -341,12 +341,18 @@ def _task_result(
     return outcomes
 
 
+_RETIRING: list[threading.Thread] = []
+"""The threads of pools whose workers are still exiting (they wait for the workers)."""
+
+
 def _fork_context() -> BaseContext | None:
     """Fork when it is safe: workers start at once and inherit everything imported (and
     ``NameDigests`` need the hashes of this process). Imported here: a small input never pays
     for the pool's modules."""
     import multiprocessing
 
+    while _RETIRING:  # a process with threads must not fork
+        _RETIRING.pop().join()
     if not sys.platform.startswith("linux") or threading.active_count() > 1:
         return None  # macOS lists fork, but forking there is not safe in general
     return multiprocessing.get_context("fork")
@@ -361,6 +367,7 @@ def _run_parallel(
 ) -> Iterator[tuple[_Task, _TaskResult]]:
     from concurrent.futures import ProcessPoolExecutor
 
+    threads_before = set(threading.enumerate())
     pool = ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(sources, names)
     )
@@ -371,8 +378,13 @@ def _run_parallel(
             if hashed != hash(_SAME_HASHES):
                 raise RuntimeError("a worker hashes names unlike this process: not forked")
             yield task, result
-    finally:
+    except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    # Every result is in: the workers exit (freeing their buffers takes a while) while the
+    # checks run; the next parallel read, or the interpreter's exit, waits for them.
+    pool.shutdown(wait=False)
+    _RETIRING.extend(set(threading.enumerate()) - threads_before)
 
 
 def _assemble(
