@@ -54,7 +54,7 @@ def test_text_groups_findings_under_their_file() -> None:
         "    fix: " + CHECKS[1].hint,
     ]
     assert "  build/lib/libx.so: 2.50 MB file, 1.00 MB code, 12 exported (budget 5.00 MB)" in text
-    assert text.endswith("3 ELF files checked, 22 checks: 1 errors, 1 warnings\n")
+    assert text.endswith("3 ELF files checked, 16 checks: 1 errors, 1 warnings\n")
 
 
 def test_github_annotations_escape_their_fields() -> None:
@@ -74,3 +74,15 @@ def test_check_ids_and_names_are_unique() -> None:
 def test_committed_check_reference_is_current() -> None:
     committed = (REPO / "docs" / "checks.md").read_text(encoding="utf-8")
     assert committed == render_checks_doc(), "regenerate docs/checks.md (nox -s schema)"
+
+
+def test_checks_run_are_those_the_recipe_turns_on() -> None:
+    hardening = {check.id for check in CHECKS if check.hardening}
+    needs_recipe = {check.id for check in CHECKS if check.needs_recipe}
+    every = {check.id for check in CHECKS}
+    assert hardening == {f"BT{n}" for n in range(140, 146)}
+    without_recipe = Report((), "", 0, (), ())
+    assert set(without_recipe.checks_run) == every - needs_recipe
+    assert set(REPORT.checks_run) == every - hardening  # a recipe, hardening off
+    hardened = Report((), "recipes/demo.toml", 0, (), (), hardening=True)
+    assert set(hardened.checks_run) == every

@@ -18,6 +18,8 @@ class Check:
     summary: str
     hint: str
     needs_recipe: bool = False
+    hardening: bool = False
+    """Runs only when the recipe turns hardening on (``[verify] hardening = true``)."""
 
 
 CHECKS: tuple[Check, ...] = (
@@ -159,6 +161,7 @@ CHECKS: tuple[Check, ...] = (
         "but lazy binding (no BIND_NOW), the GOT stays writable: a memory bug can redirect calls.",
         "Link with -Wl,-z,relro,-z,now (buildtool's CMake helpers do on Linux).",
         needs_recipe=True,
+        hardening=True,
     ),
     Check(
         "BT141",
@@ -168,6 +171,7 @@ CHECKS: tuple[Check, ...] = (
         "written to it can run.",
         "Link with -Wl,-z,noexecstack, and give hand-written assembly a .note.GNU-stack section.",
         needs_recipe=True,
+        hardening=True,
     ),
     Check(
         "BT142",
@@ -177,6 +181,7 @@ CHECKS: tuple[Check, ...] = (
         "library loaded below, so it reaches further than the file that sets it.",
         "Link with -Wl,--enable-new-dtags so the linker writes DT_RUNPATH instead.",
         needs_recipe=True,
+        hardening=True,
     ),
     Check(
         "BT143",
@@ -187,6 +192,7 @@ CHECKS: tuple[Check, ...] = (
         "what is loaded.",
         "Use $ORIGIN-relative entries (or system folders only root can write to).",
         needs_recipe=True,
+        hardening=True,
     ),
     Check(
         "BT144",
@@ -197,6 +203,7 @@ CHECKS: tuple[Check, ...] = (
         "Compile every object with -fPIC (CMake: POSITION_INDEPENDENT_CODE ON); fix hand-written "
         "assembly that uses absolute addresses.",
         needs_recipe=True,
+        hardening=True,
     ),
     Check(
         "BT145",
@@ -207,6 +214,7 @@ CHECKS: tuple[Check, ...] = (
         "Compile with -fPIE and link with -pie (CMake: POSITION_INDEPENDENT_CODE ON, "
         "check_pie_supported(), policy CMP0083 NEW).",
         needs_recipe=True,
+        hardening=True,
     ),
 )
 
@@ -237,11 +245,13 @@ def render_checks_doc() -> str:
         "# verify-linkage checks",
         "",
         "Generated from `buildtool/linkage/findings.py`; a test fails when this file is stale.",
-        "Checks marked *recipe* run only with a recipe (its linkage policy).",
+        "Checks marked *recipe* run only with a recipe (its linkage policy); those marked",
+        "*hardening* only when the recipe says `[verify] hardening = true`.",
         "",
     ]
     for check in CHECKS:
         recipe = " · *recipe*" if check.needs_recipe else ""
+        recipe += " · *hardening*" if check.hardening else ""
         lines += [
             f"## {check.id} `{check.name}` ({check.severity}{recipe})",
             "",

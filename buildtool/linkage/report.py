@@ -32,6 +32,8 @@ class Report:
     files_checked: int
     findings: tuple[Finding, ...]
     sizes: tuple[SizeEntry, ...]
+    hardening: bool = False
+    """Whether the hardening checks ran (the recipe turned them on)."""
 
     def count(self, severity: str) -> int:
         return sum(1 for finding in self.findings if finding.severity == severity)
@@ -42,7 +44,11 @@ class Report:
 
     @property
     def checks_run(self) -> tuple[str, ...]:
-        return tuple(c.id for c in CHECKS if self.recipe or not c.needs_recipe)
+        return tuple(
+            check.id
+            for check in CHECKS
+            if (self.recipe or not check.needs_recipe) and (self.hardening or not check.hardening)
+        )
 
 
 def _megabytes(size: int) -> str:

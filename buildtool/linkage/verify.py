@@ -158,6 +158,7 @@ def verify_inputs(
         files_checked=len(every),
         findings=findings,
         sizes=_size_entries(good, policy),
+        hardening=policy.hardening,
     )
 
 
