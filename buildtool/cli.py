@@ -60,9 +60,8 @@ def make_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name, (_module, summary) in COMMANDS.items():
         sub = subparsers.add_parser(name, help=summary, description=summary)
         if only is None or name == only:
-            populate: Callable[[argparse.ArgumentParser], None] = command_module(
-                name
-            ).populate_parser
+            module = command_module(name)
+            populate: Callable[[argparse.ArgumentParser], None] = module.populate_parser
             populate(sub)
     return parser
 

@@ -203,6 +203,14 @@ def test_good_wheel_is_read(elf: bytes, tmp_path: Path) -> None:
     assert inputs.files[0].facts is not None
 
 
+def test_a_folder_entry_after_the_files_inside_it_is_no_duplicate(
+    elf: bytes, tmp_path: Path
+) -> None:
+    members: list[Member] = [(LIBRARY, elf), ("demo/lib/", b""), ("demo/", b"")]
+    wheel = write_wheel(tmp_path / "late-0.1.0-py3-none-any.whl", members)
+    assert [b.display for b in read_wheel(wheel, ()).files] == [f"{wheel}!/{LIBRARY}"]
+
+
 def test_non_elf_library_is_a_finding(elf: bytes, tmp_path: Path) -> None:
     members: list[Member] = [(LIBRARY, elf), ("demo/lib/libfake.so.1", b"INPUT(-lc)\n")]
     wheel = write_wheel(tmp_path / "fake-0.1.0-py3-none-any.whl", members)
