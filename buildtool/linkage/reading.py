@@ -2,7 +2,8 @@
 
 Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
 Each process maps a wheel once and inflates its members one at a time (see ``inflate``); an ELF
-member goes into a buffer that the process reuses, so a wheel never sits in memory whole. Small
+member goes into a buffer that the process reuses, so a wheel never sits in memory whole, and a
+big one goes there without its code (no fact comes from it), unless that could change a fact. Small
 inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
 the list of sources (tasks name them by position), largest work first, small files in batches;
 the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
@@ -27,7 +28,11 @@ from buildtool.linkage.elf import (
     ELF_MAGIC,
     ElfFacts,
     MalformedElf,
+    Ranges,
     SymtabPart,
+    code_ranges,
+    cut_ranges,
+    left_out_unused,
     read_elf_facts,
     read_function_names,
     read_symtab_part,
@@ -48,6 +53,14 @@ PART_BYTES: Final = 64 << 20
 """File bytes per ``.symtab`` part (at most ``MAX_PARTS`` parts)."""
 
 MAX_PARTS: Final = 8
+
+SPARSE_MIN_BYTES: Final = 64 << 20
+"""Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
+buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
+
+KEEP_FRONT_BYTES: Final = 32 << 20
+"""Bytes at the start of a member always kept: linkers put the dynamic symbol tables there,
+often inside the executable segment."""
 
 BATCH_BYTES: Final = 8 << 20
 """Small files go to a worker together, up to this many bytes (or ``BATCH_FILES`` files)."""
@@ -85,9 +98,12 @@ def available_cpus() -> int:
 
 
 class _Reader:
-    """Opens sources in one process: each wheel mapped once, one growing buffer for its members."""
+    """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
+    ``registration_names``: the names the facts search for (a sparse read must keep the data
+    sections then)."""
 
-    def __init__(self) -> None:
+    def __init__(self, registration_names: Collection[str] = ()) -> None:
+        self._names = registration_names
         self._wheels: dict[str, mmap.mmap] = {}
         self._buffer: mmap.mmap | None = None
 
@@ -119,17 +135,44 @@ class _Reader:
     def _decode_member(
         self, source: Source, member: CheckedMember, decode: Callable[[_Bytes], _T]
     ) -> _T | None:
-        """Read the member (hashed and checked against RECORD); an ELF member's bytes go to the
-        reused buffer, taken only once the member shows it is ELF."""
+        """A big member is read without its code first; when a fact may come from what was
+        left out (or the file looks corrupt), it is read again whole."""
+        read = self._inflate(source, member, sparse=source.size >= SPARSE_MIN_BYTES)
+        if read is None:
+            return None
+        raw, left_out = read
+        if left_out:
+            try:
+                result = decode(raw)
+            except MalformedElf:
+                result = None
+            readable = result is not None and not isinstance(result, MalformedElf)
+            if readable and left_out_unused(raw.data, raw.size, left_out, self._names):
+                return result
+            read = self._inflate(source, member, sparse=False)
+            assert read is not None  # the same bytes: still ELF
+            raw = read[0]
+        return decode(raw)
+
+    def _inflate(
+        self, source: Source, member: CheckedMember, sparse: bool
+    ) -> tuple[_Bytes, Ranges] | None:
+        """Inflate the member (hashed and checked against RECORD); an ELF member's bytes go to
+        the buffer, taken only once the member shows it is ELF, less its code when ``sparse``.
+        None when it is not ELF."""
         mapping = self._wheel(source.path)
+        target: mmap.mmap | None = None
         view: memoryview | None = None
+        left_out: Ranges = ()
         filled = 0
 
         def sink(chunk: bytes) -> None:  # never past file_size: read_span checks
-            nonlocal view, filled
-            if view is None:
-                view = memoryview(self._buffer_for(source, member.span.file_size))
-            view[filled : filled + len(chunk)] = chunk
+            nonlocal target, view, left_out, filled
+            if view is None:  # the first chunk: the ELF header and the program headers
+                left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse else ()
+                target = self._buffer_for(source, source.size, left_out)
+                view = memoryview(target)
+            _copy_outside(view, filled, chunk, left_out)
             filled += len(chunk)
 
         try:
@@ -137,9 +180,9 @@ class _Reader:
         finally:
             if view is not None:
                 view.release()
-        if head != ELF_MAGIC or self._buffer is None:
+        if head != ELF_MAGIC or target is None:
             return None
-        return decode(_Bytes(self._buffer, size, file_backed=False))
+        return _Bytes(target, size, file_backed=False), left_out
 
     def _wheel(self, path: str) -> mmap.mmap:
         mapping = self._wheels.get(path)
@@ -147,26 +190,62 @@ class _Reader:
             mapping = self._wheels[path] = map_wheel(Path(path))
         return mapping
 
-    def _buffer_for(self, source: Source, size: int) -> mmap.mmap:
+    def _buffer_for(self, source: Source, size: int, left_out: Ranges) -> mmap.mmap:
+        """The reused buffer, at least ``size`` bytes; its pages outside ``left_out`` are about
+        to be written."""
         if self._buffer is None or len(self._buffer) < size:
             if self._buffer is not None:
                 self._buffer.close()
                 self._buffer = None
             try:
-                self._buffer = _private_memory(max(size, mmap.PAGESIZE))
+                self._buffer = _private_memory(max(size, mmap.PAGESIZE), populate=not left_out)
             except (OSError, MemoryError, OverflowError) as error:
                 problem = f"no memory for its {size} bytes: {error}"
                 raise InputError(f"{source.display}: {problem}") from None
+            if left_out:
+                _populate(self._buffer, cut_ranges(((0, size),), left_out))
         return self._buffer
 
 
-def _private_memory(size: int) -> mmap.mmap:
-    """Anonymous memory of this process, every page of it about to be written. Private: the
-    first write to a page costs less; populated at once where the system can: one call instead
-    of a page fault per page (a quarter of a second for libtorch_cpu.so's 434 MB)."""
+def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:
+    """Copy ``chunk`` to ``view`` at ``position``, less the parts in ``left_out``."""
+    if not left_out:
+        view[position : position + len(chunk)] = chunk
+        return
+    with memoryview(chunk) as source:
+        for start, end in cut_ranges(((position, position + len(chunk)),), left_out):
+            view[start:end] = source[start - position : end - position]
+
+
+_MADV_POPULATE_WRITE: Final = getattr(mmap, "MADV_POPULATE_WRITE", None)
+_LINUX_MADV_POPULATE_WRITE: Final = 23
+"""Linux 5.14 and later; Python names it from 3.12 on."""
+
+
+def _populate(memory: mmap.mmap, ranges: Ranges) -> None:
+    """Fault in the pages of ``ranges`` at once where the system can (see ``_private_memory``)."""
+    option = _MADV_POPULATE_WRITE
+    if option is None and sys.platform.startswith("linux"):
+        option = _LINUX_MADV_POPULATE_WRITE
+    if option is None:
+        return
+    for start, end in ranges:
+        first = start - start % mmap.PAGESIZE
+        try:
+            memory.madvise(option, first, end - first)
+        except (OSError, ValueError):  # an older kernel: the pages come as written
+            return
+
+
+def _private_memory(size: int, populate: bool) -> mmap.mmap:
+    """Anonymous memory of this process. Private: the first write to a page costs less;
+    ``populate``: every page is about to be written, so fault them all in at once where the
+    system can: one call instead of a page fault per page (a quarter of a second for 434 MB)."""
     if not (hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS")):
         return mmap.mmap(-1, size)
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    if populate:
+        flags |= getattr(mmap, "MAP_POPULATE", 0)
     return mmap.mmap(-1, size, flags=flags)
 
 
@@ -213,7 +292,7 @@ def _part(reader: _Reader, source: Source, part: int, parts: int) -> SymtabPart 
 
 def read_source(source: Source, names: Collection[str]) -> Outcome:
     """One file's facts, read in this process."""
-    reader = _Reader()
+    reader = _Reader(names)
     try:
         return _outcome(reader, source, names, True)
     finally:
@@ -309,7 +388,7 @@ def _start_worker(sources: Sequence[Source], names: tuple[str, ...]) -> None:
     """A forked worker's first step. Forked, it gets the sources as they are in the parent
     (nothing is pickled: a big wheel has tens of thousands, and pickling them cost more than
     reading them); tasks name sources by position."""
-    _WORKERS[os.getpid()] = _Worker(sources, names, _Reader())
+    _WORKERS[os.getpid()] = _Worker(sources, names, _Reader(names))
 
 
 _SAME_HASHES: Final = b"names are hashed alike in every process of a run"
@@ -447,7 +526,7 @@ def read_sources(
             )
         except BrokenProcessPool:  # a worker died (out of memory?): read in this process instead
             log.warning("a process reading ELF files died; reading them in this one")
-    reader = _Reader()
+    reader = _Reader(names)
     try:
         return [_outcome(reader, source, names, True) for source in sources]
     finally:
