@@ -129,3 +129,32 @@ def test_wheel_members_read_without_their_code(
     assert sparse == whole
     assert inflations.count(False) >= 1  # at least the noseparate-code library, read again
     assert inflations.count(True) == len(members)
+
+
+@pytest.mark.integration
+def test_dynamic_strings_found_in_the_code_are_no_left_out_bytes(
+    layouts: dict[str, Path],
+) -> None:
+    """A hostile DT_STRTAB pointing into the code: the strings are read from there, so the
+    code cannot be left out."""
+    import struct
+
+    from elftools.elf.elffile import ELFFile
+
+    data = bytearray(layouts["separate-code"].read_bytes())
+    with layouts["separate-code"].open("rb") as stream:
+        elf = ELFFile(stream)
+        text = elf.get_section_by_name(".text")
+        dynamic = elf.get_section_by_name(".dynamic")
+        assert text is not None
+        assert dynamic is not None
+        text_address, dynamic_offset, dynamic_size = (
+            text["sh_addr"], dynamic["sh_offset"], dynamic["sh_size"]
+        )  # fmt: skip
+    for at in range(dynamic_offset, dynamic_offset + dynamic_size, 16):
+        tag, _value = struct.unpack_from("<qQ", data, at)
+        if tag == 5:  # DT_STRTAB
+            struct.pack_into("<qQ", data, at, tag, text_address)
+    left_out = code_ranges(bytes(data[:4096]), len(data), 0)
+    assert left_out_unused(bytes(layouts["separate-code"].read_bytes()), len(data), left_out, ())
+    assert not left_out_unused(bytes(data), len(data), left_out, ())

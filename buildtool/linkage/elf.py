@@ -1578,9 +1578,14 @@ def left_out_unused(
     """Whether the facts of ``data`` (the file's bytes, less ``left_out``) are those of the
     whole file: no section facts are read from lies in ``left_out``."""
     try:
-        sections = _sections_only(_open_image(data, size, False))
+        structure = _read_structure(_open_image(data, size, False))
     except (_Bad, *_DECODE_ERRORS):
         return False
+    strings = structure.dynamic.strings if structure.dynamic else None
+    # found by its address (DT_STRTAB), not as a section: a hostile file may put it anywhere
+    if strings and _overlaps(strings.base, strings.base + len(strings.text), left_out):
+        return False
+    sections = structure.sections
     needed = {index for index, s in enumerate(sections) if s.type in _FACT_SECTION_TYPES}
     needed |= {sections[i].link for i in needed if 0 < sections[i].link < len(sections)}
     if registration_names:  # searched in the data sections (see _data_regions)
