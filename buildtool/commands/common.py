@@ -6,8 +6,6 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from buildtool.launcher import LAUNCHERS
-
 if TYPE_CHECKING:
     from buildtool.recipe import LoadedRecipe
 
@@ -33,6 +31,8 @@ def add_build_dir_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_launcher_option(parser: argparse.ArgumentParser) -> None:
+    from buildtool.launcher import LAUNCHERS  # here: verify-linkage needs no launcher
+
     parser.add_argument(
         "--launcher",
         choices=LAUNCHERS,
