@@ -36,13 +36,13 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
 import struct
 import sys
 from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, filterfalse, repeat
-from operator import methodcaller
 from pathlib import Path
 from typing import IO, Any, Final, TypeVar
 
@@ -1078,11 +1078,20 @@ def _collect_columns(img: _Image, source: _SymbolSource) -> _DynamicSymbols:
 _SYMTAB_CHUNK_ROWS: Final = 1 << 15
 """``.symtab`` rows decoded at a time; a mapped file's pages are dropped after each chunk."""
 _INIT_PREFIX_BYTES: Final = STATIC_INIT_PREFIX.encode()
-# name tests as C callables: map and filter then run over half a million names without a
-# Python-level step per name
-_IS_INITIALIZER: Final = methodcaller("startswith", _INIT_PREFIX_BYTES)
-_HAS_DOT: Final = methodcaller("__contains__", b".")
 _CRT_BYTES: Final = frozenset(name.encode() for name in CRT_FUNCTIONS)
+
+
+def _initializers(names: Sequence[bytes]) -> Iterator[bytes]:
+    # name tests as method descriptors called by map: no Python-level step per name, which
+    # counts at half a million names (methodcaller costs three times as much)
+    return compress(names, map(bytes.startswith, names, repeat(_INIT_PREFIX_BYTES)))
+
+
+_FIND_DOT: Final = re.compile(rb"\.").search
+
+
+def _without_dot(names: Sequence[bytes]) -> Iterator[bytes]:
+    return filterfalse(_FIND_DOT, names)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1092,10 +1101,11 @@ class SymtabPart:
     initializers: tuple[str, ...]
     """Names starting ``_GLOBAL__sub_I_``, as found."""
     functions: bytes
-    """Packed digests of the defined FUNC/IFUNC names that may be code of the file (see
-    ``ElfFacts.symtab_functions``), weak ones not yet taken out."""
-    weak: bytes
-    """Packed digests of the weak defined FUNC/IFUNC names."""
+    """Packed digests of the defined FUNC/IFUNC names without a "." (see
+    ``ElfFacts.symtab_functions``), repeats and the ones in ``excluded`` not yet taken out."""
+    excluded: bytes
+    """Packed digests of the names that are not code of the file alone: weak ones, static
+    initializers, toolchain startup code, ""."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -1103,44 +1113,41 @@ class _FunctionSets:
     """Collects a ``SymtabPart`` chunk by chunk."""
 
     initializers: list[bytes]
-    functions: set[int]
-    """Digests of every name without a "." (GCC's clones and parts); the other names that are not
-    code of the file (startup code, static initializers, "") are taken out by digest in
-    ``part``."""
+    functions: array[int]
+    """Digests of every name without a "." (GCC's clones and parts): an array, not a set, as
+    filling a set of half a million digests costs more than hashing the names."""
     weak: set[int]
 
     def add(self, names: Sequence[bytes], infos: bytes) -> None:
         """``names`` (UTF-8 as pyelftools decodes them) of defined functions, and their st_info."""
-        self.initializers.extend(filter(_IS_INITIALIZER, names))
+        self.initializers.extend(_initializers(names))
         # A "." never occurs in a mangled name: names with one are GCC's clones and split parts
         # (.cold, .isra.0, .constprop.0, .part.0) of code, often of inline functions.
-        self.functions.update(map(hash, filterfalse(_HAS_DOT, names)))
+        self.functions.extend(map(hash, _without_dot(names)))
         self.weak.update(map(hash, compress(names, infos.translate(_WEAK_MASK))))
 
     def part(self) -> SymtabPart:
         """The part; the sets are spent."""
-        self.functions.difference_update(
-            {hash(name) for name in (*self.initializers, *_CRT_BYTES, b"")}
-        )
+        self.weak.update(hash(name) for name in (*self.initializers, *_CRT_BYTES, b""))
         initializers = tuple(name.decode("utf-8") for name in self.initializers)
-        functions, weak = array("q", self.functions).tobytes(), array("q", self.weak).tobytes()
-        return SymtabPart(initializers, functions, weak)
+        excluded = array("q", self.weak).tobytes()
+        return SymtabPart(initializers, self.functions.tobytes(), excluded)
 
 
 def _new_sets() -> _FunctionSets:
-    return _FunctionSets([], set(), set())
+    return _FunctionSets([], array("q"), set())
 
 
 def _join_parts(parts: Iterable[SymtabPart]) -> tuple[tuple[str, ...], NameDigests]:
-    """The facts of a whole ``.symtab`` from its parts: concatenated, weak ones excluded."""
+    """The facts of a whole ``.symtab`` from its parts: concatenated, exclusions applied."""
     initializers: list[str] = []
     functions: list[bytes] = []
-    weak: set[int] = set()
+    excluded: set[int] = set()
     for part in parts:
         initializers += part.initializers
         functions.append(part.functions)
-        weak.update(memoryview(part.weak).cast("q"))
-    return tuple(sorted(initializers)), NameDigests(b"".join(functions), frozenset(weak))
+        excluded.update(memoryview(part.excluded).cast("q"))
+    return tuple(sorted(initializers)), NameDigests(b"".join(functions), frozenset(excluded))
 
 
 @dataclass(frozen=True, slots=True)
