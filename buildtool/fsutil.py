@@ -8,7 +8,6 @@ import fcntl
 import logging
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,6 +36,8 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         with path.open("wb") as stream:
             stream.write(payload)
         return
+    import tempfile  # here: most runs write no file, and its import costs a few ms
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     temporary = Path(name)

@@ -44,7 +44,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field, replace
 from itertools import compress, filterfalse, repeat
 from pathlib import Path
-from typing import IO, Any, Final, TypeVar
+from typing import IO, Any, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
 
@@ -293,6 +293,9 @@ class ElfFacts:
 
 # --------------------------------------------------------------------------------------------
 # fast path: struct over a memoryview of the whole file
+#
+# The decoder's own records are NamedTuples, not dataclasses: defining one costs a seventh as
+# much, and twenty dataclasses were most of what importing this module cost (20 ms a run).
 
 
 class _Bad(Exception):
@@ -304,8 +307,7 @@ class _Bad(Exception):
         self.reason = reason
 
 
-@dataclass(frozen=True, slots=True)
-class _Layout:
+class _Layout(NamedTuple):
     """Struct formats of one ELF class and byte order."""
 
     elf_class: int
@@ -337,8 +339,7 @@ _NATIVE_LITTLE: Final = sys.byteorder == "little"
 _DONTNEED: Final[int | None] = getattr(mmap, "MADV_DONTNEED", None)
 
 
-@dataclass(frozen=True, slots=True)
-class _Image:
+class _Image(NamedTuple):
     """The file's bytes plus what is needed to decode them."""
 
     view: memoryview
@@ -371,8 +372,7 @@ class _Image:
         return fmt.unpack_from(self.view, offset)
 
 
-@dataclass(frozen=True, slots=True)
-class _Header:
+class _Header(NamedTuple):
     e_type: int
     machine: int
     phoff: int
@@ -384,8 +384,7 @@ class _Header:
     shstrndx: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Segment:
+class _Segment(NamedTuple):
     type: int
     flags: int
     offset: int
@@ -393,8 +392,7 @@ class _Segment:
     filesz: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Section:
+class _Section(NamedTuple):
     name: str
     type: int
     flags: int
@@ -405,8 +403,7 @@ class _Section:
     entsize: int
 
 
-@dataclass(frozen=True, slots=True)
-class _StringTable:
+class _StringTable(NamedTuple):
     """A string table decoded as latin-1, so that a character index is a byte offset."""
 
     text: str
@@ -522,8 +519,7 @@ def _check_load_extents(img: _Image, segments: Sequence[_Segment]) -> None:
 # --- dynamic section ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Dynamic:
+class _Dynamic(NamedTuple):
     """``PT_DYNAMIC`` entries: the last value per tag (as ld.so keeps them) and every NEEDED."""
 
     offset: int
@@ -599,8 +595,7 @@ def _split_path(value: str | None) -> tuple[str, ...] | None:
 # --- symbol versions ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Versions:
+class _Versions(NamedTuple):
     by_index: Mapping[int, tuple[str, bool]]
     """Version index -> (name, comes from a definition)."""
     definitions: tuple[str, ...]
@@ -691,24 +686,23 @@ def _versions(
     return _Versions(by_index, definitions, need_names)
 
 
-@dataclass(frozen=True, slots=True)
-class _TableRef:
-    """Where a version table lives: [offset, end) with ``count`` entries and its strings."""
+class _TableRef(NamedTuple):
+    """Where a version table lives: [offset, end) with ``entries`` entries and its strings."""
 
     offset: int
     end: int
-    count: int
+    entries: int
     strings: _StringTable
 
 
 def _read_versions(img: _Image, verdef: _TableRef | None, verneed: _TableRef | None) -> _Versions:
     defs = (
-        _read_verdefs(img, verdef.offset, verdef.end, verdef.count, verdef.strings)
+        _read_verdefs(img, verdef.offset, verdef.end, verdef.entries, verdef.strings)
         if verdef
         else []
     )
     needs = (
-        _read_verneeds(img, verneed.offset, verneed.end, verneed.count, verneed.strings)
+        _read_verneeds(img, verneed.offset, verneed.end, verneed.entries, verneed.strings)
         if verneed
         else []
     )
@@ -727,18 +721,16 @@ def _read_versym(img: _Image, offset: int, available: int, count: int) -> Sequen
 # --- symbol tables --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _SymbolSource:
+class _SymbolSource(NamedTuple):
     offset: int
-    count: int
+    entries: int
     names: Callable[[list[int]], list[str]]
     """st_name values -> names."""
     versym: Sequence[int] | None
     versions: _Versions
 
 
-@dataclass(frozen=True, slots=True)
-class _DynamicSymbols:
+class _DynamicSymbols(NamedTuple):
     defined: frozenset[str]
     undefined: frozenset[str]
     weak_undefined: frozenset[str]
@@ -965,8 +957,7 @@ def _mask_not(mask: bytes) -> bytes:
     return mask.translate(_ZERO_MASK)
 
 
-@dataclass(frozen=True, slots=True)
-class _Columns:
+class _Columns(NamedTuple):
     """The live (non-local) rows of a symbol table, a column at a time: strided views of the
     table, masks of 0/1 bytes made with ``bytes.translate`` and combined as integers, and
     ``compress``; no Python object per row, which matters for half a million symbols."""
@@ -1008,14 +999,14 @@ def _name_column(img: _Image, raw: memoryview) -> list[int]:
 
 def _columns(img: _Image, source: _SymbolSource) -> _Columns:
     layout = img.layout
-    raw = img.span(source.offset, source.count * layout.sym_size, "symbol table")
+    raw = img.span(source.offset, source.entries * layout.sym_size, "symbol table")
     info_at = 4 if layout.elf_class == 64 else 12
     info = raw[info_at :: layout.sym_size].tobytes()
     live = info.translate(_LIVE_MASK)
     undefined, absolute = _shndx_masks(img, raw)
-    versions = source.versym if source.versym is not None else repeat(0, source.count)
+    versions = source.versym if source.versym is not None else repeat(0, source.entries)
     return _Columns(
-        list(compress(range(source.count), live)),
+        list(compress(range(source.entries), live)),
         source.names(list(compress(_name_column(img, raw), live))),
         list(compress(versions, live)),
         bytes(compress(info, live)),
@@ -1108,8 +1099,7 @@ class SymtabPart:
     initializers, toolchain startup code, ""."""
 
 
-@dataclass(frozen=True, slots=True)
-class _FunctionSets:
+class _FunctionSets(NamedTuple):
     """Collects a ``SymtabPart`` chunk by chunk."""
 
     initializers: list[bytes]
@@ -1150,8 +1140,7 @@ def _join_parts(parts: Iterable[SymtabPart]) -> tuple[tuple[str, ...], NameDiges
     return tuple(sorted(initializers)), NameDigests(b"".join(functions), frozenset(excluded))
 
 
-@dataclass(frozen=True, slots=True)
-class _RawStrings:
+class _RawStrings(NamedTuple):
     """A string table read in place: names come out as bytes, as UTF-8 the way pyelftools
     decodes them (invalid sequences replaced), without copying the table."""
 
@@ -1315,8 +1304,7 @@ def machine_name(e_machine: int, elf_class: int) -> str:
     return _MACHINES.get(e_machine, f"unknown({e_machine})")
 
 
-@dataclass(frozen=True, slots=True)
-class _DynamicFlags:
+class _DynamicFlags(NamedTuple):
     bind_now: bool
     textrel: bool
     nodeflib: bool
@@ -1348,8 +1336,7 @@ def _interpreter(img: _Image, segments: Sequence[_Segment]) -> str | None:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-@dataclass(frozen=True, slots=True)
-class _Structure:
+class _Structure(NamedTuple):
     header: _Header
     sections: tuple[_Section, ...]
     segments: tuple[_Segment, ...]
@@ -1686,8 +1673,7 @@ def _enum_value(value: Any, table: Mapping[str, int]) -> int:
     return table[value] if isinstance(value, str) else int(value)
 
 
-@dataclass(frozen=True, slots=True)
-class _RefTables:
+class _RefTables(NamedTuple):
     """pyelftools enum tables, imported lazily so the fast path never loads pyelftools."""
 
     machine: Mapping[str, int]
@@ -1814,8 +1800,7 @@ def _ref_static_symbols(elf: Any, t: _RefTables) -> tuple[tuple[str, ...], NameD
     return _join_parts([sets.part()])
 
 
-@dataclass(frozen=True, slots=True)
-class _RefSection:
+class _RefSection(NamedTuple):
     name: str
     type: int
     flags: int
@@ -1841,8 +1826,7 @@ def _ref_registration(sections: Sequence[_RefSection], names: Collection[str]) -
     return _find_names([(b, 0, len(b)) for b in blobs], names) if names else frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class _RefSegments:
+class _RefSegments(NamedTuple):
     interpreter: str | None
     relro: bool
     exec_stack: bool

@@ -14,16 +14,14 @@ import re
 import stat
 from collections.abc import Collection, Iterator
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from buildtool.errors import InputError
 from buildtool.linkage.elf import ElfFacts, MalformedElf
 from buildtool.linkage.reading import Source, read_source, read_sources
-from buildtool.linkage.wheel_archive import (
-    DEFAULT_LIMITS,
-    WheelLimits,
-    checked_members,
-    open_wheel,
-)
+
+if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
+    from buildtool.linkage.wheel_archive import WheelLimits
 
 WHEEL_SEPARATOR = "!/"
 """Joins a wheel's path and a member's name in display paths: ``dist/x.whl!/demo/lib/liba.so``."""
@@ -142,6 +140,8 @@ def _not_elf_library(display: str) -> BinaryFile:
 
 def _wheel_sources(path: Path, limits: WheelLimits) -> list[Source]:
     """A source for every member to read, once the headers and RECORD passed."""
+    from buildtool.linkage.wheel_archive import checked_members, open_wheel
+
     with open_wheel(path) as archive:
         members = checked_members(str(path), archive, limits)
     return [
@@ -153,12 +153,15 @@ def _wheel_sources(path: Path, limits: WheelLimits) -> list[Source]:
 def read_wheel(
     path: Path,
     names: Collection[str],
-    limits: WheelLimits = DEFAULT_LIMITS,
+    limits: WheelLimits | None = None,
     jobs: int | None = None,
 ) -> InputSet:
     """Every ELF member of a wheel, checked (see ``wheel_archive``) and decompressed member by
-    member (see ``reading``); a non-ELF member named like a shared library is a malformed file."""
-    sources = _wheel_sources(path, limits)
+    member (see ``reading``); a non-ELF member named like a shared library is a malformed file.
+    ``limits``: default ``wheel_archive.DEFAULT_LIMITS``."""
+    from buildtool.linkage.wheel_archive import DEFAULT_LIMITS
+
+    sources = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
     outcomes = read_sources(sources, names, jobs)
     files: list[BinaryFile] = []
     for source, outcome in zip(sources, outcomes, strict=True):

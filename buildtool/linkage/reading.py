@@ -38,10 +38,11 @@ from buildtool.linkage.elf import (
     read_symtab_part,
     with_symtab,
 )
-from buildtool.linkage.wheel_archive import CheckedMember, map_wheel, read_member
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
+
+    from buildtool.linkage.wheel_archive import CheckedMember
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
 """Inputs smaller than this are read in this process: a pool would cost more than it saves."""
@@ -160,6 +161,8 @@ class _Reader:
         """Inflate the member (hashed and checked against RECORD); an ELF member's bytes go to
         the buffer, taken only once the member shows it is ELF, less its code when ``sparse``.
         None when it is not ELF."""
+        from buildtool.linkage.wheel_archive import read_member  # loaded for wheels only
+
         mapping = self._wheel(source.path)
         target: mmap.mmap | None = None
         view: memoryview | None = None
@@ -187,6 +190,8 @@ class _Reader:
     def _wheel(self, path: str) -> mmap.mmap:
         mapping = self._wheels.get(path)
         if mapping is None:
+            from buildtool.linkage.wheel_archive import map_wheel
+
             mapping = self._wheels[path] = map_wheel(Path(path))
         return mapping
 

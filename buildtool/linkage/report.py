@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -119,6 +118,8 @@ def report_json(report: Report) -> dict[str, Any]:
 
 
 def render_json(report: Report) -> str:
+    import json  # only this format needs it
+
     return json.dumps(report_json(report), indent=2) + "\n"
 
 
