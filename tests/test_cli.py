@@ -80,6 +80,21 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
     assert last_line == f"0 {modules}"
 
 
+def test_a_folder_is_checked_without_the_wheel_modules(tmp_path: Path) -> None:
+    """The wheel reader (and with it zipfile, hashlib and ISA-L) loads for wheel inputs only."""
+    program = (
+        "import sys\n"
+        "from buildtool.cli import main\n"
+        f"code = main(['-q', 'verify-linkage', '--no-recipe', {str(tmp_path)!r}])\n"
+        "wheel = {'buildtool.linkage.wheel_archive', 'buildtool.linkage.inflate', 'isal'}\n"
+        "print(code, sorted(wheel & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "0 []"
+
+
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     from buildtool.cli import COMMANDS, main
 

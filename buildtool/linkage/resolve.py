@@ -473,10 +473,13 @@ class DefinitionIndex:
 
 def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
     """Index the ``defined`` keys of several objects (e.g. every object in a closure)."""
+    sets = list(defined_sets)
+    if len(sets) == 1 and isinstance(sets[0], frozenset) and "@" not in "".join(sets[0]):
+        return DefinitionIndex(sets[0], frozenset(), frozenset())  # one object: no copies
     unversioned: set[str] = set()
     default: set[str] = set()
     versioned: set[str] = set()
-    for keys in defined_sets:
+    for keys in sets:
         every = keys if isinstance(keys, (set, frozenset)) else set(keys)
         if "@" not in "".join(every):  # no versions at all: one C-level pass
             unversioned.update(every)
