@@ -13,7 +13,6 @@ also catches what a CRC would.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import queue
 import struct
@@ -21,7 +20,7 @@ import threading
 import zipfile
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final, Protocol, cast
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, cast
 
 from buildtool.linkage.elf import ELF_MAGIC
 
@@ -93,8 +92,9 @@ class UnreadableMember(Exception):
     """The member's bytes are not what its headers say; the message says what is wrong."""
 
 
-@dataclasses.dataclass(frozen=True)
-class MemberSpan:
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class MemberSpan(NamedTuple):
     """Where a member's bytes lie in the wheel, from the central directory."""
 
     name: str
@@ -115,8 +115,9 @@ class MemberSpan:
         )
 
 
-@dataclasses.dataclass(frozen=True)
-class MemberContent:
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class MemberContent(NamedTuple):
     head: bytes
     """The first four bytes (fewer for a shorter member)."""
     size: int

@@ -21,7 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
 from buildtool.linkage.elf import (
@@ -74,8 +74,9 @@ Outcome = ElfFacts | MalformedElf | None
 """One file's facts, the reason it is malformed, or None when it is not ELF."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Source:
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class Source(NamedTuple):
     """Where one file's bytes are: a file on disk, or a member of a wheel."""
 
     path: str

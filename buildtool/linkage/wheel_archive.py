@@ -25,7 +25,7 @@ import zipfile
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from buildtool.errors import InputError
 from buildtool.linkage.inflate import MemberSpan, Sink, UnreadableMember, read_span
@@ -60,8 +60,9 @@ class WheelLimits:
 DEFAULT_LIMITS = WheelLimits()
 
 
-@dataclasses.dataclass(frozen=True)
-class RecordEntry:
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class RecordEntry(NamedTuple):
     algorithm: str
     digest: str
     """urlsafe base64 without padding, as RECORD writes it; "" when RECORD gives none."""
@@ -274,8 +275,9 @@ def _checked_record(
     return record_info.filename, record
 
 
-@dataclasses.dataclass(frozen=True)
-class CheckedMember:
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class CheckedMember(NamedTuple):
     """A member to read, once the headers and RECORD passed."""
 
     name: str
