@@ -43,6 +43,7 @@ from array import array
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import compress, filterfalse, repeat
+from operator import add
 from pathlib import Path
 from typing import IO, Any, Final, NamedTuple, TypeVar
 
@@ -974,18 +975,30 @@ class _Columns(NamedTuple):
     """1 where st_shndx is SHN_ABS."""
 
 
-def _shndx_masks(img: _Image, raw: memoryview) -> tuple[bytes, bytes]:
+def _shndx_bytes(img: _Image, raw: memoryview) -> tuple[bytes, bytes]:
+    """The low and the high byte of each row's st_shndx."""
     entry = img.layout.sym_size
     at = 6 if img.layout.elf_class == 64 else 14
     first, second = raw[at::entry].tobytes(), raw[at + 1 :: entry].tobytes()
-    low, high = (first, second) if img.layout.endian == "<" else (second, first)
-    undefined = _mask_and(low.translate(_ZERO_MASK), high.translate(_ZERO_MASK))
-    absolute = _mask_and(low.translate(_equal_mask(0xF1)), high.translate(_equal_mask(0xFF)))
-    return undefined, absolute
+    return (first, second) if img.layout.endian == "<" else (second, first)
+
+
+def _undefined_mask(low: bytes, high: bytes) -> bytes:
+    """1 where st_shndx is SHN_UNDEF."""
+    return _mask_and(low.translate(_ZERO_MASK), high.translate(_ZERO_MASK))
+
+
+def _shndx_masks(img: _Image, raw: memoryview) -> tuple[bytes, bytes]:
+    low, high = _shndx_bytes(img, raw)
+    absolute = _mask_and(low.translate(_ABS_LOW_MASK), high.translate(_ABS_HIGH_MASK))
+    return _undefined_mask(low, high), absolute
 
 
 def _equal_mask(byte: int) -> bytes:
     return bytes(int(value == byte) for value in range(256))
+
+
+_ABS_LOW_MASK, _ABS_HIGH_MASK = _equal_mask(_SHN_ABS & 0xFF), _equal_mask(_SHN_ABS >> 8)
 
 
 def _name_column(img: _Image, raw: memoryview) -> list[int]:
@@ -1019,7 +1032,8 @@ def _columns(img: _Image, source: _SymbolSource) -> _Columns:
 def _keys(names: Sequence[str], versions: Sequence[int], suffixes: Mapping[int, str]) -> list[str]:
     if all(suffixes[version] == "" for version in set(versions)):
         return list(names)  # no version among them: the keys are the names
-    return [name + suffixes[version] for name, version in zip(names, versions, strict=True)]
+    assert len(names) == len(versions)  # map stops at the shorter
+    return list(map(add, names, map(suffixes.__getitem__, versions)))
 
 
 def _version_nodes(img: _Image, source: _SymbolSource, cols: _Columns, keys: list[str]) -> bytes:
@@ -1192,7 +1206,7 @@ def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], bytes]
     read a column at a time (see ``_columns``)."""
     info = rows[4 if img.layout.elf_class == 64 else 12 :: img.layout.sym_size].tobytes()
     other = rows[5 if img.layout.elf_class == 64 else 13 :: img.layout.sym_size].tobytes()
-    undefined, _absolute = _shndx_masks(img, rows)
+    undefined = _undefined_mask(*_shndx_bytes(img, rows))
     keep = _mask_and(info.translate(_FUNCTION_INFO_MASK), _mask_not(undefined))
     # Hidden (or internal/protected) functions are inline and template code the linker made
     # local: every library that uses them has a copy, so they are no evidence of shared objects.
