@@ -1,0 +1,66 @@
+"""The torch benchmark's arithmetic: ratios are taken run by run, and the verdicts follow them."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "verify_torch.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("verify_torch", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being defined
+    spec.loader.exec_module(module)
+    return module
+
+
+def series(bench: ModuleType, name: str, *seconds: float) -> Any:
+    return bench.Measurement(name, tuple(bench.Run(s, 1 << 20, 0) for s in seconds))
+
+
+def test_ratios_pair_the_runs_of_one_round(bench: ModuleType) -> None:
+    # the machine slows down 4x over three rounds; each round, a takes twice as long as b
+    a = series(bench, "a", 2.0, 4.0, 8.0)
+    b = series(bench, "b", 1.0, 2.0, 4.0)
+    assert bench.paired_ratio(a, b) == 2.0
+    # medians taken apart would mix rounds: 4.0 / 2.0 here by luck, not in general
+    c = series(bench, "c", 2.0, 2.5, 8.0)
+    assert bench.paired_ratio(c, b) == 2.0  # runs 2/1, 2.5/2, 8/4
+    assert c.seconds / b.seconds == 1.25
+
+
+def test_unequal_series_are_refused(bench: ModuleType) -> None:
+    with pytest.raises(ValueError, match="shorter"):
+        bench.paired_ratio(series(bench, "a", 1.0, 2.0), series(bench, "b", 1.0))
+
+
+def test_targets_follow_the_measurements(bench: ModuleType) -> None:
+    fast = series(bench, "fast", 0.4, 0.5, 0.6)
+    slow = series(bench, "slow", 0.9, 1.0, 1.1)
+
+    def results(wheel: Any, lib: Any) -> Any:
+        return bench.Results(
+            speed=fast, both_cpus=fast, floor=fast, floor_record=fast, wheel=wheel,
+            auditwheel=series(bench, "auditwheel", 20.0, 20.0, 20.0),
+            wheel_beside_auditwheel=wheel, readelf=fast, lib=lib, lib_one_process=lib,
+            once=fast, twice=fast, wheel_ours=fast, wheel_pip=fast, isal_floor=None,
+        )  # fmt: skip
+
+    met = {t.what: t.met for t in bench.targets(results(fast, fast))}
+    assert met["torch/lib wall"]  # median 0.5 s
+    assert met["auditwheel show / wheel"]  # 20 / 0.5 = 40x
+    assert met["wheel / zipfile floor"]  # 1.0x
+    missed = {t.what: t.met for t in bench.targets(results(slow, slow))}
+    assert not missed["torch/lib wall"]  # 1.0 s
+    assert not missed["auditwheel show / wheel"]  # 20 / 1.0 = 20x
+    assert not missed["wheel / zipfile floor"]  # 0.9/0.4, 1.0/0.5, 1.1/0.6: median 2.0x
