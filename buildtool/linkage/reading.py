@@ -7,7 +7,7 @@ big one goes there without its code (no fact comes from it), unless that could c
 inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
 the list of sources (tasks name them by position), largest work first, small files in batches;
 the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
-parts that several processes read at once. The results are the same whichever way a file was
+parts that the workers read at once, while this process reads the rest of that file. The results are the same whichever way a file was
 read: a file that a split read finds corrupt is read again whole, for the exact finding.
 """
 
@@ -443,6 +443,24 @@ def _fork_context() -> BaseContext | None:
     return multiprocessing.get_context("fork")
 
 
+def _read_here(task: _Task) -> bool:
+    """The facts of a file split into ``.symtab`` parts (all but the parts) are read in this
+    process while the workers read the parts: sending them back would cost about as much as
+    reading them (libtorch_cpu.so's 74k dynamic symbols)."""
+    return task.part is None and task.parts > 1
+
+
+def _run_here(
+    tasks: Sequence[_Task], sources: Sequence[Source], names: tuple[str, ...]
+) -> Iterator[tuple[_Task, _TaskResult]]:
+    reader = _Reader(names)
+    try:
+        for task in tasks:
+            yield task, _task_result(reader, task, [sources[i] for i in task.sources], names)
+    finally:
+        reader.close()
+
+
 def _run_parallel(
     tasks: Sequence[_Task],
     sources: Sequence[Source],
@@ -457,7 +475,9 @@ def _run_parallel(
         max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(sources, names)
     )
     try:
-        futures = [(task, pool.submit(_run_task, task)) for task in tasks]
+        here = [task for task in tasks if _read_here(task)]
+        futures = [(task, pool.submit(_run_task, task)) for task in tasks if not _read_here(task)]
+        yield from _run_here(here, sources, names)
         for task, future in futures:
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
