@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from buildtool.cli import main
+from buildtool.cli import console
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    console()

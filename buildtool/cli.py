@@ -6,8 +6,10 @@ Exit codes: 0 success, 1 checks or a tool failed, 2 bad usage or bad input, 130 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
@@ -93,3 +95,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.error("%s", error)
         return error.exit_code
     return result
+
+
+def console() -> NoReturn:
+    """The ``buildtool`` command and ``python -m buildtool``: ``main``, then an immediate exit.
+
+    When ``main`` returns, every file a command wrote is closed and every process it started
+    has ended; what would remain is the interpreter freeing its objects one by one, 25 ms after
+    verify-linkage on torch/lib, which no one waits for gladly. So the logs and the standard
+    streams are flushed, and the process ends with ``os._exit``.
+    """
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        # a reader that went away (| head) or a closed stream: nothing more can be written
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(code)

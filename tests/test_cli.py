@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from buildtool import __version__
+from buildtool.linkage.reading import PARALLEL_MIN_BYTES
 from tests.conftest import REPO, CliRunner
+from tests.test_verify import system_libraries
 
 
 def test_version(run_cli: CliRunner, capsys: pytest.CaptureFixture[str]) -> None:
@@ -53,6 +56,27 @@ def test_python_dash_m_entry_point() -> None:
     )
     assert completed.returncode == 0
     assert completed.stdout.strip() == f"buildtool {__version__}"
+
+
+def test_the_command_exits_with_its_code_and_all_its_output(tmp_path: Path) -> None:
+    """``console`` ends the process at once: the report must still be complete, every worker
+    gone, and the exit code main's."""
+    library = next(system_libraries()).read_bytes()
+    copies = PARALLEL_MIN_BYTES // len(library) + 1  # enough for a pool of workers
+    for copy in range(copies):
+        (tmp_path / f"lib{copy}.so").write_bytes(library)
+    command = [sys.executable, "-m", "buildtool", "verify-linkage", "--no-recipe"]
+    result = subprocess.run(
+        [*command, "--format", "json", "--jobs", "2", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    assert "Traceback" not in result.stderr  # no worker was cut off
+    assert json.loads(result.stdout)["files_checked"] == copies
+    missing = [*command, str(tmp_path / "missing")]
+    bad = subprocess.run(missing, capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert "no such file or folder" in bad.stderr
 
 
 def test_quiet_hides_info(run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -> None:

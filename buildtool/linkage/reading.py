@@ -431,14 +431,19 @@ _RETIRING: list[threading.Thread] = []
 """The threads of pools whose workers are still exiting (they wait for the workers)."""
 
 
+def wait_for_workers() -> None:
+    """Return once the workers of every earlier parallel read have exited."""
+    while _RETIRING:
+        _RETIRING.pop().join()
+
+
 def _fork_context() -> BaseContext | None:
     """Fork when it is safe: workers start at once and inherit everything imported (and
     ``NameDigests`` need the hashes of this process). Imported here: a small input never pays
     for the pool's modules."""
     import multiprocessing
 
-    while _RETIRING:  # a process with threads must not fork
-        _RETIRING.pop().join()
+    wait_for_workers()  # a process with threads must not fork
     if not sys.platform.startswith("linux") or threading.active_count() > 1:
         return None  # macOS lists fork, but forking there is not safe in general
     return multiprocessing.get_context("fork")
@@ -488,7 +493,7 @@ def _run_parallel(
         pool.shutdown(wait=True, cancel_futures=True)
         raise
     # Every result is in: the workers exit (freeing their buffers takes a while) while the
-    # checks run; the next parallel read, or the interpreter's exit, waits for them.
+    # checks run; the next parallel read, or the end of verify_paths, waits for them.
     pool.shutdown(wait=False)
     _RETIRING.extend(set(threading.enumerate()) - threads_before)
 

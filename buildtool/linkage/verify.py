@@ -14,7 +14,7 @@ from buildtool.linkage.elf import ElfFacts, MalformedElf
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
 from buildtool.linkage.policy import LinkagePolicy, policy_from_plan
-from buildtool.linkage.reading import FunctionNameReader
+from buildtool.linkage.reading import FunctionNameReader, wait_for_workers
 from buildtool.linkage.report import Report, SizeEntry, render_text
 from buildtool.linkage.resolve import (
     Closure,
@@ -171,11 +171,15 @@ def verify_paths(
     """verify-linkage on build trees, folders, installed packages, ELF files and wheels.
 
     ``jobs``: processes that read ELF files (default: every CPU available; 1 reads them in
-    this process). The report is the same for any number.
+    this process). The report is the same for any number; every one of them has exited when
+    this returns.
     """
     names = policy.registration_names
-    inputs = [read_input(path, names, jobs) for path in paths]
-    return verify_inputs(inputs, policy, ld_library_path)
+    try:
+        inputs = [read_input(path, names, jobs) for path in paths]
+        return verify_inputs(inputs, policy, ld_library_path)
+    finally:
+        wait_for_workers()  # they exit while the checks run: none outlives the call
 
 
 def verify_wheels(wheels: Sequence[Path], plan: LinkPlan, loaded: LoadedRecipe) -> Report:
