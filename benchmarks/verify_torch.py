@@ -18,8 +18,9 @@ with the median of several runs each:
 Ratios between two commands are taken pair by pair, from runs made one after the other, and their
 median reported: the host's speed drifts (a virtual machine shares its CPUs), and a ratio of two
 medians taken minutes apart would carry that drift. Prints the ratios against the targets of the
-performance issue and writes them, with the machine and the date, to ``benchmarks/README.md``. ``nox -s bench`` runs it; so does
-``python benchmarks/verify_torch.py --work-dir DIR`` (DIR keeps the downloads between runs).
+performance issue and writes them, with the machine and the date, to ``benchmarks/README.md``.
+``nox -s bench`` runs it; so does ``python benchmarks/verify_torch.py --work-dir DIR`` (DIR keeps
+the downloads between runs).
 """
 
 from __future__ import annotations
