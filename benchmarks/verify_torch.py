@@ -252,23 +252,28 @@ def scaling_folders(lib: Path, work: Path) -> tuple[Path, Path]:
 # --- the measurements -----------------------------------------------------------------------
 
 
-def python_loop() -> None:
-    """A fixed amount of pure-Python work: how fast this machine runs Python right now."""
-    total = 0
-    for number in range(10_000_000):
-        total += number
+LOOP = (
+    "def loop():\n"
+    "    total = 0\n"
+    "    for number in range(10_000_000):\n"
+    "        total += number\n"
+    "loop()\n"
+)
+"""A fixed amount of pure-Python work (in a function, as the work of a program is)."""
 
 
-LOOP = "total = 0\nfor number in range(10_000_000):\n    total += number\n"
+def loops(processes: int) -> Callable[[], Run]:
+    """``LOOP`` in new interpreters at once: one shows how fast the machine runs Python right
+    now, two whether both CPUs were there for the taking."""
 
+    def once() -> Run:
+        start = time.perf_counter()
+        running = [subprocess.Popen([sys.executable, "-c", LOOP]) for _ in range(processes)]
+        for process in running:
+            process.wait()
+        return Run(time.perf_counter() - start, 0, 0)
 
-def two_loops() -> Run:
-    """The same work in two processes at once: whether both CPUs were there for the taking."""
-    start = time.perf_counter()
-    loops = [subprocess.Popen([sys.executable, "-c", LOOP]) for _ in range(2)]
-    for loop in loops:
-        loop.wait()
-    return Run(time.perf_counter() - start, 0, 0)
+    return once
 
 
 def unzip(wheel: Path, members: Sequence[zipfile.ZipInfo], hashing: bool = False) -> None:
@@ -377,8 +382,10 @@ def run_all(work: Path, runs: int, auditwheel_runs: int) -> Results:
     elf_files = [root / info.filename for info in members]
     run_command(verify(lib), env)  # byte code compiled, files in the page cache
     print(f"{wheel.name}: {len(members)} ELF members")
-    speed = measure("python: 10M loop additions", runs, in_process(python_loop))
-    both_cpus = measure("python: the same in 2 processes at once", runs, two_loops)
+    speed, both_cpus = measure_together(runs, [
+        ("python: 10M loop additions, 1 process", loops(1)),
+        ("python: the same in 2 processes at once", loops(2)),
+    ])  # fmt: skip
     side_by_side = [
         ("zipfile: ELF members", in_process(lambda: unzip(wheel, members))),
         ("zipfile: all members + sha256",
@@ -503,10 +510,11 @@ workers, so shared pages count once; it comes from one more run, not timed, as s
 the command down. Files are in the page cache (a warm-up run comes first) and byte code is
 cached, as it is for an installed package.
 
-The first line is a fixed amount of pure-Python work, for comparing machines; the second runs
-it in two new interpreters at once, so its time jumps whenever one of the two CPUs is taken by
-something else. Their spread over the runs shows how steady the machine was: a virtual machine
-shares its host's CPUs, and work on both CPUs slows down while the host is busy.
+The first line is a fixed amount of pure-Python work in a new interpreter, for comparing
+machines; the second runs it in two interpreters at once, in the same rounds, so it takes as
+long as the first while both CPUs are there for the taking and up to twice as long when one is
+taken by something else. Their spread over the runs shows how steady the machine was: a
+virtual machine shares its host's CPUs.
 
 Commands compared with each other are measured in rounds, one run of each per round (the
 zipfile lines, the isal line and `buildtool: wheel`; `buildtool: wheel (beside auditwheel)` and
