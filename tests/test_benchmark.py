@@ -64,3 +64,20 @@ def test_targets_follow_the_measurements(bench: ModuleType) -> None:
     assert not missed["torch/lib wall"]  # 1.0 s
     assert not missed["auditwheel show / wheel"]  # 20 / 1.0 = 20x
     assert not missed["wheel / zipfile floor"]  # 0.9/0.4, 1.0/0.5, 1.1/0.6: median 2.0x
+
+
+def test_host_speed_scales_only_the_absolute_target(bench: ModuleType) -> None:
+    quick = series(bench, "quick", 0.4, 0.5, 0.6)
+    floor = series(bench, "zipfile: ELF members", 2.8, 2.88, 3.0)  # 2x the 1.44 s
+    readelf = series(bench, "readelf --dyn-syms", 2.9, 2.9, 2.9)  # 2x its 1.45 s
+    lib = series(bench, "buildtool: torch/lib", 0.8, 0.8, 0.8)
+    r = bench.Results(
+        speed=quick, both_cpus=quick, floor=floor, floor_record=quick, wheel=quick,
+        auditwheel=quick, wheel_beside_auditwheel=quick, readelf=readelf, lib=lib,
+        lib_one_process=lib, once=quick, twice=quick, wheel_ours=quick, wheel_pip=quick,
+        isal_floor=None,
+    )  # fmt: skip
+    text = " ".join(bench.host_speed(r))
+    assert "2.00 times as long" in text
+    assert "this run's 0.80 s would be 0.40 s" in text
+    assert not {t.what: t.met for t in bench.targets(r)}["torch/lib wall"]  # verdicts unscaled
