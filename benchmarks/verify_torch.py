@@ -506,12 +506,13 @@ def host_speed(r: Results) -> list[str]:
     absolute target (torch/lib wall) scaled by it. The verdicts above are not scaled."""
     measured = {m.name: m.seconds for m in (r.floor, r.readelf)}
     factor = statistics.median(measured[name] / then for name, then in ISSUE_HOST.items())
-    took = " and ".join(f"{name} {measured[name]:.2f} s" for name in ISSUE_HOST)
+    took = " and ".join(f"{measured[name]:.2f} s for `{name}`" for name in ISSUE_HOST)
     then = " and ".join(f"{seconds:.2f} s" for seconds in ISSUE_HOST.values())
     return [
-        f"This run's host took {took} ({then} on the host the issue's figures came from):",
-        f"{factor:.2f} times as long. torch/lib's wall target is absolute; at that host's speed",
-        f"this run's {r.lib.seconds:.2f} s would be {r.lib.seconds / factor:.2f} s.",
+        f"This run's host took {took},",
+        f"where the host the issue's figures came from took {then}: {factor:.2f} times as long.",
+        "torch/lib's wall target is absolute; at that host's speed this run's",
+        f"{r.lib.seconds:.2f} s would be {r.lib.seconds / factor:.2f} s.",
     ]
 
 
