@@ -30,6 +30,7 @@ from buildtool.linkage.resolve import (
     expand_dst,
     filesystem_reader,
     index_definitions,
+    index_object,
     is_satisfied,
     load_ld_so_cache,
     parse_ld_so_cache,
@@ -43,10 +44,12 @@ from buildtool.linkage.resolve import (
     unsatisfied_version_needs,
 )
 from tests.conftest import require
+from tests.test_verify import system_libraries
 
 BASE = ElfFacts(
     path="x", elf_class=64, little_endian=True, machine="x86_64", file_type="shared",
     interpreter=None, soname=None, needed=(), rpath=None, runpath=None, defined=frozenset(),
+    versioned_definitions=False,
     undefined=frozenset(), weak_undefined=frozenset(), unique=frozenset(),
     weak_defined=frozenset(), exported_count=0,
     version_definitions=(), version_needs=(), init_array_size=0, has_symtab=False,
@@ -259,6 +262,19 @@ def test_unresolved_against_each_index_is_the_union(
     union = unresolved_symbols(fake(undefined=frozenset(keys)), index_definitions(objects))
     each = unresolved_against(keys, [index_definitions([defined]) for defined in objects])
     assert each == union
+
+
+def test_one_object_is_indexed_as_if_every_key_were_looked_at() -> None:
+    """``index_object`` trusts ``versioned_definitions`` instead of reading every key."""
+    libraries = list(system_libraries())
+    assert libraries, "no system libraries found"
+    facts = [read_elf_file(path) for path in libraries]
+    plain = fake(defined=frozenset({"a", "b"}))
+    for one in [*facts, plain]:
+        assert one is not None
+        assert one.versioned_definitions == any("@" in key for key in one.defined)
+        assert index_object(one) == index_definitions([one.defined])
+    assert any(one is not None and one.versioned_definitions for one in facts)  # libc's are
 
 
 # --- /etc/ld.so.cache -----------------------------------------------------------------------

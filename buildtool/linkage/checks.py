@@ -21,7 +21,7 @@ from buildtool.linkage.policy import LinkagePolicy, ObjectRule
 from buildtool.linkage.resolve import (
     Closure,
     DefinitionIndex,
-    index_definitions,
+    index_object,
     unresolved_against,
     unsatisfied_version_needs,
 )
@@ -93,7 +93,7 @@ class Subject:
         """The dynamic definitions of one loaded object, indexed once for every closure."""
         index = self._indexes.get(path)
         if index is None:
-            index = self._indexes[path] = index_definitions([facts.defined])
+            index = self._indexes[path] = index_object(facts)
         return index
 
     @cached_property

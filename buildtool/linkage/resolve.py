@@ -471,15 +471,19 @@ class DefinitionIndex:
     """``name@V`` for every versioned definition, default or hidden."""
 
 
+def index_object(facts: ElfFacts) -> DefinitionIndex:
+    """``index_definitions`` of one object; its keys as they are when none has a version."""
+    if not facts.versioned_definitions:
+        return DefinitionIndex(facts.defined, frozenset(), frozenset())
+    return index_definitions([facts.defined])
+
+
 def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
     """Index the ``defined`` keys of several objects (e.g. every object in a closure)."""
-    sets = list(defined_sets)
-    if len(sets) == 1 and isinstance(sets[0], frozenset) and "@" not in "".join(sets[0]):
-        return DefinitionIndex(sets[0], frozenset(), frozenset())  # one object: no copies
     unversioned: set[str] = set()
     default: set[str] = set()
     versioned: set[str] = set()
-    for keys in sets:
+    for keys in defined_sets:
         every = keys if isinstance(keys, (set, frozenset)) else set(keys)
         if "@" not in "".join(every):  # no versions at all: one C-level pass
             unversioned.update(every)
