@@ -322,6 +322,10 @@ class _Walk:
     parents: dict[str, str | None]
     names: dict[str, str]
     edges: list[NeededEdge]
+    system: tuple[str, ...]
+    """The default directories for the root's class and machine."""
+    steps: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    """Each loaded object's search steps: the same for all of its NEEDED entries."""
 
 
 def _compatible(root: ElfFacts, candidate: ElfFacts) -> bool:
@@ -342,16 +346,19 @@ def _chain_rpaths(walk: _Walk, path: str) -> list[tuple[str, ...]]:
     return chain
 
 
+def _steps(walk: _Walk, path: str, env: Environment) -> tuple[tuple[str, str], ...]:
+    steps = walk.steps.get(path)
+    if steps is None:
+        chain = _chain_rpaths(walk, path)
+        origin = posixpath.dirname(path)
+        steps = search_steps(walk.objects[path], origin, chain, env.ld_library_path, walk.system)
+        walk.steps[path] = steps
+    return steps
+
+
 def _candidates(walk: _Walk, path: str, name: str, env: Environment) -> Iterable[tuple[str, str]]:
-    facts = walk.objects[path]
-    origin = posixpath.dirname(path)
-    system = tuple(
-        env.system_dirs
-        if env.system_dirs is not None
-        else default_system_dirs(walk.root.elf_class, walk.root.machine)
-    )
-    steps = search_steps(facts, origin, _chain_rpaths(walk, path), env.ld_library_path, system)
-    for step, directory in steps:
+    facts, system = walk.objects[path], walk.system
+    for step, directory in _steps(walk, path, env):
         if directory != LD_SO_CACHE:
             yield step, posixpath.join(directory, name)
             continue
@@ -410,7 +417,12 @@ def resolve_closure(
     """
     env = env or Environment()
     root_path = posixpath.normpath(root_path)
-    walk = _Walk(root, {root_path: root}, [root_path], {root_path: None}, {}, [])
+    system = (
+        env.system_dirs
+        if env.system_dirs is not None
+        else default_system_dirs(root.elf_class, root.machine)
+    )
+    walk = _Walk(root, {root_path: root}, [root_path], {root_path: None}, {}, [], tuple(system))
     if root.soname:
         walk.names[root.soname] = root_path
     queue = deque([root_path])
@@ -528,8 +540,8 @@ def unresolved_against(keys: Iterable[str], indexes: Iterable[DefinitionIndex]) 
     versioned = {key for key in keys if "@" in key and "@@" not in key}
     odd = [key for key in keys if "@@" in key]  # never a reference's key; kept exact anyway
     by_name: dict[str, set[str]] = {}
-    for key in versioned:
-        by_name.setdefault(symbol_name(key), set()).add(key)
+    for key in versioned:  # symbol_name, inline: thousands of keys per binary
+        by_name.setdefault(key[: key.find("@")], set()).add(key)
     for index in indexes:
         if not (plain or versioned or odd):
             break
