@@ -33,7 +33,7 @@ def test_ratios_pair_the_runs_of_one_round(bench: ModuleType) -> None:
     a = series(bench, "a", 2.0, 4.0, 8.0)
     b = series(bench, "b", 1.0, 2.0, 4.0)
     assert bench.paired_ratio(a, b) == 2.0
-    # medians taken apart would mix rounds: 4.0 / 2.0 here by luck, not in general
+    # a ratio of medians mixes rounds: here it says 1.25x where every round but one says 2x
     c = series(bench, "c", 2.0, 2.5, 8.0)
     assert bench.paired_ratio(c, b) == 2.0  # runs 2/1, 2.5/2, 8/4
     assert c.seconds / b.seconds == 1.25

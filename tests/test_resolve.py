@@ -38,7 +38,6 @@ from buildtool.linkage.resolve import (
     search_dirs,
     search_steps,
     split_key,
-    symbol_name,
     unresolved_against,
     unresolved_symbols,
     unsatisfied_version_needs,
@@ -220,7 +219,6 @@ def test_default_dirs_are_the_system_ones_unless_given() -> None:
 )
 def test_split_key(key: str, parts: tuple[str, str | None, bool]) -> None:
     assert split_key(key) == parts
-    assert symbol_name(key) == parts[0]
 
 
 @pytest.mark.parametrize(

@@ -1133,7 +1133,9 @@ class _FunctionSets(NamedTuple):
     functions: array[int]
     """Digests of every name without a "." (GCC's clones and parts): an array, not a set, as
     filling a set of half a million digests costs more than hashing the names."""
-    weak: set[int]
+    excluded: set[int]
+    """Digests of the weak names, then (in ``part``) of the other names that are not code of
+    the file alone."""
 
     def add(self, names: Sequence[bytes], infos: bytes) -> None:
         """``names`` (UTF-8 as pyelftools decodes them) of defined functions, and their st_info."""
@@ -1141,13 +1143,13 @@ class _FunctionSets(NamedTuple):
         # A "." never occurs in a mangled name: names with one are GCC's clones and split parts
         # (.cold, .isra.0, .constprop.0, .part.0) of code, often of inline functions.
         self.functions.extend(map(hash, _without_dot(names)))
-        self.weak.update(map(hash, compress(names, infos.translate(_WEAK_MASK))))
+        self.excluded.update(map(hash, compress(names, infos.translate(_WEAK_MASK))))
 
     def part(self) -> SymtabPart:
         """The part; the sets are spent."""
-        self.weak.update(hash(name) for name in (*self.initializers, *_CRT_BYTES, b""))
+        self.excluded.update(hash(name) for name in (*self.initializers, *_CRT_BYTES, b""))
         initializers = tuple(name.decode("utf-8") for name in self.initializers)
-        excluded = array("q", self.weak).tobytes()
+        excluded = array("q", self.excluded).tobytes()
         return SymtabPart(initializers, self.functions.tobytes(), excluded)
 
 

@@ -465,12 +465,6 @@ def split_key(key: str) -> tuple[str, str | None, bool]:
     return (key[:at], key[at + 1 :], False)
 
 
-def symbol_name(key: str) -> str:
-    """The bare symbol name of a key."""
-    at = key.find("@")
-    return key if at < 0 else key[:at]
-
-
 @dataclass(frozen=True)
 class DefinitionIndex:
     """The definitions of a set of objects, arranged for ld.so's version matching."""
@@ -540,7 +534,7 @@ def unresolved_against(keys: Iterable[str], indexes: Iterable[DefinitionIndex]) 
     versioned = {key for key in keys if "@" in key and "@@" not in key}
     odd = [key for key in keys if "@@" in key]  # never a reference's key; kept exact anyway
     by_name: dict[str, set[str]] = {}
-    for key in versioned:  # symbol_name, inline: thousands of keys per binary
+    for key in versioned:  # each has an "@"; the name is what comes before it
         by_name.setdefault(key[: key.find("@")], set()).add(key)
     for index in indexes:
         if not (plain or versioned or odd):
