@@ -11,7 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from buildtool.errors import PlanError
-from buildtool.recipe_model import Executable, ProjectSettings, Recipe, SharedLibrary
+from buildtool.recipe.model import Executable, ProjectSettings, Recipe, SharedLibrary
 
 
 @dataclasses.dataclass(frozen=True)

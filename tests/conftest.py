@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from buildtool.cli import main
-from buildtool.cmake import cmake_executable, ninja_executable
+from buildtool.cmake.run import cmake_executable, ninja_executable
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = REPO / "tests" / "packages"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from buildtool.cli import main
-from buildtool.cmake import cmake_executable
-from buildtool.configure import plan_recipe
-from buildtool.recipe import load_recipe
+from buildtool.cmake.configure import plan_recipe
+from buildtool.cmake.run import cmake_executable
+from buildtool.recipe.load import load_recipe
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 pytestmark = pytest.mark.integration

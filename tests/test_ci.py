@@ -23,16 +23,16 @@ import jsonschema
 import pytest
 import yaml
 
-from buildtool import ci, ci_report
+from buildtool.ci import pipeline, reports
 from buildtool.cli import make_parser
-from buildtool.configure import generated_files, plan_recipe, write_generated
+from buildtool.cmake.configure import generated_files, plan_recipe, write_generated
 from buildtool.errors import ChecksFailed
 from buildtool.linkage.findings import Finding
-from buildtool.recipe import load_recipe
+from buildtool.recipe.load import load_recipe
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 CI_SCHEMA = REPO / "buildtool" / "schemas" / "ci.schema.json"
-STEP_NAMES = [step.name for step in ci.STEPS]
+STEP_NAMES = [step.name for step in pipeline.STEPS]
 
 
 def validate_report(document: dict[str, Any]) -> None:
@@ -47,45 +47,45 @@ class Recorder:
     def __init__(self) -> None:
         self.events: list[str] = []
 
-    def step_started(self, step: ci.Step, number: int, total: int) -> None:
+    def step_started(self, step: pipeline.Step, number: int, total: int) -> None:
         self.events.append(f"start {step.name} {number}/{total}")
 
-    def step_finished(self, result: ci.StepResult) -> None:
+    def step_finished(self, result: pipeline.StepResult) -> None:
         self.events.append(f"end {result.name} {result.status}")
 
 
-def passing(_workspace: ci.Workspace) -> ci.StepOutcome:
-    return ci.StepOutcome(detail="fine")
+def passing(_workspace: pipeline.Workspace) -> pipeline.StepOutcome:
+    return pipeline.StepOutcome(detail="fine")
 
 
-def failing(_workspace: ci.Workspace) -> ci.StepOutcome:
+def failing(_workspace: pipeline.Workspace) -> pipeline.StepOutcome:
     raise ChecksFailed("it broke\nsecond line")
 
 
-def not_available(_workspace: ci.Workspace) -> ci.StepOutcome:
-    return ci.StepOutcome("skipped", "not available here")
+def not_available(_workspace: pipeline.Workspace) -> pipeline.StepOutcome:
+    return pipeline.StepOutcome("skipped", "not available here")
 
 
-def interrupting(_workspace: ci.Workspace) -> ci.StepOutcome:
+def interrupting(_workspace: pipeline.Workspace) -> pipeline.StepOutcome:
     raise KeyboardInterrupt
 
 
-def fake_workspace() -> ci.Workspace:
+def fake_workspace() -> pipeline.Workspace:
     loaded = load_recipe(DEMO_RECIPE)
-    request = ci.CiRequest(loaded, Path("dist"), Path("build"))
-    return ci.Workspace(request, plan_recipe(loaded))
+    request = pipeline.CiRequest(loaded, Path("dist"), Path("build"))
+    return pipeline.Workspace(request, plan_recipe(loaded))
 
 
 def test_runner_stops_at_the_first_failure_and_skips_the_rest() -> None:
     steps = [
-        ci.Step("one", "first", passing),
-        ci.Step("two", "optional", not_available),
-        ci.Step("three", "breaks", failing),
-        ci.Step("four", "never runs", passing),
-        ci.Step("five", "never runs", passing),
+        pipeline.Step("one", "first", passing),
+        pipeline.Step("two", "optional", not_available),
+        pipeline.Step("three", "breaks", failing),
+        pipeline.Step("four", "never runs", passing),
+        pipeline.Step("five", "never runs", passing),
     ]
     recorder = Recorder()
-    result = ci.run_steps(steps, fake_workspace(), recorder)
+    result = pipeline.run_steps(steps, fake_workspace(), recorder)
     assert [(s.name, s.status) for s in result.steps] == [
         ("one", "passed"),
         ("two", "skipped"),
@@ -104,15 +104,15 @@ def test_runner_stops_at_the_first_failure_and_skips_the_rest() -> None:
     assert result.failed_step is not None
     assert result.failed_step.detail == "it broke\nsecond line"
     assert not result.passed
-    assert ci_report.verdict(result) == "buildtool ci: failed at step three: it broke"
+    assert reports.verdict(result) == "buildtool ci: failed at step three: it broke"
 
 
 def test_an_interrupt_is_recorded_and_ends_the_run() -> None:
-    steps = [ci.Step("one", "", interrupting), ci.Step("two", "", passing)]
-    result = ci.run_steps(steps, fake_workspace(), Recorder())
+    steps = [pipeline.Step("one", "", interrupting), pipeline.Step("two", "", passing)]
+    result = pipeline.run_steps(steps, fake_workspace(), Recorder())
     assert result.interrupted
     assert [s.status for s in result.steps] == ["failed", "skipped"]
-    assert ci_report.verdict(result) == "buildtool ci: interrupted during one"
+    assert reports.verdict(result) == "buildtool ci: interrupted during one"
 
 
 FINDING = Finding(
@@ -120,20 +120,20 @@ FINDING = Finding(
 )
 
 
-def sample_result() -> ci.CiResult:
-    return ci.CiResult(
+def sample_result() -> pipeline.CiResult:
+    return pipeline.CiResult(
         recipe="recipes/demo.toml",
         launcher="ccache",
         steps=(
-            ci.StepResult("build", "passed", 1.5, "built build"),
-            ci.StepResult("verify-build", "failed", 0.25, "1 error", (FINDING,)),
-            ci.StepResult("wheels", "skipped", 0.0, ci.SKIPPED_AFTER_FAILURE),
+            pipeline.StepResult("build", "passed", 1.5, "built build"),
+            pipeline.StepResult("verify-build", "failed", 0.25, "1 error", (FINDING,)),
+            pipeline.StepResult("wheels", "skipped", 0.0, pipeline.SKIPPED_AFTER_FAILURE),
         ),
     )
 
 
 def test_json_report_is_versioned_and_matches_its_schema() -> None:
-    document = ci_report.report_json(sample_result())
+    document = reports.report_json(sample_result())
     validate_report(document)
     assert document["version"] == 1
     assert document["failed_step"] == "verify-build"
@@ -145,7 +145,7 @@ def test_json_report_is_versioned_and_matches_its_schema() -> None:
 
 
 def test_junit_has_one_case_per_step_and_the_failure_message() -> None:
-    root = ET.fromstring(ci_report.render_junit(sample_result()))
+    root = ET.fromstring(reports.render_junit(sample_result()))
     assert root.attrib["tests"] == "3"
     assert root.attrib["failures"] == "1"
     assert root.attrib["skipped"] == "1"
@@ -160,7 +160,7 @@ def test_junit_has_one_case_per_step_and_the_failure_message() -> None:
 
 
 def test_markdown_summary_has_the_table_and_the_findings() -> None:
-    markdown = ci_report.render_markdown(sample_result())
+    markdown = reports.render_markdown(sample_result())
     assert markdown.startswith("## buildtool ci: failed at step verify-build: 1 error\n")
     assert "| `verify-build` | ❌ failed | 0.25 |" in markdown
     assert "| `wheels` | ⏭️ skipped | 0.00 |" in markdown
@@ -168,7 +168,7 @@ def test_markdown_summary_has_the_table_and_the_findings() -> None:
 
 
 def test_summary_table_lists_every_step_and_the_total() -> None:
-    table = ci_report.render_table(sample_result())
+    table = reports.render_table(sample_result())
     assert table.splitlines() == [
         "step          status   seconds",
         "build         passed      1.50",
@@ -180,24 +180,24 @@ def test_summary_table_lists_every_step_and_the_total() -> None:
 
 def test_smoke_facts_are_checked_against_the_plan() -> None:
     plan = plan_recipe(load_recipe(DEMO_RECIPE))
-    present, absent = ci.expected_registrations(plan, runtime_only=True)
+    present, absent = pipeline.expected_registrations(plan, runtime_only=True)
     assert "compiler.build" in absent
     assert "rpc.testing.GetShapeSize" in present
     good = {"runtime_only": True, "loaded": ["ffi", "runtime"], "names": sorted(present)}
-    assert ci.smoke_problems(good, plan, runtime_only=True) == []
+    assert pipeline.smoke_problems(good, plan, runtime_only=True) == []
     bad = {
         "runtime_only": False,
         "loaded": ["ffi"],
         "names": [*sorted(present - {"runtime.GetVersion"}), "compiler.build"],
     }
-    assert ci.smoke_problems(bad, plan, runtime_only=True) == [
+    assert pipeline.smoke_problems(bad, plan, runtime_only=True) == [
         "_RUNTIME_ONLY is False, expected True",
         "loaded libraries ['ffi'], expected ['ffi', 'runtime']",
         "runtime.GetVersion is not registered",
         "compiler.build is registered (its library is optional)",
     ]
     unlisted = {"runtime_only": False, "loaded": ["compiler", "ffi", "runtime"], "names": None}
-    assert ci.smoke_problems(unlisted, plan, runtime_only=False) == []
+    assert pipeline.smoke_problems(unlisted, plan, runtime_only=False) == []
 
 
 # --- the whole chain on the bundled example ------------------------------------------------------
@@ -254,7 +254,7 @@ def test_ci_writes_json_and_junit_reports(
     example_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
     _, out_dir = example_run
-    document = json.loads((out_dir / ci_report.JSON_NAME).read_text(encoding="utf-8"))
+    document = json.loads((out_dir / reports.JSON_NAME).read_text(encoding="utf-8"))
     validate_report(document)
     assert document["passed"] is True
     assert [step["name"] for step in document["steps"]] == STEP_NAMES
@@ -262,7 +262,7 @@ def test_ci_writes_json_and_junit_reports(
     smoke = {step["name"]: step["detail"] for step in document["steps"]}
     assert "loaded ffi, runtime;" in smoke["smoke-runtime"]
     assert "loaded compiler, ffi, runtime;" in smoke["smoke-full"]
-    root = ET.parse(out_dir / ci_report.JUNIT_NAME).getroot()
+    root = ET.parse(out_dir / reports.JUNIT_NAME).getroot()
     assert [case.attrib["name"] for case in root.iter("testcase")] == STEP_NAMES
     assert root.attrib["failures"] == "0"
     wheels = sorted(path.name.split("-")[0] for path in out_dir.glob("*.whl"))
@@ -337,18 +337,81 @@ def test_broken_example_fails_at_verify_with_github_annotations(
     assert "| `smoke-runtime` | ⏭️ skipped |" in markdown
     assert re.search(rf"`{check_id}` [a-z-]+ in `[^`]*/bin/minrpc`", markdown)
 
-    document = json.loads((out_dir / ci_report.JSON_NAME).read_text(encoding="utf-8"))
+    document = json.loads((out_dir / reports.JSON_NAME).read_text(encoding="utf-8"))
     validate_report(document)
     assert document["failed_step"] == "verify-build"
     statuses = [step["status"] for step in document["steps"]]
     assert statuses == ["passed"] * 4 + ["failed"] + ["skipped"] * 5
     cases = {
         case.attrib["name"]: case
-        for case in ET.parse(out_dir / ci_report.JUNIT_NAME).iter("testcase")
+        for case in ET.parse(out_dir / reports.JUNIT_NAME).iter("testcase")
     }
     failure = cases["verify-build"].find("failure")
     assert failure is not None
     assert "minrpc" in failure.attrib["message"]
+
+
+# --- wheels that fail verification are never published ---------------------------------------
+
+
+def copy_with_stale_monolith(folder: Path) -> Path:
+    """A copy of the example whose Python package still ships the removed ``libdemo.so`` (the
+    recipe's ``[verify] removed``): the build tree is clean, only the wheels carry the defect."""
+    recipe = broken_copy(folder, "version = ", "version = ")
+    stale = folder / "src" / "python" / "demo" / "libdemo.so"
+    stub = folder / "stub.c"
+    stub.write_text("int demo_legacy_entry(void) { return 0; }\n", encoding="utf-8")
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(stale), str(stub)], check=True)
+    return recipe
+
+
+@pytest.fixture(scope="module")
+def stale_monolith_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_with_stale_monolith(tmp_path_factory.mktemp("stale-monolith"))
+
+
+def untouched_out_dir(folder: Path) -> Path:
+    folder.mkdir()
+    (folder / "keep.txt").write_text("untouched", encoding="utf-8")
+    return folder
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+def test_ci_publishes_no_wheel_that_fails_verification(
+    run_cli: CliRunner, tmp_path: Path, stale_monolith_project: Path
+) -> None:
+    out_dir = untouched_out_dir(tmp_path / "dist")
+    build_dir = str(stale_monolith_project.parent.parent / "build")
+    result = run_cli(
+        "ci", "--recipe", str(stale_monolith_project), "--build-dir", build_dir,
+        "--out-dir", str(out_dir),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "buildtool ci: failed at step wheels: nothing published" in result.stdout
+    assert "BT121" in result.stdout
+    reports_written = {reports.JSON_NAME, reports.JUNIT_NAME}
+    assert {p.name for p in out_dir.iterdir()} == {"keep.txt", *reports_written}
+    assert (out_dir / "keep.txt").read_text(encoding="utf-8") == "untouched"
+    document = json.loads((out_dir / reports.JSON_NAME).read_text(encoding="utf-8"))
+    wheels_step = next(step for step in document["steps"] if step["name"] == "wheels")
+    assert any(f["id"] == "BT121" for f in wheels_step["findings"])
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+def test_wheel_publishes_no_wheel_that_fails_verification(
+    run_cli: CliRunner, tmp_path: Path, stale_monolith_project: Path
+) -> None:
+    out_dir = untouched_out_dir(tmp_path / "dist")
+    build_root = str(stale_monolith_project.parent.parent / "build")
+    result = run_cli(
+        "wheel", "--recipe", str(stale_monolith_project), "--variant", "split",
+        "--build-root", build_root, "--out-dir", str(out_dir),
+    )  # fmt: skip
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "BT121" in result.stderr
+    assert [p.name for p in out_dir.iterdir()] == ["keep.txt"]
 
 
 # --- the ready-to-copy workflow -----------------------------------------------------------------

@@ -13,8 +13,9 @@ import pytest
 from buildtool.linkage.hardening import search_path_problem
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.report import Report
-from buildtool.linkage.verify import policy_for_recipe, verify_paths
-from buildtool.recipe import load_recipe
+from buildtool.linkage.verify import verify_paths
+from buildtool.recipe.load import load_recipe
+from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE, require
 
 pytestmark = pytest.mark.integration

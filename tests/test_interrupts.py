@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.configure import generated_files, plan_recipe
-from buildtool.recipe import load_recipe
+from buildtool.cmake.configure import generated_files, plan_recipe
+from buildtool.recipe.load import load_recipe
 from tests.conftest import REPO, require
 
 pytestmark = pytest.mark.integration

@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from buildtool import wheel
-from buildtool.configure import plan_recipe
-from buildtool.distributions import variant_distributions
+from buildtool.cmake.configure import plan_recipe
+from buildtool.cmake.launcher import chosen_launcher, launcher_defines
 from buildtool.errors import RecipeError
-from buildtool.launcher import chosen_launcher, launcher_defines
+from buildtool.packaging import wheel
+from buildtool.packaging.distributions import variant_distributions
 from buildtool.plan import LinkPlan
-from buildtool.recipe import load_recipe, parse_recipe
+from buildtool.recipe.load import load_recipe, parse_recipe
 from tests.conftest import DEMO_RECIPE, CliRunner, require
 
 DAEMON_START_SECONDS = 10

@@ -18,10 +18,10 @@ from types import ModuleType
 
 import pytest
 
-from buildtool.configure import generated_files, plan_recipe
-from buildtool.loader import file_stem, render_loader, worktree_levels
+from buildtool.cmake.configure import generated_files, plan_recipe
+from buildtool.packaging.loader import file_stem, render_loader, worktree_levels
 from buildtool.plan import LinkPlan
-from buildtool.recipe import load_recipe
+from buildtool.recipe.load import load_recipe
 from buildtool.resources import package_templates
 from tests.conftest import DEMO_RECIPE, REPO
 

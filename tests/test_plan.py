@@ -8,7 +8,7 @@ import pytest
 
 from buildtool.errors import PlanError
 from buildtool.plan import LinkPlan, make_plan
-from buildtool.recipe import parse_recipe
+from buildtool.recipe.load import parse_recipe
 
 
 def plan_of(tables: dict[str, Any]) -> LinkPlan:

@@ -25,9 +25,10 @@ from buildtool.linkage import reading
 from buildtool.linkage.elf import ElfFacts, MalformedElf, NameDigests, name_digest
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.reading import Outcome, Source, read_sources
-from buildtool.linkage.verify import policy_for_recipe, verify_paths
+from buildtool.linkage.verify import verify_paths
 from buildtool.linkage.wheel_archive import record_line
-from buildtool.recipe import load_recipe
+from buildtool.recipe.load import load_recipe
+from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE
 from tests.test_hostile_wheels import RECORD, Member, write_wheel
 from tests.test_verify import system_libraries

@@ -8,8 +8,8 @@ import pytest
 
 from buildtool.errors import PlanError, RecipeError
 from buildtool.plan import make_plan
-from buildtool.recipe import load_recipe, parse_recipe
-from buildtool.sources import expand_sources
+from buildtool.recipe.load import load_recipe, parse_recipe
+from buildtool.recipe.sources import expand_sources
 from tests.conftest import DEMO_RECIPE, PACKAGES, CliRunner
 
 SAMPLES = sorted((PACKAGES / "recipes").glob("*.toml"))

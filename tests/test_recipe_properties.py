@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from buildtool import sources
 from buildtool.cli import main
 from buildtool.errors import RecipeError, UsageError
 from buildtool.plan import make_plan
-from buildtool.recipe import load_recipe, parse_recipe
-from buildtool.recipe_model import Recipe
-from buildtool.sources import expand_pattern
+from buildtool.recipe import sources
+from buildtool.recipe.load import load_recipe, parse_recipe
+from buildtool.recipe.model import Recipe
+from buildtool.recipe.sources import expand_pattern
 from tests.conftest import DEMO_RECIPE
 
 if sys.version_info >= (3, 11):

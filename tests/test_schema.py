@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from buildtool.recipe_model import Recipe
+from buildtool.recipe.model import Recipe
+from buildtool.recipe.schema import field_docs, recipe_schema, render_schema
 from buildtool.resources import schema_path
-from buildtool.schema import field_docs, recipe_schema, render_schema
 from tests.conftest import CliRunner
 
 

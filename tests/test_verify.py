@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from buildtool.linkage.report import Report
-from buildtool.linkage.verify import policy_for_recipe, verify_paths
+from buildtool.linkage.verify import verify_paths
 from buildtool.linkage.wheel_archive import record_line
-from buildtool.recipe import load_recipe
+from buildtool.recipe.load import load_recipe
+from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE, CliRunner, build_with_edited_cmake
 
 pytestmark = pytest.mark.integration

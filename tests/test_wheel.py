@@ -18,18 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from buildtool import wheel
-from buildtool.configure import plan_recipe
-from buildtool.distributions import (
+from buildtool.cmake.configure import plan_recipe
+from buildtool.errors import ChecksFailed
+from buildtool.packaging import wheel
+from buildtool.packaging.distributions import (
     WheelVariant,
     all_distributions,
     render_pyprojects,
     split_distributions,
 )
-from buildtool.errors import ChecksFailed
 from buildtool.plan import LinkPlan
-from buildtool.recipe import load_recipe
-from buildtool.recipe_model import WheelSettings
+from buildtool.recipe.load import load_recipe
+from buildtool.recipe.model import WheelSettings
 from buildtool.resources import package_templates
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 

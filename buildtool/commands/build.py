@@ -1,26 +1,19 @@
-"""``buildtool build``: compile with ninja; configures first when the folder is not configured."""
+"""``buildtool build``: compile with ninja; configures first when the folder is not configured
+or when the command line asks for a configure setting."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 
-from buildtool import configure
-from buildtool.commands.common import (
-    add_build_dir_option,
-    add_launcher_option,
-    add_recipe_option,
-    resolve_recipe,
-)
-from buildtool.launcher import resolve_launcher_defines
+from buildtool.cmake import configure
+from buildtool.commands.common import add_configure_options, configure_defines, resolve_recipe
 
 log = logging.getLogger("buildtool")
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:
-    add_recipe_option(parser)
-    add_build_dir_option(parser)
-    add_launcher_option(parser)
+    add_configure_options(parser)
     parser.add_argument(
         "--variant",
         choices=configure.VARIANTS,
@@ -30,9 +23,10 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.variant or args.launcher or not configure.is_configured(args.build_dir):
+    asked = args.variant or args.launcher or args.defines
+    if asked or not configure.is_configured(args.build_dir):
         loaded = resolve_recipe(args)
-        defines = resolve_launcher_defines(args.launcher, loaded)
+        defines = configure_defines(args, loaded)
         configure.configure(loaded, args.build_dir, args.variant or "full", defines)
     configure.build(args.build_dir)
     log.info("built %s; libraries in %s", args.build_dir, args.build_dir / "lib")

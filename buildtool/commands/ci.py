@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from buildtool import ci, ci_report
+from buildtool.ci import pipeline, reports
+from buildtool.cmake.launcher import chosen_launcher, resolve_launcher_defines
 from buildtool.commands.common import (
     add_build_dir_option,
     add_launcher_option,
@@ -25,8 +26,7 @@ from buildtool.commands.common import (
 from buildtool.console import install_log_handler, paint, use_colour
 from buildtool.errors import Interrupted
 from buildtool.fsutil import write_atomic
-from buildtool.launcher import chosen_launcher, resolve_launcher_defines
-from buildtool.linkage.report import github_annotation
+from buildtool.linkage.report import escape_data, github_annotation
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:
@@ -38,12 +38,8 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path("dist"),
         metavar="DIR",
-        help=f"wheels, {ci_report.JSON_NAME} and {ci_report.JUNIT_NAME} go here (default: dist)",
+        help=f"wheels, {reports.JSON_NAME} and {reports.JUNIT_NAME} go here (default: dist)",
     )
-
-
-def _escape(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 class ConsoleRenderer:
@@ -60,16 +56,16 @@ class ConsoleRenderer:
         self.stream.write(text + "\n")
         self.stream.flush()
 
-    def step_started(self, step: ci.Step, number: int, total: int) -> None:
+    def step_started(self, step: pipeline.Step, number: int, total: int) -> None:
         self.write(self.paint(f"==> [{number}/{total}] {step.name}: {step.summary}", "bold"))
 
-    def step_finished(self, result: ci.StepResult) -> None:
-        style = ci_report.STATUS_STYLES[result.status]
+    def step_finished(self, result: pipeline.StepResult) -> None:
+        style = reports.STATUS_STYLES[result.status]
         status = self.paint(result.status, style)
         self.write(f"<== {result.name} {status} in {result.seconds:.2f} s")
         if result.detail:
             shown = (
-                result.detail if result.status == "failed" else ci_report.first_line(result.detail)
+                result.detail if result.status == "failed" else reports.first_line(result.detail)
             )
             self.write(f"    {shown}")
 
@@ -77,15 +73,15 @@ class ConsoleRenderer:
 class GitHubRenderer(ConsoleRenderer):
     """Workflow commands: a fold per step, annotations for findings and failures."""
 
-    def step_started(self, step: ci.Step, number: int, total: int) -> None:
+    def step_started(self, step: pipeline.Step, number: int, total: int) -> None:
         self.write(f"::group::[{number}/{total}] {step.name}: {step.summary}")
 
-    def step_finished(self, result: ci.StepResult) -> None:
+    def step_finished(self, result: pipeline.StepResult) -> None:
         self.write("::endgroup::")
         for finding in result.findings:
             self.write(github_annotation(finding))
         if result.status == "failed" and not result.findings:
-            self.write(f"::error title=buildtool ci {result.name}::{_escape(result.detail)}")
+            self.write(f"::error title=buildtool ci {result.name}::{escape_data(result.detail)}")
         super().step_finished(result)
 
 
@@ -93,34 +89,34 @@ def on_github() -> bool:
     return os.environ.get("GITHUB_ACTIONS") == "true"
 
 
-def write_reports(result: ci.CiResult, out_dir: Path) -> list[Path]:
+def write_reports(result: pipeline.CiResult, out_dir: Path) -> list[Path]:
     """``buildtool-ci.json`` and ``buildtool-ci.junit.xml``, each replaced atomically."""
-    json_path = out_dir / ci_report.JSON_NAME
-    junit_path = out_dir / ci_report.JUNIT_NAME
-    write_atomic(json_path, ci_report.render_json(result))
-    write_atomic(junit_path, ci_report.render_junit(result))
+    json_path = out_dir / reports.JSON_NAME
+    junit_path = out_dir / reports.JUNIT_NAME
+    write_atomic(json_path, reports.render_json(result))
+    write_atomic(junit_path, reports.render_junit(result))
     return [json_path, junit_path]
 
 
-def append_step_summary(result: ci.CiResult) -> None:
+def append_step_summary(result: pipeline.CiResult) -> None:
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with Path(summary).open("a", encoding="utf-8") as handle:
-            handle.write(ci_report.render_markdown(result))
+            handle.write(reports.render_markdown(result))
 
 
-def _render_end(renderer: ConsoleRenderer, result: ci.CiResult, reports: list[Path]) -> None:
+def _render_end(renderer: ConsoleRenderer, result: pipeline.CiResult, written: list[Path]) -> None:
     renderer.write("")
-    renderer.write(ci_report.render_table(result, renderer.paint).rstrip("\n"))
-    renderer.write(f"reports: {', '.join(str(path) for path in reports)}")
+    renderer.write(reports.render_table(result, renderer.paint).rstrip("\n"))
+    renderer.write(f"reports: {', '.join(str(path) for path in written)}")
     style = "green" if result.passed else "red"
-    renderer.write(renderer.paint(ci_report.verdict(result), style))
+    renderer.write(renderer.paint(reports.verdict(result), style))
 
 
 def run(args: argparse.Namespace) -> int:
     loaded = resolve_recipe(args)
     launcher, _ = chosen_launcher(args.launcher, loaded)
-    request = ci.CiRequest(
+    request = pipeline.CiRequest(
         loaded=loaded,
         out_dir=args.out_dir,
         build_dir=args.build_dir,
@@ -133,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     github = on_github()
     renderer_type = GitHubRenderer if github else ConsoleRenderer
     renderer = renderer_type(stream, use_colour(stream))
-    result = ci.run_ci(request, renderer)
+    result = pipeline.run_ci(request, renderer)
     reports = write_reports(result, args.out_dir)
     if github:
         append_step_summary(result)

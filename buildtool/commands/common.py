@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from buildtool.recipe import LoadedRecipe
+    from buildtool.recipe.load import LoadedRecipe
 
 
 def add_recipe_option(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def add_build_dir_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_launcher_option(parser: argparse.ArgumentParser) -> None:
-    from buildtool.launcher import LAUNCHERS  # here: verify-linkage needs no launcher
+    from buildtool.cmake.launcher import LAUNCHERS  # here: verify-linkage needs no launcher
 
     parser.add_argument(
         "--launcher",
@@ -44,9 +44,49 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
 
 def resolve_recipe(args: argparse.Namespace) -> LoadedRecipe:
     """The recipe named by --recipe, or the default one."""
-    from buildtool.recipe import find_default_recipe, load_recipe
+    from buildtool.recipe.load import find_default_recipe, load_recipe
 
     path: Path | None = args.recipe
     if path is None:
         path = find_default_recipe(Path.cwd())
     return load_recipe(path, str(path))
+
+
+def add_configure_options(parser: argparse.ArgumentParser) -> None:
+    """What every command that configures a build accepts: recipe, build folder, launcher and
+    extra cache entries."""
+    add_recipe_option(parser)
+    add_build_dir_option(parser)
+    add_launcher_option(parser)
+    add_define_option(parser)
+
+
+def add_define_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-D",
+        dest="defines",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra CMake cache entry (repeatable)",
+    )
+
+
+def parse_defines(items: list[str]) -> dict[str, str]:
+    """``-D NAME=VALUE`` arguments as a mapping; a malformed one is a usage error."""
+    from buildtool.errors import UsageError
+
+    defines = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise UsageError(f"-D expects NAME=VALUE, found {item!r}")
+        defines[name] = value
+    return defines
+
+
+def configure_defines(args: argparse.Namespace, loaded: LoadedRecipe) -> dict[str, str]:
+    """The cache entries a configure gets: the launcher's, then ``-D`` (which win)."""
+    from buildtool.cmake.launcher import resolve_launcher_defines
+
+    return {**resolve_launcher_defines(args.launcher, loaded), **parse_defines(args.defines)}

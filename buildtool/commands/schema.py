@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from buildtool.schema import render_schema
+from buildtool.recipe.schema import render_schema
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:

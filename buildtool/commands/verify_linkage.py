@@ -14,10 +14,11 @@ from buildtool.console import paint, use_colour
 from buildtool.errors import UsageError
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.report import Report, render_github, render_json, render_text
-from buildtool.linkage.verify import policy_for_recipe, verify_paths
+from buildtool.linkage.verify import verify_paths
+from buildtool.verification import policy_for_recipe
 
 if TYPE_CHECKING:
-    from buildtool.recipe import LoadedRecipe
+    from buildtool.recipe.load import LoadedRecipe
 
 log = logging.getLogger("buildtool")
 
@@ -78,7 +79,7 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
         if args.recipe is not None:
             raise UsageError("--recipe and --no-recipe exclude each other")
         return None
-    from buildtool.recipe import find_default_recipe, load_recipe  # only when there is one
+    from buildtool.recipe.load import find_default_recipe, load_recipe  # only when there is one
 
     if args.recipe is not None:
         return load_recipe(args.recipe, str(args.recipe))

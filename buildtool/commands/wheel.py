@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Sequence
 from pathlib import Path
 
-from buildtool import wheel
+from buildtool.cmake.launcher import resolve_launcher_defines
 from buildtool.commands.common import add_launcher_option, add_recipe_option, resolve_recipe
-from buildtool.distributions import WHEEL_VARIANTS
-from buildtool.launcher import resolve_launcher_defines
-from buildtool.linkage.verify import verify_wheels
-from buildtool.plan import LinkPlan
-from buildtool.recipe import LoadedRecipe
+from buildtool.linkage.report import Report, render_text
+from buildtool.packaging import wheel
+from buildtool.packaging.distributions import WHEEL_VARIANTS
+from buildtool.verification import wheel_verifier
 
 log = logging.getLogger("buildtool")
 
@@ -49,18 +47,17 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def linkage_verifier(loaded: LoadedRecipe) -> wheel.WheelVerifier:
-    """verify-linkage over all wheels of the variant, with the recipe's policy."""
-
-    def verify(wheels: Sequence[Path], plan: LinkPlan) -> None:
-        report = verify_wheels(wheels, plan, loaded)
-        log.info(
-            "verify-linkage: %d ELF files in %d wheels, no errors",
-            report.files_checked,
-            len(wheels),
-        )
-
-    return verify
+def log_wheel_report(report: Report) -> None:
+    """The staged wheels' verify-linkage report: the full text when anything was found."""
+    errors, warnings = report.count("error"), report.count("warning")
+    if errors or warnings:
+        log.info("%s", render_text(report).rstrip("\n"))
+    log.info(
+        "verify-linkage: %d ELF files checked: %d errors, %d warnings",
+        report.files_checked,
+        errors,
+        warnings,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,5 +70,5 @@ def run(args: argparse.Namespace) -> int:
         sdist=args.sdist,
         defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
     )
-    wheel.build_wheels(request, verify=linkage_verifier(loaded))
+    wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report))
     return 0

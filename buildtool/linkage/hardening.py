@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
 
 from buildtool.linkage.elf import ElfFacts
 from buildtool.linkage.findings import Finding
-
-if TYPE_CHECKING:  # checks.py registers this module's check: import its types lazily
-    from buildtool.linkage.checks import Subject
+from buildtool.linkage.subject import Subject
 
 JUDGED_TYPES = frozenset({"shared", "pie", "executable"})
 """File types the dynamic loader maps as they are."""

@@ -123,12 +123,13 @@ def render_json(report: Report) -> str:
     return json.dumps(report_json(report), indent=2) + "\n"
 
 
-def _escape_data(text: str) -> str:
+def escape_data(text: str) -> str:
+    """A GitHub workflow command's message, escaped."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def github_annotation(finding: Finding) -> str:
@@ -139,7 +140,7 @@ def github_annotation(finding: Finding) -> str:
     body += f"\nfix: {finding.check.hint}"
     return (
         f"::{level} file={_escape_property(finding.path)},title={_escape_property(title)}"
-        f"::{_escape_data(body)}"
+        f"::{escape_data(body)}"
     )
 
 

@@ -6,16 +6,15 @@ import dataclasses
 import posixpath
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
 
-from buildtool.errors import ChecksFailed, InputError
-from buildtool.linkage.checks import FunctionNames, Subject, digests_as_names, run_checks
+from buildtool.errors import InputError
+from buildtool.linkage.checks import run_checks
 from buildtool.linkage.elf import ElfFacts, MalformedElf
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
-from buildtool.linkage.policy import LinkagePolicy, policy_from_plan
+from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.reading import FunctionNameReader, wait_for_workers
-from buildtool.linkage.report import Report, SizeEntry, render_text
+from buildtool.linkage.report import Report, SizeEntry
 from buildtool.linkage.resolve import (
     Closure,
     Environment,
@@ -24,32 +23,10 @@ from buildtool.linkage.resolve import (
     load_ld_so_cache,
     resolve_closure,
 )
-
-if TYPE_CHECKING:  # a run without a recipe never loads the recipe and plan modules
-    from buildtool.plan import LinkPlan
-    from buildtool.recipe import LoadedRecipe
+from buildtool.linkage.subject import FunctionNames, Subject, digests_as_names
 
 SITE = PurePosixPath("/.site-packages")
 """Where wheel members lie for resolution: every wheel given is installed into one place."""
-
-
-def policy_for_recipe(loaded: LoadedRecipe | None) -> LinkagePolicy:
-    """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
-    if loaded is None:
-        return LinkagePolicy.empty()
-    from buildtool.plan import make_plan
-    from buildtool.sources import expand_sources
-
-    recipe = loaded.recipe
-    has_sources = any(lib.sources for lib in recipe.libraries.values())
-    # A policy-only recipe describes binaries built elsewhere: there are no sources to expand.
-    sources = expand_sources(loaded) if has_sources else {}
-    plan = make_plan(recipe, loaded.source, sources)
-    return policy_for_plan(plan, loaded)
-
-
-def policy_for_plan(plan: LinkPlan, loaded: LoadedRecipe) -> LinkagePolicy:
-    return policy_from_plan(plan, loaded.recipe.verify)
 
 
 def _relocate(inputs: InputSet) -> InputSet:
@@ -180,11 +157,3 @@ def verify_paths(
         return verify_inputs(inputs, policy, ld_library_path)
     finally:
         wait_for_workers()  # they exit while the checks run: none outlives the call
-
-
-def verify_wheels(wheels: Sequence[Path], plan: LinkPlan, loaded: LoadedRecipe) -> Report:
-    """The wheel step's check: all wheels of a variant together, as they are installed."""
-    report = verify_paths(wheels, policy_for_plan(plan, loaded))
-    if report.failed:
-        raise ChecksFailed("verify-linkage failed on the wheels:\n" + render_text(report))
-    return report

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from buildtool import __version__
-from buildtool.ci import CiResult, StepResult
+from buildtool.ci.pipeline import CiResult, StepResult
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.report import finding_json
 

@@ -19,15 +19,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from buildtool import cmake, configure, process, wheel
-from buildtool.distributions import WheelVariant, has_split
+from buildtool import process
+from buildtool.cmake import configure
+from buildtool.cmake.run import ctest_command
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.findings import Finding
-from buildtool.linkage.report import render_text
-from buildtool.linkage.verify import policy_for_recipe, verify_paths
+from buildtool.linkage.report import Report, render_text
+from buildtool.linkage.verify import verify_paths
+from buildtool.packaging import wheel
+from buildtool.packaging.distributions import WheelVariant, has_split
 from buildtool.plan import LinkPlan
-from buildtool.recipe import LoadedRecipe
+from buildtool.recipe.load import LoadedRecipe
+from buildtool.verification import WheelsRejected, policy_for_recipe, wheel_verifier
 
 log = logging.getLogger("buildtool")
 
@@ -106,6 +110,8 @@ class Workspace:
     """The wheels the ``wheels`` step published."""
     python: Path | None = None
     """The interpreter of the fresh environment the ``install`` step made."""
+    wheel_report: Report | None = None
+    """verify-linkage on the staged wheels, made by the ``wheels`` step before it published."""
 
 
 StepFunction = Callable[[Workspace], StepOutcome]
@@ -147,13 +153,12 @@ def step_build(workspace: Workspace) -> StepOutcome:
 
 
 def step_ctest(workspace: Workspace) -> StepOutcome:
-    output = process.run(cmake.ctest_command(workspace.request.build_dir))
+    output = process.run(ctest_command(workspace.request.build_dir))
     passed = [line for line in output.splitlines() if "tests passed" in line]
     return StepOutcome(detail=passed[-1].strip() if passed else "ctest passed")
 
 
-def _verify(workspace: Workspace, paths: Sequence[Path]) -> StepOutcome:
-    report = verify_paths(list(paths), policy_for_recipe(workspace.request.loaded))
+def _outcome(report: Report) -> StepOutcome:
     log.info("%s", render_text(report).rstrip("\n"))
     errors, warnings = report.count("error"), report.count("warning")
     detail = f"{report.files_checked} files checked: {errors} errors, {warnings} warnings"
@@ -165,16 +170,19 @@ def _verify(workspace: Workspace, paths: Sequence[Path]) -> StepOutcome:
 
 
 def step_verify_build(workspace: Workspace) -> StepOutcome:
-    return _verify(workspace, [workspace.request.build_dir])
+    policy = policy_for_recipe(workspace.request.loaded)
+    return _outcome(verify_paths([workspace.request.build_dir], policy))
 
 
-def _verified_by_the_next_step(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
-    # verify-wheels is a step of its own, so that its findings are reported like the build's.
-    del plan
-    log.debug("verify-linkage on %d wheels follows as its own step", len(wheels))
+def _keep_report(workspace: Workspace) -> Callable[[Report], None]:
+    def keep(report: Report) -> None:
+        workspace.wheel_report = report
+
+    return keep
 
 
 def step_wheels(workspace: Workspace) -> StepOutcome:
+    """Build, repair and verify the wheels in staging; publish them only when they pass."""
     request = workspace.request
     variant: WheelVariant = "split" if has_split(workspace.plan) else "full"
     wheel_request = wheel.WheelRequest(
@@ -184,16 +192,23 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         build_root=request.build_dir,
         defines=request.defines,
     )
-    built = wheel.build_wheels(wheel_request, verify=_verified_by_the_next_step)
+    verify = wheel_verifier(request.loaded, _keep_report(workspace))
+    try:
+        built = wheel.build_wheels(wheel_request, verify=verify)
+    except WheelsRejected as rejected:
+        outcome = _outcome(rejected.report)
+        detail = f"nothing published: verify-linkage failed on the staged wheels: {outcome.detail}"
+        return dataclasses.replace(outcome, detail=detail)
     workspace.wheels = [artifact.path for artifact in built]
     names = ", ".join(f"{a.path.name} ({a.size} bytes)" for a in built)
     return StepOutcome(detail=f"{variant} wheels: {names}")
 
 
 def step_verify_wheels(workspace: Workspace) -> StepOutcome:
-    if not workspace.wheels:
+    """The verification the ``wheels`` step ran before publishing, reported as its own step."""
+    if workspace.wheel_report is None or not workspace.wheels:
         raise ChecksFailed("no wheels to verify")
-    return _verify(workspace, workspace.wheels)
+    return _outcome(workspace.wheel_report)
 
 
 def venv_python(folder: Path) -> Path:

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from buildtool.errors import InputError, UsageError
-
-FILE_API_CLIENT = "client-buildtool"
 
 
 def cmake_executable() -> Path:
@@ -72,40 +68,32 @@ def configure_command(
 
 def write_file_api_query(build_dir: Path) -> None:
     """Ask CMake for its code model; it answers under ``.cmake/api/v1/reply`` on configure."""
-    query = build_dir / ".cmake" / "api" / "v1" / "query" / FILE_API_CLIENT
-    query.mkdir(parents=True, exist_ok=True)
-    (query / "codemodel-v2").touch()
+    from scikit_build_core.file_api.query import stateless_query
 
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise InputError(f"{path}: cannot read CMake's File API reply: {error}") from None
+    stateless_query(build_dir)
 
 
 def read_targets(build_dir: Path) -> tuple[Target, ...]:
     """Targets of the last configure, from the File API reply (not from scraping output)."""
+    from scikit_build_core.file_api.reply import load_reply_dir
+
     reply_dir = build_dir / ".cmake" / "api" / "v1" / "reply"
-    indexes = sorted(reply_dir.glob("index-*.json"))
-    if not indexes:
+    if not any(reply_dir.glob("index-*.json")):
         raise InputError(f"{reply_dir}: no File API reply; configure the build folder first")
-    index = _read_json(indexes[-1])
     try:
-        codemodel_file = index["reply"][FILE_API_CLIENT]["codemodel-v2"]["jsonFile"]
-        codemodel = _read_json(reply_dir / codemodel_file)
-        entries = codemodel["configurations"][0]["targets"]
-        targets = [_read_json(reply_dir / entry["jsonFile"]) for entry in entries]
-        return tuple(
-            Target(
-                name=target["name"],
-                type=target["type"],
-                artifacts=tuple(item["path"] for item in target.get("artifacts", [])),
-            )
-            for target in targets
+        codemodel = load_reply_dir(reply_dir).reply.codemodel_v2
+    except Exception as error:
+        raise InputError(f"{reply_dir}: cannot read CMake's File API reply: {error}") from None
+    if codemodel is None or not codemodel.configurations:
+        raise InputError(f"{reply_dir}: the File API reply has no code model; configure again")
+    return tuple(
+        Target(
+            name=target.name,
+            type=target.type,
+            artifacts=tuple(str(item.path) for item in target.artifacts),
         )
-    except (KeyError, IndexError, TypeError) as error:
-        raise InputError(f"{reply_dir}: unexpected File API reply ({error!r})") from None
+        for target in codemodel.configurations[0].targets
+    )
 
 
 def build_command(build_dir: Path, targets: Sequence[str] = ()) -> list[str | Path]:

@@ -20,9 +20,9 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from buildtool import __version__
-from buildtool.generate import fill
+from buildtool.cmake.generate import fill
 from buildtool.plan import LinkPlan
-from buildtool.recipe_model import WheelSettings
+from buildtool.recipe.model import WheelSettings
 
 WheelVariant = Literal["full", "split"]
 WHEEL_VARIANTS: tuple[WheelVariant, ...] = ("full", "split")

@@ -1,7 +1,8 @@
 """The recipe model: frozen dataclasses, one docstring per field.
 
-The docstrings are read back (``buildtool.schema``) to produce the committed JSON Schema, so they
-are the reference documentation of every key. TOML keys are the field names with ``-`` for ``_``.
+The docstrings are read back (``buildtool.recipe.schema``) to produce the committed JSON Schema,
+so they are the reference documentation of every key. TOML keys are the field names with ``-``
+for ``_``.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from buildtool.errors import RecipeError, UsageError
-from buildtool.recipe_model import ProjectSettings, Recipe
-from buildtool.recipe_values import check_values
+from buildtool.recipe.model import ProjectSettings, Recipe
+from buildtool.recipe.values import check_values
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from buildtool.errors import RecipeError
-from buildtool.recipe_model import Recipe
+from buildtool.recipe.model import Recipe
 
 CMAKE_SPECIAL = re.compile(r'["\\$;#()\x00-\x1f\x7f]')
 """Characters that end or reinterpret a CMake argument: quotes, escapes, variable references,

@@ -11,8 +11,8 @@ import types
 import typing
 from typing import Any
 
-from buildtool import recipe_model
-from buildtool.recipe import is_required
+from buildtool.recipe import model as recipe_model
+from buildtool.recipe.load import is_required
 
 SCHEMA_ID = "https://buildtool.invalid/schemas/recipe.schema.json"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from buildtool import process
 from buildtool.errors import UsageError
-from buildtool.recipe_model import LauncherName
+from buildtool.recipe.model import LauncherName
 
 if typing.TYPE_CHECKING:
-    from buildtool.recipe import LoadedRecipe
+    from buildtool.recipe.load import LoadedRecipe
 
 LAUNCHERS: tuple[LauncherName, ...] = typing.get_args(LauncherName)
 """Every accepted value, ``none`` first."""

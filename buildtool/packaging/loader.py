@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 
 from buildtool import __version__
-from buildtool.generate import fill
+from buildtool.cmake.generate import fill
 from buildtool.plan import LibraryPlan, LinkPlan
 
 LOADER_TEMPLATES = ("libinfo.py", "base.py")

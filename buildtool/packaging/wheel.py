@@ -27,8 +27,11 @@ from typing import Protocol
 
 import pyproject_hooks
 
-from buildtool import configure, process
-from buildtool.distributions import (
+from buildtool import process
+from buildtool.cmake import configure
+from buildtool.errors import ChecksFailed, UsageError
+from buildtool.fsutil import folder_lock
+from buildtool.packaging.distributions import (
     BUILD_BACKEND,
     Distribution,
     WheelVariant,
@@ -36,11 +39,9 @@ from buildtool.distributions import (
     has_split,
     variant_distributions,
 )
-from buildtool.errors import ChecksFailed, UsageError
-from buildtool.fsutil import folder_lock
-from buildtool.loader import file_stem
+from buildtool.packaging.loader import file_stem
 from buildtool.plan import LinkPlan
-from buildtool.recipe import LoadedRecipe
+from buildtool.recipe.load import LoadedRecipe
 
 log = logging.getLogger("buildtool")
 

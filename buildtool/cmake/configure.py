@@ -8,16 +8,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from buildtool import cmake, process
-from buildtool.distributions import full_project_dir, render_pyprojects
+from buildtool import process
+from buildtool.cmake import run as cmake
+from buildtool.cmake.generate import render_build_files
 from buildtool.errors import ChecksFailed, RecipeError, UsageError
 from buildtool.fsutil import folder_lock, write_atomic
-from buildtool.generate import render_build_files
-from buildtool.loader import render_loader
+from buildtool.packaging.distributions import full_project_dir, render_pyprojects
+from buildtool.packaging.loader import render_loader
 from buildtool.plan import LinkPlan, make_plan
-from buildtool.recipe import LoadedRecipe
+from buildtool.recipe.load import LoadedRecipe
+from buildtool.recipe.sources import expand_sources
 from buildtool.resources import package_templates, read_templates
-from buildtool.sources import expand_sources
 
 log = logging.getLogger("buildtool")
 

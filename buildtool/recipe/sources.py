@@ -7,8 +7,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from buildtool.errors import RecipeError
-from buildtool.recipe import LoadedRecipe, key_path
-from buildtool.recipe_values import relative_path_problem
+from buildtool.recipe.load import LoadedRecipe, key_path
+from buildtool.recipe.values import relative_path_problem
 
 MAX_MATCHES_PER_PATTERN = 10_000
 """A glob matching more files than this is a mistake (``**/*`` at a drive root), not a project."""

@@ -1,0 +1,1 @@
+"""``buildtool ci``: the whole chain as named steps, and its JSON and JUnit reports."""

@@ -1,0 +1,136 @@
+"""The recipe's plan as a linkage policy, and the one wheel verification of ``wheel`` and ``ci``.
+
+This module sits above both ``linkage`` (which knows nothing of recipes or plans) and
+``plan``/``recipe``. A run without a recipe never imports the recipe and plan modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from buildtool.errors import ChecksFailed
+from buildtool.linkage.elf import STATIC_INIT_PREFIX
+from buildtool.linkage.policy import ExecutableRule, LibraryRule, LinkagePolicy, ObjectRule
+from buildtool.linkage.report import Report, render_text
+from buildtool.linkage.verify import verify_paths
+
+if TYPE_CHECKING:
+    from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan
+    from buildtool.recipe.load import LoadedRecipe
+    from buildtool.recipe.model import VerifySettings
+
+
+class WheelsRejected(ChecksFailed):
+    """verify-linkage found errors in the staged wheels; nothing was published."""
+
+    def __init__(self, report: Report) -> None:
+        super().__init__("verify-linkage failed on the wheels:\n" + render_text(report))
+        self.report = report
+
+
+def static_initializer_symbol(source: str) -> str:
+    """GCC and Clang name a TU's static-init function after the source file's base name."""
+    return STATIC_INIT_PREFIX + PurePosixPath(source).name
+
+
+def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> LibraryRule:
+    files = {other.name: other.file_name for other in plan.libraries}
+    forbidden = list(verify.forbidden_needed.get(lib.name, ()))
+    if not lib.optional:
+        # The runtime may never need the compiler: required libraries never need optional ones.
+        forbidden += [other.file_name for other in plan.libraries if other.optional]
+    budget_mb = verify.size_budget_mb.get(lib.name)
+    return LibraryRule(
+        name=lib.name,
+        file_name=lib.file_name,
+        optional=lib.optional,
+        required_needed=tuple(files[name] for name in lib.links),
+        forbidden_needed=tuple(forbidden),
+        registers=lib.registers,
+        objects=tuple(
+            ObjectRule(
+                name=obj.name,
+                static_initializers=tuple(static_initializer_symbol(src) for src in obj.sources),
+                registers=obj.registers,
+            )
+            for obj in plan.objects
+            if obj.owner == lib.name
+        ),
+        size_budget=None if budget_mb is None else int(budget_mb * 1_000_000),
+    )
+
+
+def _executable_rule(plan: LinkPlan, exe: ExecutablePlan, verify: VerifySettings) -> ExecutableRule:
+    files = {lib.name: lib.file_name for lib in plan.libraries}
+    allowed = exe.allowed_needed or tuple(files[name] for name in exe.link_closure)
+    # A linked library that registers names is needed for its static initializers even when no
+    # symbol of it is referenced: --as-needed dropping it is the bug, with or without the recipe
+    # asking for --no-as-needed.
+    registering = [name for name in exe.links if plan.library(name).registers]
+    required = dict.fromkeys([*exe.no_as_needed, *registering])
+    return ExecutableRule(
+        name=exe.name,
+        required_needed=tuple(files[name] for name in required),
+        allowed_project_needed=allowed,
+        forbidden_needed=tuple(verify.forbidden_needed.get(exe.name, ())),
+    )
+
+
+def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> LinkagePolicy:
+    """The policy a recipe implies: links, ownership, registrations, budgets."""
+    return LinkagePolicy(
+        source=plan.recipe_source,
+        package=plan.project.package,
+        libraries=tuple(_library_rule(plan, lib, verify) for lib in plan.libraries),
+        executables=tuple(_executable_rule(plan, exe, verify) for exe in plan.executables),
+        removed=verify.removed,
+        hardening=verify.hardening,
+    )
+
+
+def policy_for_recipe(loaded: LoadedRecipe | None) -> LinkagePolicy:
+    """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
+    if loaded is None:
+        return LinkagePolicy.empty()
+    from buildtool.plan import make_plan
+    from buildtool.recipe.sources import expand_sources
+
+    recipe = loaded.recipe
+    has_sources = any(lib.sources for lib in recipe.libraries.values())
+    # A policy-only recipe describes binaries built elsewhere: there are no sources to expand.
+    sources = expand_sources(loaded) if has_sources else {}
+    plan = make_plan(recipe, loaded.source, sources)
+    return policy_for_plan(plan, loaded)
+
+
+def policy_for_plan(plan: LinkPlan, loaded: LoadedRecipe) -> LinkagePolicy:
+    return policy_from_plan(plan, loaded.recipe.verify)
+
+
+def verify_wheels(wheels: Sequence[Path], plan: LinkPlan, loaded: LoadedRecipe) -> Report:
+    """All wheels of a variant together, as they are installed; raises ``WheelsRejected`` (with
+    the report) when any check fails. ``buildtool wheel`` and ``buildtool ci`` both call this on
+    the staged wheels, before anything is published."""
+    report = verify_paths(wheels, policy_for_plan(plan, loaded))
+    if report.failed:
+        raise WheelsRejected(report)
+    return report
+
+
+def wheel_verifier(
+    loaded: LoadedRecipe, on_report: Callable[[Report], None]
+) -> Callable[[Sequence[Path], LinkPlan], None]:
+    """What ``build_wheels`` runs on the staged wheels before it publishes them: ``verify_wheels``,
+    with the report handed to ``on_report`` whether it passed or not."""
+
+    def verify(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
+        try:
+            report = verify_wheels(wheels, plan, loaded)
+        except WheelsRejected as rejected:
+            on_report(rejected.report)
+            raise
+        on_report(report)
+
+    return verify

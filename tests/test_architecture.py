@@ -1,0 +1,90 @@
+"""The layers of docs/architecture.md, enforced: each room of the package imports only the rooms
+below it. Every import counts, lazy ones inside functions and ``TYPE_CHECKING`` ones included.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "buildtool"
+
+GROUND = {"__init__", "errors", "console", "process", "fsutil", "resources"}
+"""Top-level modules every room may use; they import only each other."""
+
+ROOMS = ("ground", "recipe", "plan", "linkage", "cmake", "packaging", "verification", "ci")
+
+ALLOWED: dict[str, set[str]] = {
+    "ground": {"ground"},
+    "recipe": {"ground", "recipe"},
+    "plan": {"ground", "recipe", "plan"},
+    "linkage": {"ground", "linkage"},
+    # configure writes every generated file, the packaging ones included; wheel builds configure
+    "cmake": {"ground", "recipe", "plan", "cmake", "packaging"},
+    "packaging": {"ground", "recipe", "plan", "cmake", "packaging"},
+    "verification": {"ground", "recipe", "plan", "linkage", "verification"},
+    "ci": {"ground", "recipe", "plan", "cmake", "packaging", "linkage", "verification", "ci"},
+    "commands": {*ROOMS, "commands"},
+    "cli": {"ground", "cli"},
+}
+
+
+def room_of(module: str) -> str:
+    """``buildtool.linkage.elf`` -> ``linkage``; ``buildtool.errors`` -> ``ground``."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "ground"
+    head = parts[1]
+    if head == "__main__":
+        return "cli"
+    return "ground" if head in GROUND else head
+
+
+def module_name(path: Path) -> str:
+    relative = path.relative_to(REPO).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_modules(path: Path) -> set[str]:
+    """Every ``buildtool`` module a file imports, anywhere in it."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in found if name.split(".")[0] == "buildtool" and _exists(name)}
+
+
+def _exists(module: str) -> bool:
+    relative = Path(*module.split("."))
+    return (REPO / relative).with_suffix(".py").is_file() or (REPO / relative).is_dir()
+
+
+SOURCES = sorted(PACKAGE.rglob("*.py"))
+
+
+def test_every_room_is_known() -> None:
+    rooms = {room_of(module_name(path)) for path in SOURCES}
+    assert rooms <= set(ALLOWED), rooms - set(ALLOWED)
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_imports_follow_the_layers(path: Path) -> None:
+    room = room_of(module_name(path))
+    wrong = {m for m in imported_modules(path) if room_of(m) not in ALLOWED[room]}
+    assert not wrong, f"{room} may not import {sorted(wrong)}"
+
+
+def test_the_rule_sees_a_lazy_import(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from buildtool.plan import make_plan\n", encoding="utf-8")
+    assert {room_of(m) for m in imported_modules(sample)} == {"plan"}
