@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify-linkage": ("verify_linkage", "check the split on real binaries, folders and wheels"),
     "wheel": ("wheel", "build installable wheels (full, or runtime plus compiler add-on)"),
     "ci": ("ci", "the whole chain as one CI step: build, test, verify, wheels, install, import"),
+    "check-cmake": ("check_cmake", "check a project's own CMake build tree for split mistakes"),
+    "init": ("init", "write a starter policy recipe (--from-cmake BUILD_DIR)"),
     "schema": ("schema", "print the recipe JSON Schema"),
 }
 """Each command: its module under ``buildtool.commands`` (imported only when it runs, or for a

@@ -218,7 +218,103 @@ CHECKS: tuple[Check, ...] = (
     ),
 )
 
-CHECKS_BY_ID = {check.id: check for check in CHECKS}
+CMAKE_CHECKS: tuple[Check, ...] = (
+    Check(
+        "BT201",
+        "cmake-object-library-twice",
+        "error",
+        "check-cmake: the object files of one OBJECT library are linked into two targets that "
+        "one process loads (linked to each other, linked by one target, or both loaded by the "
+        "recipe's loader): their static initializers run twice (duplicate registration abort).",
+        "Link the object library into one library only (the recipe's owner); the others get "
+        "its code through a PUBLIC link to that library.",
+    ),
+    Check(
+        "BT202",
+        "cmake-source-compiled-twice",
+        "warning",
+        "check-cmake: one source file is compiled into two targets that one process loads: a "
+        "static initializer in it runs twice, and its symbols exist twice.",
+        "Compile it into one library and link that library from the other.",
+    ),
+    Check(
+        "BT203",
+        "cmake-forbidden-link",
+        "error",
+        "check-cmake: a link the policy forbids: a required library linking an optional one "
+        "(runtime -> compiler), or a library matching a recipe pattern (libLLVM* in the runtime).",
+        "Move the code that needs it into the optional library, or drop the link.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT204",
+        "cmake-as-needed-drops-link",
+        "error",
+        "check-cmake: an executable links a library the recipe says it must keep in DT_NEEDED "
+        "(no-as-needed: it needs only its registrations) without --no-as-needed, and the "
+        "toolchain links with --as-needed: the linker drops it.",
+        "Link it as -Wl,--push-state,--no-as-needed <lib> -Wl,--pop-state (CMake: "
+        "$<LINK_LIBRARY:...> with a no-as-needed feature).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT205",
+        "cmake-object-owner-differs",
+        "error",
+        "check-cmake: an object library of the recipe is linked into a target other than the one "
+        "library the recipe names as its owner.",
+        "Link its objects into the owner only, or correct the recipe's objects list.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT206",
+        "cmake-libraries-not-together",
+        "error",
+        "check-cmake: the shared libraries are not all built into one folder (the loader and "
+        "RUNPATH $ORIGIN look in one).",
+        "Set CMAKE_LIBRARY_OUTPUT_DIRECTORY (or LIBRARY_OUTPUT_DIRECTORY) to one folder.",
+    ),
+    Check(
+        "BT207",
+        "cmake-runpath-not-origin",
+        "error",
+        "check-cmake: a library or executable of the split is linked with a RUNPATH entry that is "
+        "not $ORIGIN-relative (CMake's default build RPATH is the absolute build folder), or with "
+        "none although it links a library of the split.",
+        "Set BUILD_WITH_INSTALL_RPATH ON and INSTALL_RPATH $ORIGIN (executables in bin/: "
+        "$ORIGIN/../lib).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT208",
+        "cmake-removed-target",
+        "error",
+        "check-cmake: a target still builds a legacy file the recipe lists as removed.",
+        "Delete the target (or stop building it by default).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT209",
+        "cmake-required-link-missing",
+        "error",
+        "check-cmake: a library or executable does not link a library the recipe says it links.",
+        "Add it to target_link_libraries, or correct the recipe.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT210",
+        "cmake-target-missing",
+        "warning",
+        "check-cmake: no target of the build tree builds a library or executable the recipe "
+        "names (it is off in this configuration, or renamed).",
+        "Turn its option on, or correct the recipe's file name.",
+        needs_recipe=True,
+    ),
+)
+"""check-cmake's checks: the same mistakes, read from CMake's code model before anything is
+built (``buildtool/cmakecheck/rules.py``)."""
+
+CHECKS_BY_ID = {check.id: check for check in (*CHECKS, *CMAKE_CHECKS)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,7 +345,14 @@ def render_checks_doc() -> str:
         "*hardening* only when the recipe says `[verify] hardening = true`.",
         "",
     ]
-    for check in CHECKS:
+    for check in (*CHECKS, *CMAKE_CHECKS):
+        if check is CMAKE_CHECKS[0]:
+            lines += [
+                "# check-cmake checks",
+                "",
+                "`buildtool check-cmake BUILD_DIR` reads CMake's code model right after configure.",
+                "",
+            ]
         recipe = " · *recipe*" if check.needs_recipe else ""
         recipe += " · *hardening*" if check.hardening else ""
         lines += [

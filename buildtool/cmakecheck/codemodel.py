@@ -1,0 +1,240 @@
+"""CMake's File API code model (``codemodel-v2``) as small frozen dataclasses.
+
+Read with the plain ``json`` module rather than scikit-build-core's ``load_reply_dir``: that one
+converts every field of every target into its own dataclasses (compile groups, backtraces,
+install rules), which check-cmake never reads, and costs several times more on a project of
+hundreds of targets (``benchmarks/check_cmake.py`` measures both side by side).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import posixpath
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from buildtool.errors import InputError
+
+LINKED_TYPES = ("SHARED_LIBRARY", "MODULE_LIBRARY", "EXECUTABLE")
+"""Targets the linker produces: the ones that hold object code at run time."""
+
+LIBRARY_TYPES = ("SHARED_LIBRARY", "MODULE_LIBRARY")
+
+OBJECT_SUFFIXES = (".o", ".obj")
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkFragment:
+    """One fragment of a target's link command line, in order."""
+
+    fragment: str
+    """The text as the generator writes it (quoted and escaped for its build files)."""
+    role: str
+    """``flags``, ``libraries``, ``libraryPath`` or ``frameworkPath``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CmakeTarget:
+    """One target of the code model, reduced to what the checks read."""
+
+    name: str
+    """The CMake target name (unique in a build tree)."""
+    type: str
+    """``SHARED_LIBRARY``, ``MODULE_LIBRARY``, ``EXECUTABLE``, ``OBJECT_LIBRARY``, ..."""
+    artifacts: tuple[str, ...]
+    """Absolute, normalized paths of what it builds."""
+    sources: tuple[str, ...]
+    """Absolute paths of the sources it compiles itself."""
+    object_libraries: tuple[str, ...]
+    """Names of the OBJECT libraries whose object files it links (``$<TARGET_OBJECTS:...>`` or a
+    link to the object library)."""
+    link: tuple[LinkFragment, ...]
+    """Its link command fragments; empty for targets that are not linked."""
+    direct_links: tuple[str, ...] | None
+    """Names of the targets it links directly (``linkLibraries``, code model 2.9 and later);
+    None when CMake is too old to say."""
+    defined_in: str
+    """The CMake file that defines it, relative to the source folder when inside it."""
+    line: int
+    """The line of that file (0 when unknown)."""
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        return tuple(posixpath.basename(path) for path in self.artifacts)
+
+    @property
+    def where(self) -> str:
+        return f"{self.defined_in}:{self.line}" if self.line else self.defined_in
+
+
+@dataclasses.dataclass(frozen=True)
+class Codemodel:
+    """A configured build tree, as CMake describes it."""
+
+    source_dir: str
+    """Absolute top-level source folder."""
+    build_dir: str
+    """Absolute top-level build folder."""
+    project: str
+    """Name of the top-level ``project()``."""
+    targets: tuple[CmakeTarget, ...]
+    """Every target of the first configuration, in CMake's order."""
+    compilers: tuple[tuple[str, str], ...] = ()
+    """(language, compiler path) from the toolchains reply."""
+
+    def target(self, name: str) -> CmakeTarget:
+        return next(target for target in self.targets if target.name == name)
+
+    def of_type(self, *types: str) -> tuple[CmakeTarget, ...]:
+        return tuple(target for target in self.targets if target.type in types)
+
+    def compiler(self, language: str) -> str:
+        return dict(self.compilers).get(language, "")
+
+
+def _absolute(base: str, path: str) -> str:
+    return posixpath.normpath(posixpath.join(base, path))
+
+
+def _relative_to(path: str, base: str) -> str:
+    absolute = _absolute(base, path)
+    inside = absolute == base or absolute.startswith(base.rstrip("/") + "/")
+    return posixpath.relpath(absolute, base) if inside else absolute
+
+
+def _definition(data: Mapping[str, Any], source_dir: str) -> tuple[str, int]:
+    graph = data.get("backtraceGraph") or {}
+    index = data.get("backtrace")
+    nodes, files = graph.get("nodes", []), graph.get("files", [])
+    if not isinstance(index, int) or index >= len(nodes):
+        return "CMakeLists.txt", 0
+    node = nodes[index]
+    return _relative_to(files[node["file"]], source_dir), int(node.get("line", 0))
+
+
+def _object_library_of(path: str, object_dirs: Mapping[str, str]) -> str | None:
+    """The OBJECT library whose object folder holds ``path`` (code models before 2.9)."""
+    for folder, name in object_dirs.items():
+        if path.startswith(folder):
+            return name
+    return None
+
+
+def _object_libraries(
+    data: Mapping[str, Any], names: Mapping[str, str], object_dirs: Mapping[str, str]
+) -> tuple[str, ...]:
+    if "objectDependencies" in data:  # code model 2.9 and later say it directly
+        found = [names[item["id"]] for item in data["objectDependencies"] if item["id"] in names]
+    else:
+        paths = [
+            source["path"]
+            for source in data.get("sources", ())
+            if source.get("isGenerated") and source["path"].endswith(OBJECT_SUFFIXES)
+        ]
+        found = [name for path in paths if (name := _object_library_of(path, object_dirs))]
+    return tuple(dict.fromkeys(found))
+
+
+def _direct_links(data: Mapping[str, Any], names: Mapping[str, str]) -> tuple[str, ...] | None:
+    if "linkLibraries" not in data:
+        return None if "link" in data else ()
+    ids = [item["id"] for item in data["linkLibraries"] if "id" in item]
+    return tuple(dict.fromkeys(names[i] for i in ids if i in names))
+
+
+def parse_target(
+    data: Mapping[str, Any],
+    paths: tuple[str, str],
+    names: Mapping[str, str],
+    object_dirs: Mapping[str, str],
+) -> CmakeTarget:
+    """One ``target-*.json`` document. ``paths`` is (source folder, build folder); ``names`` maps
+    target ids to names; ``object_dirs`` maps object folders to their OBJECT library."""
+    source_dir, build_dir = paths
+    defined_in, line = _definition(data, source_dir)
+    link = data.get("link") or {}
+    return CmakeTarget(
+        name=data["name"],
+        type=data["type"],
+        artifacts=tuple(_absolute(build_dir, a["path"]) for a in data.get("artifacts", ())),
+        sources=tuple(
+            _absolute(source_dir, source["path"])
+            for source in data.get("sources", ())
+            if "compileGroupIndex" in source
+        ),
+        object_libraries=_object_libraries(data, names, object_dirs),
+        link=tuple(
+            LinkFragment(item["fragment"], item.get("role", ""))
+            for item in link.get("commandFragments", ())
+        ),
+        direct_links=_direct_links(data, names),
+        defined_in=defined_in,
+        line=line,
+    )
+
+
+def _load(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError) as error:
+        raise InputError(f"{path}: cannot read CMake's File API reply: {error}") from None
+
+
+def latest_index(reply_dir: Path) -> Path | None:
+    """The newest ``index-*.json`` (their names sort by time), or None."""
+    indexes = sorted(reply_dir.glob("index-*.json"))
+    return indexes[-1] if indexes else None
+
+
+def _reply_file(index: Mapping[str, Any], kind: str) -> str | None:
+    entry = index.get("reply", {}).get(kind)
+    return entry.get("jsonFile") if isinstance(entry, dict) else None
+
+
+def _compilers(reply_dir: Path, index: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    name = _reply_file(index, "toolchains-v1")
+    if name is None:
+        return ()
+    toolchains = _load(reply_dir / name).get("toolchains", [])
+    return tuple(
+        (item["language"], item["compiler"]["path"])
+        for item in toolchains
+        if item.get("compiler", {}).get("path")
+    )
+
+
+def read_codemodel(reply_dir: Path) -> Codemodel:
+    """The code model of the newest reply in ``reply_dir`` (first configuration)."""
+    index_path = latest_index(reply_dir)
+    if index_path is None:
+        raise InputError(f"{reply_dir}: no File API reply; configure the build folder first")
+    index = _load(index_path)
+    name = _reply_file(index, "codemodel-v2")
+    if name is None:
+        raise InputError(f"{index_path}: the File API reply has no code model; configure again")
+    model = _load(reply_dir / name)
+    configurations = model.get("configurations") or []
+    if not configurations:
+        raise InputError(f"{reply_dir / name}: the code model has no configuration")
+    paths = (model["paths"]["source"], model["paths"]["build"])
+    entries = configurations[0]["targets"]
+    documents = [_load(reply_dir / entry["jsonFile"]) for entry in entries]
+    names = {entry["id"]: entry["name"] for entry in entries}
+    object_dirs = {
+        _absolute(
+            paths[1], posixpath.join(doc["paths"]["build"], "CMakeFiles", doc["name"] + ".dir")
+        )
+        + "/": doc["name"]
+        for doc in documents
+        if doc["type"] == "OBJECT_LIBRARY"
+    }
+    projects = configurations[0].get("projects") or [{"name": ""}]
+    return Codemodel(
+        source_dir=paths[0],
+        build_dir=paths[1],
+        project=projects[0]["name"],
+        targets=tuple(parse_target(doc, paths, names, object_dirs) for doc in documents),
+        compilers=_compilers(reply_dir, index),
+    )

@@ -1,0 +1,105 @@
+"""What a recipe says the code model must show: the recipe's plan, reduced to file names."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from buildtool.plan import LinkPlan
+    from buildtool.recipe.load import LoadedRecipe
+    from buildtool.recipe.model import VerifySettings
+
+
+@dataclasses.dataclass(frozen=True)
+class LibraryPolicy:
+    """One library of the split."""
+
+    name: str
+    """Recipe name."""
+    file_name: str
+    """File name of the built library: how its CMake target is found."""
+    optional: bool
+    """Whether deployments may lack it (the compiler)."""
+    links: tuple[str, ...]
+    """File names of the libraries it must link."""
+    objects: tuple[str, ...]
+    """Object libraries it owns (recipe names, matched against CMake target names)."""
+    forbidden: tuple[str, ...]
+    """File-name patterns it may never link (every optional library when it is required)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecutablePolicy:
+    """One executable or test."""
+
+    name: str
+    """Recipe name, also its file name."""
+    links: tuple[str, ...]
+    """File names of the libraries it must link."""
+    no_as_needed: tuple[str, ...]
+    """File names it must keep in DT_NEEDED although it references nothing of theirs."""
+    forbidden: tuple[str, ...]
+    """File-name patterns it may never link."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CmakePolicy:
+    """Everything the checks that need a recipe know."""
+
+    source: str
+    """The recipe, as messages name it."""
+    libraries: tuple[LibraryPolicy, ...]
+    """The split's libraries; the Python loader loads them all into one process."""
+    executables: tuple[ExecutablePolicy, ...]
+    """Executables and tests."""
+    removed: tuple[str, ...]
+    """Legacy file names no target may build any more."""
+
+    @property
+    def library_files(self) -> frozenset[str]:
+        return frozenset(lib.file_name for lib in self.libraries)
+
+    def object_owner(self, name: str) -> LibraryPolicy | None:
+        return next((lib for lib in self.libraries if name in lib.objects), None)
+
+
+def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> CmakePolicy:
+    """The policy a recipe's plan implies."""
+    files = {lib.name: lib.file_name for lib in plan.libraries}
+    optional = [lib.file_name for lib in plan.libraries if lib.optional]
+    libraries = tuple(
+        LibraryPolicy(
+            name=lib.name,
+            file_name=lib.file_name,
+            optional=lib.optional,
+            links=tuple(files[name] for name in lib.links),
+            objects=lib.objects,
+            forbidden=(
+                *verify.forbidden_needed.get(lib.name, ()),
+                *([] if lib.optional else optional),
+            ),
+        )
+        for lib in plan.libraries
+    )
+    executables = tuple(
+        ExecutablePolicy(
+            name=exe.name,
+            links=tuple(files[name] for name in exe.links),
+            no_as_needed=tuple(files[name] for name in exe.no_as_needed),
+            forbidden=tuple(verify.forbidden_needed.get(exe.name, ())),
+        )
+        for exe in plan.executables
+    )
+    return CmakePolicy(plan.recipe_source, libraries, executables, verify.removed)
+
+
+def policy_for_recipe(loaded: LoadedRecipe) -> CmakePolicy:
+    """The recipe's policy; a policy-only recipe (no sources) needs no source tree."""
+    from buildtool.plan import make_plan
+    from buildtool.recipe.sources import expand_sources
+
+    recipe = loaded.recipe
+    has_sources = any(lib.sources for lib in recipe.libraries.values())
+    sources = expand_sources(loaded) if has_sources else {}
+    return policy_from_plan(make_plan(recipe, loaded.source, sources), recipe.verify)

@@ -1,0 +1,295 @@
+"""The code model and an optional policy -> findings. Pure: no files, no processes.
+
+Findings name the CMake file that defines the target (so GitHub annotations land on it) and
+start with the target's name and line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import itertools
+import posixpath
+from collections.abc import Callable, Iterator, Mapping
+
+from buildtool.cmakecheck.codemodel import LIBRARY_TYPES, LINKED_TYPES, CmakeTarget, Codemodel
+from buildtool.cmakecheck.linkline import (
+    artifact_index,
+    as_needed_per_fragment,
+    library_paths,
+    linked_file_names,
+    linked_targets,
+    rpath_entries,
+)
+from buildtool.cmakecheck.policy import CmakePolicy
+from buildtool.linkage.findings import Finding
+
+
+@dataclasses.dataclass(frozen=True)
+class Graph:
+    """Who links whom and who holds which object files, from the code model."""
+
+    model: Codemodel
+    linked: Mapping[str, tuple[str, ...]]
+    """Target name -> names of the build tree's targets on its link line."""
+    holders: Mapping[str, tuple[str, ...]]
+    """OBJECT library name -> names of the linked targets holding its object files."""
+    compiled_in: Mapping[str, tuple[str, ...]]
+    """Source path -> names of the linked targets compiling it."""
+
+
+def make_graph(model: Codemodel) -> Graph:
+    artifacts = artifact_index(model.targets)
+    linked = {
+        target.name: tuple(linked_targets(target, model.build_dir, artifacts))
+        for target in model.targets
+    }
+    holders: dict[str, list[str]] = {}
+    compiled_in: dict[str, list[str]] = {}
+    for target in model.of_type(*LINKED_TYPES):
+        for name in target.object_libraries:
+            holders.setdefault(name, []).append(target.name)
+        for source in target.sources:
+            compiled_in.setdefault(source, []).append(target.name)
+    return Graph(
+        model,
+        linked,
+        {name: tuple(found) for name, found in holders.items()},
+        {source: tuple(found) for source, found in compiled_in.items()},
+    )
+
+
+def _finding(target: CmakeTarget, check_id: str, message: str, evidence: str = "") -> Finding:
+    return Finding(
+        check_id, target.defined_in, f"target {target.name} ({target.where}): {message}", evidence
+    )
+
+
+class Together:
+    """Whether two targets end up in one process: one links the other, one target links both,
+    or the recipe's loader loads both."""
+
+    def __init__(self, graph: Graph, policy: CmakePolicy | None) -> None:
+        self.graph = graph
+        files = policy.library_files if policy else frozenset()
+        self.loaded = {t.name for t in graph.model.targets if files and set(t.file_names) & files}
+
+    def reason(self, first: str, second: str) -> str | None:
+        linked = self.graph.linked
+        if second in linked.get(first, ()):
+            return f"{first} links {second}"
+        if first in linked.get(second, ()):
+            return f"{second} links {first}"
+        if first in self.loaded and second in self.loaded:
+            return "the recipe's loader loads both"
+        for name, names in linked.items():
+            if first in names and second in names:
+                return f"{name} links both"
+        return None
+
+
+def _shared_code(
+    graph: Graph,
+    together: Together,
+    check_id: str,
+    shared: Mapping[str, tuple[str, ...]],
+    describe: Callable[[str], str],
+) -> Iterator[Finding]:
+    model = graph.model
+    for item, names in sorted(shared.items()):
+        for first, second in itertools.combinations(names, 2):
+            reason = together.reason(first, second)
+            if reason is not None:
+                yield _finding(
+                    model.target(second),
+                    check_id,
+                    f"{describe(item)} also linked into {first}, and {reason}",
+                    f"one process loads {first} and {second}",
+                )
+
+
+def check_object_libraries(graph: Graph, together: Together) -> Iterator[Finding]:
+    """BT201: one OBJECT library's object files in two targets loaded together."""
+    yield from _shared_code(
+        graph,
+        together,
+        "BT201",
+        graph.holders,
+        lambda name: f"the objects of OBJECT library {name} are",
+    )
+
+
+def check_sources(graph: Graph, together: Together) -> Iterator[Finding]:
+    """BT202: one source compiled into two targets loaded together."""
+    source_dir = graph.model.source_dir
+
+    def describe(path: str) -> str:
+        return f"{posixpath.relpath(path, source_dir)} is compiled here and"
+
+    yield from _shared_code(graph, together, "BT202", graph.compiled_in, describe)
+
+
+def check_together(model: Codemodel, policy: CmakePolicy | None) -> Iterator[Finding]:
+    """BT206: every shared library (the recipe's, with one) built into one folder."""
+    libraries = [
+        target
+        for target in model.of_type("SHARED_LIBRARY")
+        if policy is None or set(target.file_names) & policy.library_files
+    ]
+    folders = sorted({posixpath.dirname(path) for t in libraries for path in t.artifacts})
+    if len(folders) < 2:
+        return
+    first = folders[0]
+    for target in libraries:
+        elsewhere = [path for path in target.artifacts if posixpath.dirname(path) != first]
+        if elsewhere:
+            yield _finding(
+                target,
+                "BT206",
+                f"built into {posixpath.dirname(elsewhere[0])}, not {first} with the others",
+                "library folders: " + ", ".join(folders),
+            )
+
+
+def generic_findings(graph: Graph, policy: CmakePolicy | None) -> Iterator[Finding]:
+    together = Together(graph, policy)
+    yield from check_object_libraries(graph, together)
+    yield from check_sources(graph, together)
+    yield from check_together(graph.model, policy)
+
+
+# --- checks that need the recipe ---------------------------------------------------------------
+
+
+def _by_file(model: Codemodel, file_name: str, types: tuple[str, ...]) -> CmakeTarget | None:
+    return next((t for t in model.of_type(*types) if file_name in t.file_names), None)
+
+
+def check_forbidden(target: CmakeTarget, patterns: tuple[str, ...]) -> Iterator[Finding]:
+    """BT203."""
+    for file_name in dict.fromkeys(linked_file_names(target)):
+        matched = next((p for p in patterns if fnmatch.fnmatchcase(file_name, p)), None)
+        if matched is not None:
+            yield _finding(
+                target,
+                "BT203",
+                f"links {file_name}, which the policy forbids",
+                f"forbidden pattern {matched}",
+            )
+
+
+def check_required_links(target: CmakeTarget, links: tuple[str, ...]) -> Iterator[Finding]:
+    """BT209."""
+    present = set(linked_file_names(target))
+    for file_name in links:
+        if file_name not in present:
+            yield _finding(
+                target, "BT209", f"does not link {file_name}, which the recipe says it links"
+            )
+
+
+def check_as_needed(
+    target: CmakeTarget, build_dir: str, files: tuple[str, ...], as_needed_default: bool
+) -> Iterator[Finding]:
+    """BT204: a no-as-needed library on the link line while --as-needed is in effect."""
+    states = as_needed_per_fragment(target.link, as_needed_default)
+    for index, path in library_paths(target, build_dir):
+        name = posixpath.basename(path)
+        if name in files and states[index]:
+            default = " (the toolchain's default)" if as_needed_default else ""
+            yield _finding(
+                target,
+                "BT204",
+                f"links {name} under --as-needed{default}: the linker drops it when nothing of it "
+                "is referenced, and its registrations never run",
+                f"link fragment {target.link[index].fragment!r}",
+            )
+
+
+def check_runpath(target: CmakeTarget, links_split: bool) -> Iterator[Finding]:
+    """BT207."""
+    entries = rpath_entries(target)
+    bad = [entry for entry in entries if not entry.startswith("$ORIGIN")]
+    if bad:
+        yield _finding(
+            target,
+            "BT207",
+            f"RUNPATH {':'.join(bad)} is not $ORIGIN-relative",
+            f"link RUNPATH entries: {':'.join(entries)}",
+        )
+    elif not entries and links_split:
+        yield _finding(target, "BT207", "no RUNPATH, but it links libraries of the split")
+
+
+def _links_split(graph: Graph, target: CmakeTarget, files: frozenset[str]) -> bool:
+    model = graph.model
+    return any(set(model.target(name).file_names) & files for name in graph.linked[target.name])
+
+
+def library_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:
+    model = graph.model
+    for lib in policy.libraries:
+        target = _by_file(model, lib.file_name, LIBRARY_TYPES)
+        if target is None:
+            yield Finding(
+                "BT210", policy.source, f"library {lib.name}: no target builds {lib.file_name}"
+            )
+            continue
+        yield from check_forbidden(target, lib.forbidden)
+        yield from check_required_links(target, lib.links)
+        yield from check_runpath(target, _links_split(graph, target, policy.library_files))
+
+
+def executable_findings(graph: Graph, policy: CmakePolicy, as_needed: bool) -> Iterator[Finding]:
+    model = graph.model
+    for exe in policy.executables:
+        target = _by_file(model, exe.name, ("EXECUTABLE",))
+        if target is None:
+            yield Finding("BT210", policy.source, f"executable {exe.name}: no target builds it")
+            continue
+        yield from check_forbidden(target, exe.forbidden)
+        yield from check_required_links(target, exe.links)
+        yield from check_as_needed(target, model.build_dir, exe.no_as_needed, as_needed)
+        yield from check_runpath(target, _links_split(graph, target, policy.library_files))
+
+
+def object_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:
+    """BT205: an object library of the recipe held by anything but its owner."""
+    model = graph.model
+    for name, holders in sorted(graph.holders.items()):
+        owner = policy.object_owner(name)
+        if owner is None:
+            continue
+        for holder in holders:
+            target = model.target(holder)
+            if owner.file_name not in target.file_names:
+                yield _finding(
+                    target,
+                    "BT205",
+                    f"links the objects of {name}, which the recipe gives to {owner.name} "
+                    f"({owner.file_name})",
+                )
+
+
+def removed_findings(model: Codemodel, policy: CmakePolicy) -> Iterator[Finding]:
+    """BT208."""
+    for target in model.targets:
+        for file_name in target.file_names:
+            if file_name in policy.removed:
+                yield _finding(
+                    target, "BT208", f"still builds {file_name}, which the recipe lists as removed"
+                )
+
+
+def check_codemodel(
+    model: Codemodel, policy: CmakePolicy | None, as_needed_default: bool
+) -> tuple[Finding, ...]:
+    """Every check that can run: the generic ones always, the policy's with a recipe."""
+    graph = make_graph(model)
+    findings = list(generic_findings(graph, policy))
+    if policy is not None:
+        findings += library_findings(graph, policy)
+        findings += executable_findings(graph, policy, as_needed_default)
+        findings += object_findings(graph, policy)
+        findings += removed_findings(model, policy)
+    return tuple(findings)

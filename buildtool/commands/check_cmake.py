@@ -1,0 +1,74 @@
+"""``buildtool check-cmake``: a project's own CMake, checked from its code model."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from buildtool.cmakecheck.check import check_build_dir
+from buildtool.cmakecheck.report import CmakeReport, render_github, render_json, render_text
+from buildtool.console import paint, use_colour
+from buildtool.fsutil import write_atomic
+
+if TYPE_CHECKING:
+    from buildtool.recipe.load import LoadedRecipe
+
+log = logging.getLogger("buildtool")
+
+
+def populate_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "build_dir",
+        type=Path,
+        metavar="BUILD_DIR",
+        help="a configured CMake build folder (any generator); the File API query is written "
+        "and cmake re-run there when its reply is missing or stale",
+    )
+    parser.add_argument(
+        "--recipe",
+        type=Path,
+        metavar="FILE",
+        help="policy recipe (see 'buildtool init --from-cmake'); without it only the checks "
+        "that need no policy run, and the target graph is printed",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json", "github"),
+        default="text",
+        help="text, json (versioned) or github (workflow annotations)",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        metavar="FILE",
+        help="write the report to FILE instead of stdout (renamed into place)",
+    )
+
+
+def _recipe(path: Path | None) -> LoadedRecipe | None:
+    if path is None:
+        return None
+    from buildtool.recipe.load import load_recipe
+
+    return load_recipe(path, str(path))
+
+
+def _render(report: CmakeReport, output_format: str, colour: bool) -> str:
+    if output_format == "json":
+        return render_json(report)
+    if output_format == "github":
+        return render_github(report)
+    return render_text(report, lambda text, style: paint(text, style, colour))
+
+
+def run(args: argparse.Namespace) -> int:
+    report = check_build_dir(args.build_dir, _recipe(args.recipe))
+    if args.output is None:
+        sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
+    else:
+        write_atomic(args.output, _render(report, args.format, colour=False))
+        log.info("report written to %s", args.output)
+    return 1 if report.failed else 0

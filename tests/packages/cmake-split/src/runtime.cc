@@ -1,0 +1,8 @@
+#include "registry.h"
+
+namespace {
+int GetShapeSize() { return 4; }
+const int registered = split::Register("rpc.testing.GetShapeSize", GetShapeSize);
+}  // namespace
+
+int split_runtime_version() { return 1; }
