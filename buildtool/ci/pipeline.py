@@ -147,6 +147,22 @@ def step_configure(workspace: Workspace) -> StepOutcome:
     return StepOutcome(detail=f"configured {request.build_dir}: {', '.join(built)}")
 
 
+def step_check_cmake(workspace: Workspace) -> StepOutcome:
+    """check-cmake on the configured tree: the split's mistakes fail the run before any compile."""
+    from buildtool.cmakecheck.check import check_build_dir
+    from buildtool.cmakecheck.report import render_text as render_cmake_text
+
+    report = check_build_dir(workspace.request.build_dir, workspace.request.loaded)
+    log.info("%s", render_cmake_text(report).rstrip("\n"))
+    errors, warnings = report.count("error"), report.count("warning")
+    detail = f"{report.targets} CMake targets checked: {errors} errors, {warnings} warnings"
+    first = next((f for f in report.findings if f.severity == "error"), None)
+    if first is not None:
+        detail += f"; {first.check_id} {first.check.name}: {first.message}"
+    status: StepStatus = "failed" if report.failed else "passed"
+    return StepOutcome(status, detail, report.findings)
+
+
 def step_build(workspace: Workspace) -> StepOutcome:
     configure.build(workspace.request.build_dir)
     return StepOutcome(detail=f"built {workspace.request.build_dir}")
@@ -315,6 +331,11 @@ def step_smoke_runtime(workspace: Workspace) -> StepOutcome:
 STEPS: tuple[Step, ...] = (
     Step("generated", "generated files are current (configure --check)", step_generated),
     Step("configure", "configure the CMake build", step_configure),
+    Step(
+        "check-cmake",
+        "check-cmake on CMake's code model, before anything compiles",
+        step_check_cmake,
+    ),
     Step("build", "compile with ninja", step_build),
     Step("ctest", "run the C++ tests", step_ctest),
     Step("verify-build", "verify-linkage on the build tree", step_verify_build),

@@ -1,0 +1,266 @@
+"""check-cmake and init --from-cmake: pure parts first, then a hand-written CMake project
+(tests/packages/cmake-split) configured and built for real, each planted defect reported by
+check-cmake from the code model and by verify-linkage on the built binaries alike."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from buildtool.ci import pipeline
+from buildtool.cmake.run import cmake_executable, ninja_executable
+from buildtool.cmakecheck.codemodel import CmakeTarget, LinkFragment, read_codemodel
+from buildtool.cmakecheck.linkline import as_needed_per_fragment, rpath_entries, unescape
+from buildtool.cmakecheck.query import linker_defaults_as_needed, toolchain_as_needed
+from buildtool.cmakecheck.starter import project_name, recipe_name
+from buildtool.plan import make_plan
+from buildtool.recipe.load import load_recipe
+from tests.conftest import PACKAGES, CliRunner, require
+
+SPLIT = PACKAGES / "cmake-split"
+SPLIT_RECIPE = SPLIT / "buildtool.toml"
+
+# --- pure: link lines, the driver's dry run, names -----------------------------------------------
+
+
+def fragments(*texts: str) -> tuple[LinkFragment, ...]:
+    return tuple(LinkFragment(text, "libraries") for text in texts)
+
+
+def target_with(*texts: str) -> CmakeTarget:
+    return CmakeTarget("t", "EXECUTABLE", (), (), (), fragments(*texts), None, "CMakeLists.txt", 1)
+
+
+def test_ninja_escaped_rpath_is_read_as_the_linker_sees_it() -> None:
+    assert unescape('-Wl,-rpath,"\\$$ORIGIN/../lib"') == "-Wl,-rpath,$ORIGIN/../lib"
+    target = target_with('-Wl,-rpath,"\\$$ORIGIN":/abs/lib', "-Wl,-rpath=/x", "lib/a.so")
+    assert rpath_entries(target) == ("$ORIGIN", "/abs/lib", "/x")
+
+
+def test_as_needed_state_follows_push_and_pop() -> None:
+    line = fragments(
+        "lib/a.so",
+        "-Wl,--push-state,--no-as-needed",
+        "lib/b.so",
+        "-Wl,--pop-state",
+        "lib/c.so",
+        "-Xlinker --no-as-needed",
+        "lib/d.so",
+    )
+    assert as_needed_per_fragment(line, default=True) == (
+        True,
+        False,
+        False,
+        True,
+        True,
+        False,
+        False,
+    )
+    assert as_needed_per_fragment(line, default=False)[0] is False
+
+
+def test_driver_dry_run_tells_the_linker_default() -> None:
+    debian = (
+        ' /usr/lib/gcc/x86_64-linux-gnu/12/collect2 -plugin x "--hash-style=gnu" --as-needed '
+        "-pie -o a.out Scrt1.o buildtool-probe.o -lstdc++ --push-state --as-needed -lgcc_s "
+        "--pop-state"
+    )
+    assert linker_defaults_as_needed("COLLECT_GCC_OPTIONS='-o'\n" + debian)
+    assert not linker_defaults_as_needed(debian.replace(" --as-needed -pie", " -pie"))
+    assert not linker_defaults_as_needed("no linker line at all")
+
+
+def test_names_become_recipe_names() -> None:
+    assert recipe_name("tvm-ffi") == "tvm_ffi"
+    assert recipe_name("3rd") == "_3rd"
+    assert recipe_name("a.b", ["a_b"]) == "a_b_2"
+    assert project_name("My Project!") == "My-Project"
+    assert project_name("$$") == "project"
+
+
+# --- the hand-written project, configured and built for real ------------------------------------
+
+DEFECTS = ("none", "double-owner", "runtime-links-compiler", "as-needed")
+
+
+def configure_split(folder: Path, defect: str) -> Path:
+    """A copy of tests/packages/cmake-split configured with one planted defect (no File API
+    query: check-cmake must ask for the code model itself)."""
+    source = folder / "project"
+    shutil.copytree(SPLIT, source)
+    build = folder / "build"
+    subprocess.run(
+        [
+            cmake_executable(), "-S", source, "-B", build, "-G", "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DSPLIT_DEFECT={defect}",
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return build
+
+
+SplitBuild = Callable[[str], Path]
+
+
+@pytest.fixture(scope="session")
+def split_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
+    """Builds a defect's copy of the project on first use, once per session."""
+    require(shutil.which("c++") is not None, "no C++ compiler")
+    builds: dict[str, Path] = {}
+
+    def build(defect: str) -> Path:
+        if defect not in builds:
+            folder = configure_split(tmp_path_factory.mktemp(f"split-{defect}"), defect)
+            subprocess.run([ninja_executable(), "-C", folder], check=True, capture_output=True)
+            builds[defect] = folder
+        return builds[defect]
+
+    return build
+
+
+def check_ids(run_cli: CliRunner, *argv: str) -> tuple[int, list[str]]:
+    result = run_cli(*argv, "--format", "json")
+    document = json.loads(result.stdout)
+    return result.exit_code, [finding["id"] for finding in document["findings"]]
+
+
+AGREEMENT = [
+    # defect, check-cmake's ids (code model), verify-linkage's ids (binaries): the same mistake
+    pytest.param("none", [], [], id="the-fixed-split-is-clean"),
+    # the seed's bug: gemm (static-init registration) in runtime and compiler, which link
+    pytest.param("double-owner", ["BT201", "BT205"], ["BT103", "BT104"], id="double-ownership"),
+    pytest.param(
+        "runtime-links-compiler",
+        ["BT203", "BT209"],
+        ["BT101", "BT102"],
+        id="runtime-links-compiler",
+    ),
+    # minrpc needs only the runtime's registrations; --as-needed (gcc's default here) drops it
+    pytest.param("as-needed", ["BT204"], ["BT101"], id="registration-only-link-dropped"),
+]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("defect", "cmake_ids", "binary_ids"), AGREEMENT)
+def test_check_cmake_and_verify_linkage_agree(
+    run_cli: CliRunner,
+    split_build: SplitBuild,
+    defect: str,
+    cmake_ids: list[str],
+    binary_ids: list[str],
+) -> None:
+    build = split_build(defect)
+    recipe = str(SPLIT_RECIPE)
+    code, found = check_ids(run_cli, "check-cmake", str(build), "--recipe", recipe)
+    assert sorted(found) == cmake_ids
+    assert code == (1 if cmake_ids else 0)
+    code, found = check_ids(run_cli, "verify-linkage", str(build), "--recipe", recipe)
+    assert sorted(set(found)) == binary_ids
+    assert code == (1 if binary_ids else 0)
+
+
+@pytest.mark.integration
+def test_as_needed_verdict_rests_on_the_toolchain() -> None:
+    """The BT204 case above is only a defect because this compiler links with --as-needed."""
+    require(shutil.which("c++") is not None, "no C++ compiler")
+    output = subprocess.run(
+        ["c++", "-dumpspecs"], capture_output=True, text=True, check=False
+    ).stdout
+    assert toolchain_as_needed(shutil.which("c++") or "") == ("--as-needed" in output)
+
+
+@pytest.mark.integration
+def test_without_a_recipe_the_double_ownership_is_found_and_the_graph_printed(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    build = configure_split(tmp_path, "double-owner")  # configured only: nothing compiled
+    result = run_cli("check-cmake", str(build))
+    assert result.exit_code == 1, result.stderr
+    assert (
+        "error BT201 cmake-object-library-twice: target runtime (CMakeLists.txt:" in result.stdout
+    )
+    assert "  object library gemm: objects linked into compiler, runtime" in result.stdout
+    assert "  shared library compiler (libcompiler.so) -> runtime, ffi" in result.stdout
+    assert "BT203" not in result.stdout  # needs the recipe
+    assert not list((tmp_path / "build").glob("lib/*.so")), "check-cmake must not build"
+
+
+@pytest.mark.integration
+def test_the_reply_is_asked_for_when_missing_or_stale(run_cli: CliRunner, tmp_path: Path) -> None:
+    build = configure_split(tmp_path, "none")
+    reply = build / ".cmake" / "api" / "v1" / "reply"
+    assert not reply.exists()
+    assert run_cli("check-cmake", str(build)).exit_code == 0
+    first = sorted(reply.glob("index-*.json"))
+    assert first
+    # reconfigured with the defect: the cache is newer than the reply, which is read again
+    subprocess.run(
+        [cmake_executable(), "-DSPLIT_DEFECT=double-owner", build], check=True, capture_output=True
+    )
+    code, found = check_ids(run_cli, "check-cmake", str(build))
+    assert (code, found) == (1, ["BT201"])
+
+
+@pytest.mark.integration
+def test_object_libraries_are_found_without_object_dependencies(tmp_path: Path) -> None:
+    """Code models before 2.9 only list the object files among the sources."""
+    build = configure_split(tmp_path, "double-owner")
+    query = build / ".cmake" / "api" / "v1" / "query" / "codemodel-v2"
+    query.parent.mkdir(parents=True)
+    query.touch()
+    subprocess.run([cmake_executable(), build], check=True, capture_output=True)
+    reply = build / ".cmake" / "api" / "v1" / "reply"
+    for path in reply.glob("target-*.json"):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        document.pop("objectDependencies", None)
+        path.write_text(json.dumps(document), encoding="utf-8")
+    model = read_codemodel(reply)
+    assert model.target("compiler").object_libraries == ("gemm",)
+    assert model.target("runtime").object_libraries == ("gemm",)
+
+
+@pytest.mark.integration
+def test_init_writes_a_recipe_both_tools_accept(
+    run_cli: CliRunner, split_build: SplitBuild, tmp_path: Path
+) -> None:
+    build = split_build("none")
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    loaded = load_recipe(recipe)
+    assert loaded.recipe.libraries["runtime"].objects == ("gemm",)
+    assert loaded.recipe.executables["minrpc"].no_as_needed == ("runtime",)
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
+    assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
+    # never overwritten
+    before = recipe.read_bytes()
+    refused = run_cli("init", "--from-cmake", str(build), "--output", str(recipe))
+    assert refused.exit_code == 2
+    assert "already exists" in refused.stderr
+    assert recipe.read_bytes() == before
+
+
+def test_a_folder_that_is_not_a_build_tree_is_bad_input(run_cli: CliRunner, tmp_path: Path) -> None:
+    result = run_cli("check-cmake", str(tmp_path))
+    assert result.exit_code == 2
+    assert f"{tmp_path}: not a configured CMake build folder (no CMakeCache.txt)" in result.stderr
+    output = tmp_path / "recipe.toml"
+    assert run_cli("init", "--from-cmake", str(tmp_path), "--output", str(output)).exit_code == 2
+    assert not output.exists()
+
+
+@pytest.mark.integration
+def test_ci_step_fails_before_anything_compiles(tmp_path: Path) -> None:
+    build = configure_split(tmp_path, "double-owner")
+    loaded = load_recipe(SPLIT_RECIPE)
+    request = pipeline.CiRequest(loaded, tmp_path / "dist", build)
+    workspace = pipeline.Workspace(request, make_plan(loaded.recipe, loaded.source, {}))
+    outcome = pipeline.step_check_cmake(workspace)
+    assert outcome.status == "failed"
+    assert "BT201 cmake-object-library-twice" in outcome.detail
+    assert {finding.check_id for finding in outcome.findings} == {"BT201", "BT205"}
