@@ -1,5 +1,5 @@
 """Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s schema``,
-``nox -s fuzz``, ``nox -s bench``."""
+``nox -s fuzz``, ``nox -s bench``, ``nox -s realprojects``."""
 
 from __future__ import annotations
 
@@ -66,3 +66,11 @@ def bench(session: nox.Session) -> None:
     runs, ``-- --work-dir DIR`` to keep the downloads between runs."""
     session.install("-e", ".")
     session.run("python", "benchmarks/verify_torch.py", *session.posargs)
+
+
+@nox.session
+def realprojects(session: nox.Session) -> None:
+    """check-cmake, init --from-cmake and verify-linkage on third-party CMake projects from PyPI's
+    sdists (apache-tvm-ffi): downloads and builds them (a few minutes)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "realprojects", *session.posargs)

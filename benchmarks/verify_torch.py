@@ -46,6 +46,7 @@ from typing import Final
 
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "benchmarks" / "README.md"
+OTHER_SECTIONS = "<!-- other benchmarks -->"
 TORCH = "torch==2.13.0"
 ELF_MAGIC = b"\x7fELF"
 CHUNK = 1 << 20
@@ -567,7 +568,11 @@ def write_readme(r: Results) -> None:
         "",
         NOTES,
     ]
-    README.write_text("\n".join(lines), encoding="utf-8")
+    # other benchmarks keep their sections below the marker (benchmarks/check_cmake.py)
+    text = README.read_text(encoding="utf-8") if README.is_file() else ""
+    start = text.find(OTHER_SECTIONS)
+    kept = ["", text[start:].rstrip("\n")] if start >= 0 else []
+    README.write_text("\n".join(lines + kept) + ("\n" if kept else ""), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

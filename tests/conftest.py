@@ -100,3 +100,14 @@ def duplicate_gemm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "compiler/build.cc",
         "compiler/build.cc\n      $<TARGET_OBJECTS:gemm>",
     )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``realprojects`` (third-party projects downloaded and built) run only when
+    asked for by name: ``pytest -m realprojects`` (``nox -s realprojects``)."""
+    if "realprojects" in (config.option.markexpr or ""):
+        return
+    kept = [item for item in items if item.get_closest_marker("realprojects") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept

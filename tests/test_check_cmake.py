@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from buildtool.ci import pipeline
@@ -20,7 +21,7 @@ from buildtool.cmakecheck.query import linker_defaults_as_needed, toolchain_as_n
 from buildtool.cmakecheck.starter import project_name, recipe_name
 from buildtool.plan import make_plan
 from buildtool.recipe.load import load_recipe
-from tests.conftest import PACKAGES, CliRunner, require
+from tests.conftest import PACKAGES, REPO, CliRunner, require
 
 SPLIT = PACKAGES / "cmake-split"
 SPLIT_RECIPE = SPLIT / "buildtool.toml"
@@ -124,9 +125,14 @@ def split_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
     return build
 
 
+SCHEMA = REPO / "buildtool" / "schemas" / "check-cmake.schema.json"
+
+
 def check_ids(run_cli: CliRunner, *argv: str) -> tuple[int, list[str]]:
     result = run_cli(*argv, "--format", "json")
     document = json.loads(result.stdout)
+    if argv[0] == "check-cmake":
+        jsonschema.validate(document, json.loads(SCHEMA.read_text(encoding="utf-8")))
     return result.exit_code, [finding["id"] for finding in document["findings"]]
 
 
@@ -189,6 +195,10 @@ def test_without_a_recipe_the_double_ownership_is_found_and_the_graph_printed(
     assert "  shared library compiler (libcompiler.so) -> runtime, ffi" in result.stdout
     assert "BT203" not in result.stdout  # needs the recipe
     assert not list((tmp_path / "build").glob("lib/*.so")), "check-cmake must not build"
+    github = run_cli("check-cmake", str(build), "--format", "github").stdout.splitlines()
+    assert github[0].startswith(
+        "::error file=CMakeLists.txt,title=BT201 cmake-object-library-twice::target runtime ("
+    )
 
 
 @pytest.mark.integration

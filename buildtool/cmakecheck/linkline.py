@@ -103,5 +103,6 @@ def artifact_index(targets: Sequence[CmakeTarget]) -> dict[str, str]:
 
 def linked_targets(target: CmakeTarget, build_dir: str, artifacts: Mapping[str, str]) -> list[str]:
     """Names of the build tree's targets on ``target``'s link line, in order."""
-    found = [artifacts[path] for _index, path in library_paths(target, build_dir)]
-    return list(dict.fromkeys(name for name in found if name != target.name))
+    found = [artifacts.get(path) for _index, path in library_paths(target, build_dir)]
+    # libraries from outside the build tree's targets (system, ExternalProject) are not targets
+    return list(dict.fromkeys(name for name in found if name and name != target.name))
