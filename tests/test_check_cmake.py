@@ -16,7 +16,14 @@ import pytest
 from buildtool.ci import pipeline
 from buildtool.cmake.run import cmake_executable, ninja_executable
 from buildtool.cmakecheck.codemodel import CmakeTarget, LinkFragment, read_codemodel
-from buildtool.cmakecheck.linkline import as_needed_per_fragment, rpath_entries, unescape
+from buildtool.cmakecheck.linkline import (
+    artifact_index,
+    as_needed_per_fragment,
+    linked_file_names,
+    linked_targets,
+    rpath_entries,
+    unescape,
+)
 from buildtool.cmakecheck.query import linker_defaults_as_needed, toolchain_as_needed
 from buildtool.cmakecheck.starter import project_name, recipe_name
 from buildtool.plan import make_plan
@@ -41,6 +48,15 @@ def test_ninja_escaped_rpath_is_read_as_the_linker_sees_it() -> None:
     assert unescape('-Wl,-rpath,"\\$$ORIGIN/../lib"') == "-Wl,-rpath,$ORIGIN/../lib"
     target = target_with('-Wl,-rpath,"\\$$ORIGIN":/abs/lib', "-Wl,-rpath=/x", "lib/a.so")
     assert rpath_entries(target) == ("$ORIGIN", "/abs/lib", "/x")
+
+
+def test_only_the_build_trees_own_targets_are_linked_targets() -> None:
+    library = CmakeTarget(
+        "a", "SHARED_LIBRARY", ("/b/lib/liba.so",), (), (), (), None, "CMakeLists.txt", 1
+    )
+    user = target_with("lib/liba.so", "/usr/lib/libz.so", "ext/libbacktrace.a", "-ldl")
+    assert linked_targets(user, "/b", artifact_index([library, user])) == ["a"]
+    assert list(linked_file_names(user)) == ["liba.so", "libz.so", "libbacktrace.a", "libdl.so"]
 
 
 def test_as_needed_state_follows_push_and_pop() -> None:
