@@ -4,6 +4,7 @@ check-cmake from the code model and by verify-linkage on the built binaries alik
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -24,7 +25,9 @@ from buildtool.cmakecheck.linkline import (
     rpath_entries,
     unescape,
 )
+from buildtool.cmakecheck.policy import policy_for_recipe
 from buildtool.cmakecheck.query import linker_defaults_as_needed, toolchain_as_needed
+from buildtool.cmakecheck.rules import check_codemodel
 from buildtool.cmakecheck.starter import project_name, recipe_name
 from buildtool.plan import make_plan
 from buildtool.recipe.load import load_recipe
@@ -32,6 +35,7 @@ from tests.conftest import PACKAGES, REPO, CliRunner, require
 
 SPLIT = PACKAGES / "cmake-split"
 SPLIT_RECIPE = SPLIT / "buildtool.toml"
+BENCHMARK = REPO / "benchmarks" / "check_cmake.py"
 
 # --- pure: link lines, the driver's dry run, names -----------------------------------------------
 
@@ -290,3 +294,21 @@ def test_ci_step_fails_before_anything_compiles(tmp_path: Path) -> None:
     assert outcome.status == "failed"
     assert "BT201 cmake-object-library-twice" in outcome.detail
     assert {finding.check_id for finding in outcome.findings} == {"BT201", "BT205"}
+
+
+@pytest.mark.integration
+def test_the_benchmark_project_is_clean_and_fully_checked(tmp_path: Path) -> None:
+    """benchmarks/check_cmake.py times a run in which every check goes through every target."""
+    spec = importlib.util.spec_from_file_location("check_cmake_bench", BENCHMARK)
+    assert spec is not None
+    assert spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    recipe, targets = bench.generate(tmp_path / "big", 20)
+    bench.configure_fresh(recipe.parent, tmp_path / "build")
+    model = read_codemodel(tmp_path / "build" / ".cmake" / "api" / "v1" / "reply")
+    assert len(model.targets) == targets == 42
+    policy = policy_for_recipe(load_recipe(recipe))
+    assert len(policy.libraries) == 20
+    assert len(policy.executables) == 2
+    assert check_codemodel(model, policy, as_needed_default=True) == ()
