@@ -4,6 +4,7 @@ check-cmake from the code model and by verify-linkage on the built binaries alik
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -106,8 +107,6 @@ def test_names_become_recipe_names() -> None:
 
 # --- the hand-written project, configured and built for real ------------------------------------
 
-DEFECTS = ("none", "double-owner", "runtime-links-compiler", "as-needed")
-
 
 def configure_split(folder: Path, defect: str) -> Path:
     """A copy of tests/packages/cmake-split configured with one planted defect (no File API
@@ -156,39 +155,53 @@ def check_ids(run_cli: CliRunner, *argv: str) -> tuple[int, list[str]]:
     return result.exit_code, [finding["id"] for finding in document["findings"]]
 
 
+@dataclasses.dataclass(frozen=True)
+class Agreement:
+    """One planted defect: what check-cmake reads from the code model, and what verify-linkage
+    finds on the built binaries: the same mistake."""
+
+    defect: str
+    cmake_ids: tuple[str, ...]
+    binary_ids: tuple[str, ...]
+    folders: tuple[str, ...] = ()
+    """Build-tree folders verify-linkage also reads (it reads lib/ and bin/ of a build tree)."""
+
+
 AGREEMENT = [
-    # defect, check-cmake's ids (code model), verify-linkage's ids (binaries): the same mistake
-    pytest.param("none", [], [], id="the-fixed-split-is-clean"),
+    pytest.param(Agreement("none", (), ()), id="the-fixed-split-is-clean"),
     # the seed's bug: gemm (static-init registration) in runtime and compiler, which link
-    pytest.param("double-owner", ["BT201", "BT205"], ["BT103", "BT104"], id="double-ownership"),
     pytest.param(
-        "runtime-links-compiler",
-        ["BT203", "BT209"],
-        ["BT101", "BT102"],
+        Agreement("double-owner", ("BT201", "BT205"), ("BT103", "BT104")), id="double-ownership"
+    ),
+    pytest.param(
+        Agreement("runtime-links-compiler", ("BT203", "BT209"), ("BT101", "BT102")),
         id="runtime-links-compiler",
     ),
     # minrpc needs only the runtime's registrations; --as-needed (gcc's default here) drops it
-    pytest.param("as-needed", ["BT204"], ["BT101"], id="registration-only-link-dropped"),
+    pytest.param(Agreement("as-needed", ("BT204",), ("BT101",)), id="registration-only-dropped"),
+    # the compiler in plugins/: its RUNPATH $ORIGIN no longer finds the runtime
+    pytest.param(
+        Agreement("scattered", ("BT206",), ("BT107", "BT120"), ("plugins",)), id="scattered"
+    ),
+    pytest.param(Agreement("build-rpath", ("BT207",), ("BT110",)), id="absolute-build-rpath"),
+    pytest.param(Agreement("legacy", ("BT208",), ("BT121",)), id="legacy-monolith-still-built"),
 ]
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(("defect", "cmake_ids", "binary_ids"), AGREEMENT)
+@pytest.mark.parametrize("case", AGREEMENT)
 def test_check_cmake_and_verify_linkage_agree(
-    run_cli: CliRunner,
-    split_build: SplitBuild,
-    defect: str,
-    cmake_ids: list[str],
-    binary_ids: list[str],
+    run_cli: CliRunner, split_build: SplitBuild, case: Agreement
 ) -> None:
-    build = split_build(defect)
+    build = split_build(case.defect)
     recipe = str(SPLIT_RECIPE)
     code, found = check_ids(run_cli, "check-cmake", str(build), "--recipe", recipe)
-    assert sorted(found) == cmake_ids
-    assert code == (1 if cmake_ids else 0)
-    code, found = check_ids(run_cli, "verify-linkage", str(build), "--recipe", recipe)
-    assert sorted(set(found)) == binary_ids
-    assert code == (1 if binary_ids else 0)
+    assert tuple(sorted(set(found))) == case.cmake_ids
+    assert code == (1 if case.cmake_ids else 0)
+    inputs = [str(build), *(str(build / folder) for folder in case.folders)]
+    code, found = check_ids(run_cli, "verify-linkage", *inputs, "--recipe", recipe)
+    assert tuple(sorted(set(found))) == case.binary_ids
+    assert code == (1 if case.binary_ids else 0)
 
 
 @pytest.mark.integration

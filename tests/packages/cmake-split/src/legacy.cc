@@ -1,0 +1,2 @@
+// What is left of the monolith the split replaced.
+int split_legacy_entry() { return 0; }
