@@ -113,3 +113,22 @@ def test_default_build_rpath_is_reported(
     assert [check_id for check_id, _message in found] == ["BT207"]
     assert found[0][1].startswith("target tvm_ffi_testing (")
     assert f"RUNPATH {build}/lib" in found[0][1]
+
+
+def test_python_module_configuration_is_clean(
+    run_cli: CliRunner, tvm_ffi_source: Path, tmp_path: Path
+) -> None:
+    """As its wheel configures it (with the Cython extension module): still clean, and the
+    graph shows the module linking both libraries. Configured only; nothing is compiled."""
+    build = tmp_path / "build"
+    configure(
+        tvm_ffi_source,
+        build,
+        "-DTVM_FFI_BUILD_PYTHON_MODULE=ON",
+        f"-DPython_EXECUTABLE={sys.executable}",
+    )
+    result = run_cli("check-cmake", str(build))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    module = next(line for line in result.stdout.splitlines() if line.startswith("  module "))
+    assert module.startswith("  module tvm_ffi_cython (core.")
+    assert module.endswith(") -> tvm_ffi_testing, tvm_ffi_shared")
