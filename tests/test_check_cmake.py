@@ -27,7 +27,12 @@ from buildtool.cmakecheck.linkline import (
     unescape,
 )
 from buildtool.cmakecheck.policy import policy_for_recipe
-from buildtool.cmakecheck.query import linker_defaults_as_needed, toolchain_as_needed
+from buildtool.cmakecheck.query import (
+    linker_defaults_as_needed,
+    load_codemodel,
+    reply_is_current,
+    toolchain_as_needed,
+)
 from buildtool.cmakecheck.rules import check_codemodel
 from buildtool.cmakecheck.starter import project_name, recipe_name
 from buildtool.plan import make_plan
@@ -325,3 +330,15 @@ def test_the_benchmark_project_is_clean_and_fully_checked(tmp_path: Path) -> Non
     assert len(policy.libraries) == 20
     assert len(policy.executables) == 2
     assert check_codemodel(model, policy, as_needed_default=True) == ()
+
+
+@pytest.mark.integration
+def test_a_reply_to_another_client_is_not_ours(tmp_path: Path) -> None:
+    build = configure_split(tmp_path, "none")
+    client = build / ".cmake" / "api" / "v1" / "query" / "client-ide" / "codemodel-v2"
+    client.parent.mkdir(parents=True)
+    client.touch()
+    subprocess.run([cmake_executable(), build], check=True, capture_output=True)
+    assert not reply_is_current(build)
+    assert load_codemodel(build).target("runtime").object_libraries == ("gemm",)
+    assert reply_is_current(build)

@@ -7,6 +7,7 @@ project's sources are never touched.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import shlex
 from pathlib import Path
@@ -45,7 +46,13 @@ def reply_is_current(build_dir: Path) -> bool:
     """A reply with a code model, written after the last change to CMakeCache.txt."""
     reply_dir = build_dir / ".cmake" / "api" / "v1" / "reply"
     index = latest_index(reply_dir) if reply_dir.is_dir() else None
-    if index is None or b'"codemodel-v2"' not in index.read_bytes():
+    if index is None:
+        return False
+    try:
+        reply = json.loads(index.read_bytes()).get("reply", {})
+    except ValueError:
+        return False
+    if "codemodel-v2" not in reply:  # another client's query (an IDE's) was answered, not ours
         return False
     return index.stat().st_mtime >= (build_dir / "CMakeCache.txt").stat().st_mtime
 
