@@ -17,7 +17,7 @@ import pytest
 
 from buildtool.ci import pipeline
 from buildtool.cmake.run import cmake_executable, ninja_executable
-from buildtool.cmakecheck.codemodel import CmakeTarget, LinkFragment, read_codemodel
+from buildtool.cmakecheck.codemodel import CmakeTarget, Codemodel, LinkFragment, read_codemodel
 from buildtool.cmakecheck.linkline import (
     artifact_index,
     as_needed_per_fragment,
@@ -67,6 +67,30 @@ def test_only_the_build_trees_own_targets_are_linked_targets() -> None:
     user = target_with("lib/liba.so", "/usr/lib/libz.so", "ext/libbacktrace.a", "-ldl")
     assert linked_targets(user, "/b", artifact_index([library, user])) == ["a"]
     assert list(linked_file_names(user)) == ["liba.so", "libz.so", "libbacktrace.a", "libdl.so"]
+
+
+def test_a_source_compiled_into_two_libraries_loaded_together() -> None:
+    def library(name: str, *links: str) -> CmakeTarget:
+        line = tuple(LinkFragment(f"lib/lib{link}.so", "libraries") for link in links)
+        artifact = (f"/b/lib/lib{name}.so",)
+        return CmakeTarget(
+            name, "SHARED_LIBRARY", artifact, ("/s/util.cc",), (), line, None, "CMakeLists.txt", 3
+        )
+
+    def model(*targets: CmakeTarget) -> Codemodel:
+        return Codemodel("/s", "/b", "p", targets)
+
+    (finding,) = check_codemodel(model(library("a"), library("b", "a")), None, True)
+    assert finding.check_id == "BT202"
+    assert finding.severity == "warning"
+    assert finding.message == (
+        "target b (CMakeLists.txt:3): util.cc is also compiled into a, and b links a"
+    )
+    assert check_codemodel(model(library("a"), library("b")), None, True) == ()
+    # one executable linking both puts them in one process too
+    exe = dataclasses.replace(target_with("lib/liba.so", "lib/libb.so"), name="app")
+    (finding,) = check_codemodel(model(library("a"), library("b"), exe), None, True)
+    assert finding.message.endswith("util.cc is also compiled into a, and app links both")
 
 
 def test_as_needed_state_follows_push_and_pop() -> None:

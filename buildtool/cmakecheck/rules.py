@@ -93,8 +93,10 @@ def _shared_code(
     together: Together,
     check_id: str,
     shared: Mapping[str, tuple[str, ...]],
-    describe: Callable[[str], str],
+    describe: Callable[[str, str], str],
 ) -> Iterator[Finding]:
+    """A finding for each pair of targets holding the same item (an object library, a source)
+    that one process loads; ``describe(item, other)`` says what is shared with ``other``."""
     model = graph.model
     for item, names in sorted(shared.items()):
         for first, second in itertools.combinations(names, 2):
@@ -103,7 +105,7 @@ def _shared_code(
                 yield _finding(
                     model.target(second),
                     check_id,
-                    f"{describe(item)} also linked into {first}, and {reason}",
+                    f"{describe(item, first)}, and {reason}",
                     f"one process loads {first} and {second}",
                 )
 
@@ -115,7 +117,7 @@ def check_object_libraries(graph: Graph, together: Together) -> Iterator[Finding
         together,
         "BT201",
         graph.holders,
-        lambda name: f"the objects of OBJECT library {name} are",
+        lambda name, other: f"the objects of OBJECT library {name} are also linked into {other}",
     )
 
 
@@ -123,8 +125,8 @@ def check_sources(graph: Graph, together: Together) -> Iterator[Finding]:
     """BT202: one source compiled into two targets loaded together."""
     source_dir = graph.model.source_dir
 
-    def describe(path: str) -> str:
-        return f"{posixpath.relpath(path, source_dir)} is compiled here and"
+    def describe(path: str, other: str) -> str:
+        return f"{posixpath.relpath(path, source_dir)} is also compiled into {other}"
 
     yield from _shared_code(graph, together, "BT202", graph.compiled_in, describe)
 
