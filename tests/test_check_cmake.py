@@ -366,3 +366,22 @@ def test_a_reply_to_another_client_is_not_ours(tmp_path: Path) -> None:
     assert not reply_is_current(build)
     assert load_codemodel(build).target("runtime").object_libraries == ("gemm",)
     assert reply_is_current(build)
+
+
+@pytest.mark.integration
+def test_a_damaged_reply_is_bad_input_naming_the_file(run_cli: CliRunner, tmp_path: Path) -> None:
+    build = configure_split(tmp_path, "none")
+    assert run_cli("check-cmake", str(build)).exit_code == 0
+    reply = build / ".cmake" / "api" / "v1" / "reply"
+    (runtime,) = reply.glob("target-runtime-*.json")
+    document = json.loads(runtime.read_text(encoding="utf-8"))
+    del document["type"]
+    runtime.write_text(json.dumps(document), encoding="utf-8")
+    result = run_cli("check-cmake", str(build))
+    assert result.exit_code == 2
+    assert f"{runtime}: not a File API target as expected: KeyError('type')" in result.stderr
+    runtime.write_text("{", encoding="utf-8")
+    result = run_cli("check-cmake", str(build))
+    assert result.exit_code == 2
+    assert f"{runtime}: cannot read CMake's File API reply: " in result.stderr
+    assert "Traceback" not in result.stderr

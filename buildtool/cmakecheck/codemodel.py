@@ -206,8 +206,46 @@ def _compilers(reply_dir: Path, index: Mapping[str, Any]) -> tuple[tuple[str, st
     )
 
 
+def _object_dirs(documents: list[Any], build_dir: str) -> dict[str, str]:
+    """Object folder (``<build>/CMakeFiles/<name>.dir/``) -> its OBJECT library."""
+    return {
+        _absolute(build_dir, posixpath.join(doc["paths"]["build"], "CMakeFiles", doc["name"]))
+        + ".dir/": doc["name"]
+        for doc in documents
+        if doc.get("type") == "OBJECT_LIBRARY"  # a target without one is refused below
+    }
+
+
+def _codemodel(reply_dir: Path, index: Mapping[str, Any], model_file: Path) -> Codemodel:
+    model = _load(model_file)
+    configurations = model.get("configurations") or []
+    if not configurations:
+        raise InputError(f"{model_file}: the code model has no configuration")
+    paths = (model["paths"]["source"], model["paths"]["build"])
+    entries = configurations[0]["targets"]
+    documents = [_load(reply_dir / entry["jsonFile"]) for entry in entries]
+    names = {entry["id"]: entry["name"] for entry in entries}
+    object_dirs = _object_dirs(documents, paths[1])
+    projects = configurations[0].get("projects") or [{"name": ""}]
+    targets = []
+    for entry, document in zip(entries, documents, strict=True):
+        try:
+            targets.append(parse_target(document, paths, names, object_dirs))
+        except (KeyError, TypeError, IndexError, ValueError) as error:
+            where = reply_dir / entry["jsonFile"]
+            raise InputError(f"{where}: not a File API target as expected: {error!r}") from None
+    return Codemodel(
+        source_dir=paths[0],
+        build_dir=paths[1],
+        project=projects[0]["name"],
+        targets=tuple(targets),
+        compilers=_compilers(reply_dir, index),
+    )
+
+
 def read_codemodel(reply_dir: Path) -> Codemodel:
-    """The code model of the newest reply in ``reply_dir`` (first configuration)."""
+    """The code model of the newest reply in ``reply_dir`` (first configuration); a reply that is
+    not what CMake writes is an ``InputError`` naming the file."""
     index_path = latest_index(reply_dir)
     if index_path is None:
         raise InputError(f"{reply_dir}: no File API reply; configure the build folder first")
@@ -215,27 +253,9 @@ def read_codemodel(reply_dir: Path) -> Codemodel:
     name = _reply_file(index, "codemodel-v2")
     if name is None:
         raise InputError(f"{index_path}: the File API reply has no code model; configure again")
-    model = _load(reply_dir / name)
-    configurations = model.get("configurations") or []
-    if not configurations:
-        raise InputError(f"{reply_dir / name}: the code model has no configuration")
-    paths = (model["paths"]["source"], model["paths"]["build"])
-    entries = configurations[0]["targets"]
-    documents = [_load(reply_dir / entry["jsonFile"]) for entry in entries]
-    names = {entry["id"]: entry["name"] for entry in entries}
-    object_dirs = {
-        _absolute(
-            paths[1], posixpath.join(doc["paths"]["build"], "CMakeFiles", doc["name"] + ".dir")
-        )
-        + "/": doc["name"]
-        for doc in documents
-        if doc["type"] == "OBJECT_LIBRARY"
-    }
-    projects = configurations[0].get("projects") or [{"name": ""}]
-    return Codemodel(
-        source_dir=paths[0],
-        build_dir=paths[1],
-        project=projects[0]["name"],
-        targets=tuple(parse_target(doc, paths, names, object_dirs) for doc in documents),
-        compilers=_compilers(reply_dir, index),
-    )
+    try:
+        return _codemodel(reply_dir, index, reply_dir / name)
+    except (KeyError, TypeError, IndexError, AttributeError) as error:
+        raise InputError(
+            f"{reply_dir / name}: not a File API code model as expected: {error!r}"
+        ) from None
