@@ -34,7 +34,7 @@ from buildtool.cmakecheck.query import (
     toolchain_as_needed,
 )
 from buildtool.cmakecheck.rules import check_codemodel
-from buildtool.cmakecheck.starter import project_name, recipe_name
+from buildtool.cmakecheck.starter import project_name, recipe_name, starter_recipe
 from buildtool.plan import make_plan
 from buildtool.recipe.load import load_recipe
 from tests.conftest import PACKAGES, REPO, CliRunner, require
@@ -385,3 +385,22 @@ def test_a_damaged_reply_is_bad_input_naming_the_file(run_cli: CliRunner, tmp_pa
     assert result.exit_code == 2
     assert f"{runtime}: cannot read CMake's File API reply: " in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_starter_recipe_of_awkward_names_loads(tmp_path: Path) -> None:
+    library = CmakeTarget(
+        "tvm-ffi", "SHARED_LIBRARY", ("/b/lib/libtvm-ffi.so",), (), (), (), (), "CMakeLists.txt", 1
+    )
+    tool = dataclasses.replace(
+        target_with("lib/libtvm-ffi.so"), name="my-tool", artifacts=("/b/bin/my-tool",)
+    )
+    app = dataclasses.replace(target_with("lib/libtvm-ffi.so"), name="app", artifacts=("/b/app",))
+    text = starter_recipe(Codemodel("/s", "/b", "My Project", (library, tool, app)), "build")
+    assert "# executable my-tool (target my-tool): its file name is not a recipe name" in text
+    recipe = tmp_path / "buildtool.toml"
+    recipe.write_text(text, encoding="utf-8")
+    loaded = load_recipe(recipe)
+    assert loaded.recipe.project.name == "My-Project"
+    assert loaded.recipe.libraries["tvm_ffi"].file == "libtvm-ffi.so"
+    assert list(loaded.recipe.executables) == ["app"]
+    assert loaded.recipe.executables["app"].links == ("tvm_ffi",)

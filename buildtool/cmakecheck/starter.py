@@ -46,6 +46,10 @@ def project_name(name: str) -> str:
     return cleaned or "project"
 
 
+def _built(model: Codemodel, kind: str) -> tuple[CmakeTarget, ...]:
+    return tuple(target for target in model.of_type(kind) if target.artifacts)
+
+
 def _array(items: Iterable[str]) -> str:
     return "[" + ", ".join(json.dumps(item) for item in items) + "]"
 
@@ -83,7 +87,7 @@ def _no_as_needed(target: CmakeTarget, build_dir: str, files: Mapping[str, str])
 def _library_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
     owners, notes = _owners(graph, names)
     lines: list[str] = []
-    for target in graph.model.of_type("SHARED_LIBRARY"):
+    for target in _built(graph.model, "SHARED_LIBRARY"):
         name = names[target.name]
         lines += ["", f"[libraries.{name}]", f"file = {json.dumps(target.file_names[0])}"]
         links = _library_links(graph, target, names)
@@ -99,12 +103,17 @@ def _library_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
 
 def _executable_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
     model = graph.model
-    files = {target.file_names[0]: names[target.name] for target in model.of_type("SHARED_LIBRARY")}
+    files = {target.file_names[0]: names[target.name] for target in _built(model, "SHARED_LIBRARY")}
     lines: list[str] = []
     taken = set(names.values())
-    for target in model.of_type("EXECUTABLE"):
-        # named after its file: verify-linkage finds executables by file name
-        name = recipe_name(target.file_names[0], taken)
+    for target in _built(model, "EXECUTABLE"):
+        # named after its file: verify-linkage and check-cmake find executables by file name
+        file_name = target.file_names[0]
+        name = recipe_name(file_name, taken)
+        if name != file_name:
+            lines += ["", f"# executable {file_name} (target {target.name}): its file name is "
+                      "not a recipe name, so it is left out"]  # fmt: skip
+            continue
         taken.add(name)
         lines += ["", f"[executables.{name}]"]
         links = [names[link] for link in graph.linked[target.name] if link in names]
@@ -120,7 +129,7 @@ def starter_recipe(model: Codemodel, build_dir: str) -> str:
     """The starter recipe's text."""
     graph = make_graph(model)
     names: dict[str, str] = {}
-    for target in model.of_type("SHARED_LIBRARY"):
+    for target in _built(model, "SHARED_LIBRARY"):
         names[target.name] = recipe_name(target.name, names.values())
     lines = [HEADER.format(build_dir=build_dir).rstrip("\n"), "", "[project]"]
     lines.append(f"name = {json.dumps(project_name(model.project))}")
