@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -81,3 +82,14 @@ def test_host_speed_scales_only_the_absolute_target(bench: ModuleType) -> None:
     assert "2.00 times as long" in text
     assert "this run's 0.80 s would be 0.40 s" in text
     assert not {t.what: t.met for t in bench.targets(r)}["torch/lib wall"]  # verdicts unscaled
+
+
+def test_the_reader_comparison_is_a_paired_ratio(bench: ModuleType) -> None:
+    quick = series(bench, "quick", 0.4, 0.5, 0.6)
+    fields = {f.name: quick for f in dataclasses.fields(bench.Results)}
+    without = bench.Results(**{**fields, "fast_reader": None, "pyelftools_reader": None})
+    assert bench.comparisons(without) == []
+    fast = series(bench, "fast", 0.1, 0.2, 0.4)
+    reference = series(bench, "pyelftools", 5.0, 10.0, 12.0)  # 50x, 50x, 30x
+    r = dataclasses.replace(without, fast_reader=fast, pyelftools_reader=reference)
+    assert "| fast decoder vs pyelftools | pyelftools takes 50.0x as long |" in bench.tables(r)

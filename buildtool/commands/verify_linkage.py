@@ -13,6 +13,7 @@ from buildtool.commands.common import add_recipe_option
 from buildtool.console import paint, use_colour
 from buildtool.errors import UsageError
 from buildtool.fsutil import write_atomic
+from buildtool.linkage.elf import ELF_READERS
 from buildtool.linkage.report import Report, render_github, render_json, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.verification import policy_for_recipe
@@ -66,6 +67,13 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         help="let LD_LIBRARY_PATH take part in resolving NEEDED entries (off by default: users' "
         "machines do not have the build's)",
     )
+    parser.add_argument(
+        "--reader",
+        choices=ELF_READERS,
+        default="fast",
+        help="what decodes the ELF files: fast (default) or pyelftools (tens of times slower, "
+        "independent of the fast decoder: a cross-check of its facts)",
+    )
 
 
 def _jobs(text: str) -> int:
@@ -103,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
     ld_library_path = None
     if args.ld_library_path:
         ld_library_path = [entry for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":")]
-    report = verify_paths(paths, policy_for_recipe(_recipe(args)), ld_library_path, args.jobs)
+    policy = policy_for_recipe(_recipe(args))
+    report = verify_paths(paths, policy, ld_library_path, args.jobs, args.reader)
     if args.output is None:
         sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
     else:

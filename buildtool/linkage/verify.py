@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
 from buildtool.linkage.checks import run_checks
-from buildtool.linkage.elf import ElfFacts, MalformedElf
+from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
 from buildtool.linkage.policy import LinkagePolicy
@@ -54,13 +54,16 @@ def _function_names(reader: FunctionNameReader) -> FunctionNames:
 
 
 def _reader(
-    files: Sequence[BinaryFile], inputs: Sequence[InputSet], names: Sequence[str]
+    files: Sequence[BinaryFile],
+    inputs: Sequence[InputSet],
+    names: Sequence[str],
+    elf_reader: ElfReader = "fast",
 ) -> FactsReader:
     known: dict[str, ElfFacts | None] = {str(b.location): b.facts for b in files}
     for entry in inputs:
         for alias, target in entry.aliases.items():
             known[str(alias)] = known.get(str(target))
-    disk = filesystem_reader(names)
+    disk = filesystem_reader(names, elf_reader)
 
     def read(path: str) -> ElfFacts | None:
         path = posixpath.normpath(path)
@@ -109,8 +112,9 @@ def verify_inputs(
     inputs: Sequence[InputSet],
     policy: LinkagePolicy,
     ld_library_path: Sequence[str] | None = None,
+    elf_reader: ElfReader = "fast",
 ) -> Report:
-    """Resolve and check already-read inputs."""
+    """Resolve and check already-read inputs; ``elf_reader`` decodes the files they need."""
     relocated = [_relocate(entry) for entry in inputs]
     every = [binary for entry in relocated for binary in entry.files]
     good = [binary for binary in every if binary.facts is not None]
@@ -120,7 +124,7 @@ def verify_inputs(
         if b.malformed is not None
     ]
     env = Environment(cache=load_ld_so_cache(), ld_library_path=ld_library_path)
-    read = _reader(good, relocated, policy.registration_names)
+    read = _reader(good, relocated, policy.registration_names, elf_reader)
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
     closures = _closures(good, read, env)
     reader = FunctionNameReader()
@@ -144,16 +148,18 @@ def verify_paths(
     policy: LinkagePolicy,
     ld_library_path: Sequence[str] | None = None,
     jobs: int | None = None,
+    elf_reader: ElfReader = "fast",
 ) -> Report:
     """verify-linkage on build trees, folders, installed packages, ELF files and wheels.
 
     ``jobs``: processes that read ELF files (default: every CPU available; 1 reads them in
     this process). The report is the same for any number; every one of them has exited when
-    this returns.
+    this returns. ``elf_reader``: what decodes the files (``pyelftools``: a slower cross-check of
+    the fast decoder).
     """
     names = policy.registration_names
     try:
-        inputs = [read_input(path, names, jobs) for path in paths]
-        return verify_inputs(inputs, policy, ld_library_path)
+        inputs = [read_input(path, names, jobs, elf_reader) for path in paths]
+        return verify_inputs(inputs, policy, ld_library_path, elf_reader)
     finally:
         wait_for_workers()  # they exit while the checks run: none outlives the call
