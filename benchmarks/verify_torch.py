@@ -377,6 +377,10 @@ class Results:
     """(h): the facts of the unpacked ELF files by the fast decoder, in this process."""
     pyelftools_reader: Measurement | None = None
     """(h): the same by pyelftools, one run beside each of ``fast_reader``'s."""
+    exit_at_once: Measurement | None = None
+    """(i): ``python -m buildtool`` on torch/lib, which ends with ``os._exit`` after ``main``."""
+    full_teardown: Measurement | None = None
+    """(i): the same ``main`` followed by the interpreter's ordinary teardown, run beside it."""
 
 
 def run_all(work: Path, runs: int, auditwheel_runs: int, reader_runs: int) -> Results:
@@ -422,11 +426,12 @@ def run_all(work: Path, runs: int, auditwheel_runs: int, reader_runs: int) -> Re
     ])  # fmt: skip
     wheel_ours, wheel_pip = wheel_no_op(work, env, runs)
     fast_reader, pyelftools_reader = readers(elf_files, reader_runs)
+    exit_at_once, full_teardown = teardown(lib, env, runs)
     return Results(
         speed, both_cpus, floor, record, ours, theirs, beside, dyn_syms,
         with_memory(on_lib, verify(lib), env), on_lib_one, with_memory(on_once, verify(once), env),
         with_memory(on_twice, verify(twice), env), wheel_ours, wheel_pip,
-        isal[0] if isal else None, fast_reader, pyelftools_reader,
+        isal[0] if isal else None, fast_reader, pyelftools_reader, exit_at_once, full_teardown,
     )  # fmt: skip
 
 
@@ -446,6 +451,20 @@ def readers(files: Sequence[Path], runs: int) -> tuple[Measurement, Measurement]
         ("pyelftools: the same facts", in_process(lambda: read_facts(files, "pyelftools"))),
     ])  # fmt: skip
     return fast, reference
+
+
+TEARDOWN_SCRIPT = "import sys; from buildtool.cli import main; sys.exit(main(sys.argv[1:]))"
+"""``main`` without ``cli.console``'s ``os._exit``: the interpreter frees every object on exit."""
+
+
+def teardown(lib: Path, env: dict[str, str], runs: int) -> tuple[Measurement, Measurement]:
+    """What ``os._exit`` after ``main`` saves: the same check, with and without the teardown."""
+    ordinary = [sys.executable, "-c", TEARDOWN_SCRIPT, "verify-linkage", "--no-recipe", str(lib)]
+    at_once, full = measure_together(runs, [
+        ("buildtool: torch/lib, os._exit after main", lambda: run_command(verify(lib), env)),
+        ("buildtool: torch/lib, ordinary teardown", lambda: run_command(ordinary, env)),
+    ])  # fmt: skip
+    return at_once, full
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -507,7 +526,8 @@ def tables(r: Results) -> list[str]:
     ]  # fmt: skip
     if r.isal_floor is not None:
         timed.insert(4, (r.isal_floor, False))
-    timed += [(m, False) for m in (r.fast_reader, r.pyelftools_reader) if m is not None]
+    extra = (r.fast_reader, r.pyelftools_reader, r.exit_at_once, r.full_teardown)
+    timed += [(m, False) for m in extra if m is not None]
     header = (
         "| measurement | median | peak RSS (largest process) | peak PSS (all processes) | runs |"
     )
@@ -525,16 +545,23 @@ def tables(r: Results) -> list[str]:
 
 
 def comparisons(r: Results) -> list[str]:
-    """Ratios without a target: what the pyelftools cross-check costs beside the fast decoder."""
-    if r.fast_reader is None or r.pyelftools_reader is None:
-        return []
-    slower = paired_ratio(r.pyelftools_reader, r.fast_reader)
-    return [
-        "",
-        "| comparison | ratio |",
-        "|---|---|",
-        f"| fast decoder vs pyelftools | pyelftools takes {slower:.1f}x as long |",
-    ]
+    """Ratios without a target: what the pyelftools cross-check costs beside the fast decoder,
+    and what ending with ``os._exit`` saves (the reason ``cli.console`` does it)."""
+    rows = []
+    if r.fast_reader is not None and r.pyelftools_reader is not None:
+        slower = paired_ratio(r.pyelftools_reader, r.fast_reader)
+        rows.append(f"| fast decoder vs pyelftools | pyelftools takes {slower:.1f}x as long |")
+    if r.exit_at_once is not None and r.full_teardown is not None:
+        saved = statistics.median(
+            full.seconds - once.seconds
+            for once, full in zip(r.exit_at_once.runs, r.full_teardown.runs, strict=True)
+        )
+        ratio = paired_ratio(r.full_teardown, r.exit_at_once)
+        rows.append(
+            f"| os._exit after main vs ordinary teardown (torch/lib) | teardown takes "
+            f"{ratio:.2f}x as long ({saved * 1000:.0f} ms more, median of paired runs) |"
+        )
+    return ["", "| comparison | ratio |", "|---|---|", *rows] if rows else []
 
 
 ISSUE_HOST: Final = {"zipfile: ELF members": 1.44, "readelf --dyn-syms": 1.45}

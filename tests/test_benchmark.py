@@ -87,9 +87,21 @@ def test_host_speed_scales_only_the_absolute_target(bench: ModuleType) -> None:
 def test_the_reader_comparison_is_a_paired_ratio(bench: ModuleType) -> None:
     quick = series(bench, "quick", 0.4, 0.5, 0.6)
     fields = {f.name: quick for f in dataclasses.fields(bench.Results)}
-    without = bench.Results(**{**fields, "fast_reader": None, "pyelftools_reader": None})
+    nothing = {"fast_reader", "pyelftools_reader", "exit_at_once", "full_teardown"}
+    without = bench.Results(**{**fields, **dict.fromkeys(nothing)})
     assert bench.comparisons(without) == []
     fast = series(bench, "fast", 0.1, 0.2, 0.4)
     reference = series(bench, "pyelftools", 5.0, 10.0, 12.0)  # 50x, 50x, 30x
     r = dataclasses.replace(without, fast_reader=fast, pyelftools_reader=reference)
     assert "| fast decoder vs pyelftools | pyelftools takes 50.0x as long |" in bench.tables(r)
+
+
+def test_the_teardown_saving_is_measured_run_by_run(bench: ModuleType) -> None:
+    quick = series(bench, "quick", 0.4, 0.5, 0.6)
+    fields = {f.name: quick for f in dataclasses.fields(bench.Results)}
+    at_once = series(bench, "os._exit", 0.50, 0.40, 0.60)
+    full = series(bench, "teardown", 0.55, 0.42, 0.63)  # 50, 20, 30 ms more
+    r = bench.Results(**{**fields, "exit_at_once": at_once, "full_teardown": full})
+    row = next(line for line in bench.comparisons(r) if "os._exit" in line)
+    assert "(30 ms more, median of paired runs)" in row
+    assert "1.05x as long" in row
