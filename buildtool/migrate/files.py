@@ -196,10 +196,9 @@ def _walk_files(folder: Path) -> list[Path]:
             for name in folders
             if name != ".git" and not is_ignored(prefix + name, True, rules)
         )
-        found += [
-            here / name for name in sorted(names) if not is_ignored(prefix + name, False, rules)
-        ]
-    return found
+        found += [here / name for name in names if not is_ignored(prefix + name, False, rules)]
+    # git's order (byte order of the relative paths), so reports read the same either way
+    return sorted(found, key=lambda path: path.relative_to(folder).as_posix().encode())
 
 
 def list_files(folder: Path) -> list[Path]:

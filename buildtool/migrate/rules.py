@@ -26,6 +26,7 @@ import re
 from typing import Literal
 
 from buildtool.errors import RecipeError
+from buildtool.recipe.load import key_path
 from buildtool.recipe.model import MigrateSettings
 
 RuleKind = Literal["renamed", "removed", "renamed-header"]
@@ -124,7 +125,7 @@ def compile_rules(migrate: MigrateSettings, source: str) -> Rules:
         for old, new in migrate.renamed.items():
             again = pattern.search(new)
             if again:
-                key = f'migrate.renamed."{old}"'
+                key = key_path("migrate.renamed", old)
                 raise RecipeError(
                     source,
                     key,
