@@ -20,7 +20,7 @@ from buildtool.ci import pipeline
 from buildtool.cmake.configure import plan_recipe
 from buildtool.migrate.files import decode, line_endings, scan_paths
 from buildtool.migrate.rules import compile_rules
-from buildtool.migrate.scan import scan_text
+from buildtool.migrate.scan import file_kind, scan_text
 from buildtool.recipe.load import load_recipe, parse_recipe
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner, require
 
@@ -329,8 +329,22 @@ def test_dry_run_shows_a_diff_and_writes_nothing(run_cli: CliRunner, tree: Path)
     assert "-// loads libtvm.so, never" in result.stdout
     assert "+// loads libtvm_compiler.so, never" in result.stdout
     assert "would rewrite 15 spans in 9 files" in result.stdout
+    as_json = run_cli("migrate", "--recipe", str(tree), "--dry-run", "--format", "json")
+    assert as_json.exit_code == 2
+    assert "--dry-run prints a diff, which is not JSON" in as_json.stderr
     for relative, (before, _after) in TREE.items():
         assert (root / relative).read_bytes() == before, relative
+
+
+def test_file_kinds_come_from_names() -> None:
+    names = ["a.cc", "b.HPP", "CMakeLists.txt", "x.cmake.in", "y.py", "z.sh", "w.yaml", "v.md"]
+    kinds = ["c", "c", "cmake", "cmake", "python", "shell", "yaml", "markdown"]
+    assert [file_kind(name) for name in names] == kinds
+    assert [file_kind(name) for name in ("doc.rst", "config.h.in", "notes.txt")] == [
+        "rst",
+        "c",
+        "text",
+    ]
 
 
 def test_json_and_github_formats(run_cli: CliRunner, tree: Path) -> None:
@@ -575,3 +589,15 @@ def test_the_ci_step_passes_on_the_example_and_fails_on_a_stale_name(tmp_path: P
     assert result.status == "failed"
     assert result.detail.startswith("migrate: 1 stale references in 1 files (1 renamed)")
     assert "load.sh:1:8: renamed: libdemo.so -> libdemo_compiler.so" in result.detail
+
+
+def test_bare_shims_option_uses_the_recipe_folder(run_cli: CliRunner, tree: Path) -> None:
+    text = tree.read_text(encoding="utf-8")
+    with_folder = text.replace(
+        "[migrate.renamed]", '[migrate]\nshims = "shim"\n\n[migrate.renamed]'
+    )
+    tree.write_text(with_folder, encoding="utf-8")
+    result = run_cli("migrate", "--recipe", str(tree), "--shims")
+    assert result.exit_code == 0, result.stderr
+    shim = tree.parent / "tree" / "shim" / OLD_HEADER
+    assert shim.read_text(encoding="utf-8").endswith(f"#include <{NEW_HEADER}>\n")

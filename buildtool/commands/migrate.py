@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from buildtool.commands.common import add_recipe_option, resolve_recipe
+from buildtool.errors import UsageError
 from buildtool.migrate import report
 from buildtool.migrate.files import ScanResult
 from buildtool.migrate.rules import Rules
@@ -54,7 +55,7 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--shims",
         nargs="?",
-        const=Path(),
+        const=False,  # not a string, so argparse leaves it unconverted: the recipe's folder
         type=Path,
         metavar="DIR",
         help="write a forwarding header at each renamed header's old path under DIR (default: "
@@ -68,8 +69,8 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _shims(loaded: LoadedRecipe, rules: Rules, folder: Path) -> int:
-    done = write_project_shims(loaded, rules, folder if str(folder) != "." else None)
+def _shims(loaded: LoadedRecipe, rules: Rules, folder: Path | bool) -> int:
+    done = write_project_shims(loaded, rules, folder if isinstance(folder, Path) else None)
     total = len(done.written) + len(done.current)
     sys.stdout.write(
         f"migrate --shims: {total} forwarding headers, {len(done.written)} written, "
@@ -89,6 +90,8 @@ def _fix(result: ScanResult, args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.dry_run and args.format == "json":
+        raise UsageError("--dry-run prints a diff, which is not JSON: use --format text or github")
     loaded = resolve_recipe(args)
     rules = project_rules(loaded)
     if args.shims is not None:

@@ -42,7 +42,7 @@ _STRING = {
 def file_kind(path: str) -> FileKind:
     """What a file holds, from its name (``CMakeLists.txt``, ``x.cmake.in`` are CMake)."""
     name = PurePosixPath(path).name
-    if name == "CMakeLists.txt" or name.endswith((".cmake", ".cmake.in")):
+    if name.removesuffix(".in") == "CMakeLists.txt" or name.endswith((".cmake", ".cmake.in")):
         return "cmake"
     suffix = PurePosixPath(name.removesuffix(".in")).suffix.lower()
     return _SUFFIXES.get(suffix, "text")
