@@ -109,6 +109,8 @@ def scan_text(text: str, rules: Rules, kind: FileKind = "text") -> tuple[Match, 
     spans = [*_name_spans(text, rules)]
     if rules.headers:
         spans += [*_include_spans(text, rules), *_string_spans(text, rules, kind)]
+    if not spans:
+        return ()
     starts = [0] + [found.end() for found in re.finditer("\n", text)]
     matches = []
     for rule, start, end in _non_overlapping(spans):
