@@ -371,6 +371,7 @@ def test_json_and_github_formats(run_cli: CliRunner, tree: Path) -> None:
 
 
 def test_git_checkout_scans_tracked_files_only(run_cli: CliRunner, tree: Path) -> None:
+    require(shutil.which("git") is not None, "git is not installed")
     root = tree.parent / "tree"
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), "add", "src/a.cc", "clean.txt"], check=True)

@@ -12,15 +12,9 @@ from buildtool.commands.common import add_recipe_option, resolve_recipe
 from buildtool.errors import UsageError
 from buildtool.migrate import report
 from buildtool.migrate.files import ScanResult
+from buildtool.migrate.fix import apply_rewrites, plan_fixes, render_diff
 from buildtool.migrate.rules import Rules
-from buildtool.migrate.run import (
-    apply_rewrites,
-    plan_fixes,
-    project_rules,
-    render_diff,
-    scan_project,
-    write_project_shims,
-)
+from buildtool.migrate.run import project_rules, scan_project, write_project_shims
 from buildtool.recipe.load import LoadedRecipe
 
 log = logging.getLogger("buildtool")

@@ -1,11 +1,17 @@
-"""Rewriting exactly the reported spans (pure), and the unified diff of a rewrite."""
+"""Rewriting exactly the reported spans and the unified diff of a rewrite (pure); writing the
+rewrites, each file atomically in its own encoding and mode (``apply_rewrites``, the shell)."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import logging
 from collections.abc import Sequence
 
+from buildtool.migrate.files import FileMatches, ScanResult, write_source
 from buildtool.migrate.scan import Match
+
+log = logging.getLogger("buildtool")
 
 
 def apply_fixes(text: str, matches: Sequence[Match]) -> tuple[str, int]:
@@ -38,3 +44,39 @@ def unified_diff(shown: str, before: str, after: str) -> str:
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class Rewrite:
+    """One file's fix."""
+
+    entry: FileMatches
+    """The file and what was found in it."""
+    text: str
+    """Its text after the fix."""
+    spans: int
+    """How many spans were rewritten."""
+
+
+def plan_fixes(result: ScanResult) -> tuple[Rewrite, ...]:
+    """The rewrite of every file that has something to fix (pure)."""
+    rewrites = []
+    for entry in result.files:
+        text, spans = apply_fixes(entry.source.text, entry.matches)
+        if spans:
+            rewrites.append(Rewrite(entry, text, spans))
+    return tuple(rewrites)
+
+
+def render_diff(rewrites: Sequence[Rewrite]) -> str:
+    """The unified diff of every rewrite (``--dry-run``)."""
+    return "".join(
+        unified_diff(r.entry.source.shown, r.entry.source.text, r.text) for r in rewrites
+    )
+
+
+def apply_rewrites(rewrites: Sequence[Rewrite]) -> None:
+    """Write every rewrite, each file atomically in its own encoding, line endings and mode."""
+    for rewrite in rewrites:
+        write_source(rewrite.entry.source, rewrite.text)
+        log.debug("rewrote %d spans in %s", rewrite.spans, rewrite.entry.source.path)
