@@ -19,6 +19,7 @@ import pytest
 from buildtool.ci import pipeline
 from buildtool.cmake.configure import plan_recipe
 from buildtool.migrate.files import decode, line_endings, scan_paths
+from buildtool.migrate.ignore import is_ignored, parse_gitignore
 from buildtool.migrate.rules import compile_rules
 from buildtool.migrate.scan import file_kind, scan_text
 from buildtool.recipe.load import load_recipe, parse_recipe
@@ -602,3 +603,39 @@ def test_bare_shims_option_uses_the_recipe_folder(run_cli: CliRunner, tree: Path
     assert result.exit_code == 0, result.stderr
     shim = tree.parent / "tree" / "shim" / OLD_HEADER
     assert shim.read_text(encoding="utf-8").endswith(f"#include <{NEW_HEADER}>\n")
+
+
+@pytest.mark.parametrize(
+    ("path", "is_folder", "ignored"),
+    [
+        ("build", True, True),
+        ("build", False, False),  # "build/" names folders only
+        ("sub/build", True, False),  # "/build/" is anchored to the root
+        ("debug.log", False, True),
+        ("sub/deep/trace.log", False, True),
+        ("keep.log", False, False),  # re-included by "!keep.log"
+        ("docs/api/index.md", False, True),
+        ("docs/guide.md", False, False),
+        ("sub/x.tmp", False, True),  # from sub/.gitignore
+        ("x.tmp", False, False),
+    ],
+)
+def test_gitignore_rules(path: str, is_folder: bool, ignored: bool) -> None:
+    rules = parse_gitignore("# comment\n/build/\n*.log\n!keep.log\ndocs/**/index.md\n", "")
+    rules += parse_gitignore("*.tmp\n", "sub")
+    assert is_ignored(path, is_folder, rules) is ignored
+
+
+def test_a_recipe_inside_the_project_is_never_scanned(run_cli: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("Use libold.so.\n", encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.buildtool.project]\nname = "x"\n\n'
+        '[tool.buildtool.migrate.renamed]\n"libold.so" = "libnew.so"\n',
+        encoding="utf-8",
+    )
+    result = run_cli("migrate", "--recipe", str(tmp_path / "pyproject.toml"))
+    assert result.exit_code == 1
+    assert result.stdout.splitlines() == [
+        f"{tmp_path}/notes.md:1:5: renamed: libold.so -> libnew.so",
+        "migrate: 1 stale references in 1 files (1 renamed); 1 files scanned",
+    ]
