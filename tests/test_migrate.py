@@ -322,6 +322,23 @@ def test_a_second_fix_changes_nothing_and_exits_0(run_cli: CliRunner, tree: Path
     assert run_cli("migrate", "--recipe", str(tree)).exit_code == 0
 
 
+def test_a_replacement_a_file_cannot_encode_stops_before_any_write(
+    run_cli: CliRunner, tree: Path
+) -> None:
+    root = tree.parent / "tree"
+    text = tree.read_text(encoding="utf-8")
+    # "\u0101" is not in Latin-1, the encoding legacy.h is read in (0x80 is not UTF-8)
+    moved = text.replace('"tvm/ffi/container/array.h"', '"tvm/ffi/container/\u0101rray.h"')
+    tree.write_text(moved, encoding="utf-8")
+    (root / "include" / "legacy.h").write_bytes(
+        "// €\n".encode("cp1252") + TREE["include/legacy.h"][0]
+    )
+    result = run_cli("migrate", "--recipe", str(tree), "--fix")
+    assert result.exit_code == 2
+    assert "tree/include/legacy.h: the replacement cannot be written" in result.stderr
+    assert (root / "src" / "a.cc").read_bytes() == TREE["src/a.cc"][0]
+
+
 def test_dry_run_shows_a_diff_and_writes_nothing(run_cli: CliRunner, tree: Path) -> None:
     root = tree.parent / "tree"
     result = run_cli("migrate", "--recipe", str(tree), "--dry-run")

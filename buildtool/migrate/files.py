@@ -143,15 +143,20 @@ def read_source(path: Path, shown: str, max_bytes: int = MAX_BYTES) -> SourceFil
     return SourceFile(path, shown, text, encoding, mode)
 
 
-def write_source(source: SourceFile, text: str) -> None:
-    """Replace the file with ``text``, atomically, in its own encoding and mode."""
+def encode_source(source: SourceFile, text: str) -> bytes:
+    """``text`` in the file's own encoding; an ``InputError`` naming the file when it cannot hold
+    it (a non-Latin-1 replacement in a Latin-1 file)."""
     try:
-        data = encode(text, source.encoding)
+        return encode(text, source.encoding)
     except UnicodeEncodeError as error:
         raise InputError(
             f"{source.shown}: the replacement cannot be written in the file's encoding "
-            f"({source.encoding.name}): {error.reason}"
+            f"({source.encoding.name}): {error.reason}; nothing was rewritten"
         ) from None
+
+
+def write_source(source: SourceFile, data: bytes) -> None:
+    """Replace the file with ``data``, atomically, keeping its mode."""
     write_atomic(source.path, data, mode=source.mode)
 
 

@@ -8,7 +8,7 @@ import difflib
 import logging
 from collections.abc import Sequence
 
-from buildtool.migrate.files import FileMatches, ScanResult, write_source
+from buildtool.migrate.files import FileMatches, ScanResult, encode_source, write_source
 from buildtool.migrate.scan import Match
 
 log = logging.getLogger("buildtool")
@@ -76,7 +76,11 @@ def render_diff(rewrites: Sequence[Rewrite]) -> str:
 
 
 def apply_rewrites(rewrites: Sequence[Rewrite]) -> None:
-    """Write every rewrite, each file atomically in its own encoding, line endings and mode."""
-    for rewrite in rewrites:
-        write_source(rewrite.entry.source, rewrite.text)
+    """Write every rewrite, each file atomically in its own encoding, line endings and mode.
+
+    Every file is encoded before the first is written: one that cannot hold its replacement
+    stops the run with nothing rewritten."""
+    payloads = [encode_source(rewrite.entry.source, rewrite.text) for rewrite in rewrites]
+    for rewrite, data in zip(rewrites, payloads, strict=True):
+        write_source(rewrite.entry.source, data)
         log.debug("rewrote %d spans in %s", rewrite.spans, rewrite.entry.source.path)
