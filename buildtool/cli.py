@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "verify-linkage": ("verify_linkage", "check the split on real binaries, folders and wheels"),
     "wheel": ("wheel", "build installable wheels (full, or runtime plus compiler add-on)"),
     "ci": ("ci", "the whole chain as one CI step: build, test, verify, wheels, install, import"),
+    "migrate": ("migrate", "find and fix the names a split removed or renamed ([migrate])"),
     "schema": ("schema", "print the recipe JSON Schema"),
 }
 """Each command: its module under ``buildtool.commands`` (imported only when it runs, or for a

@@ -16,7 +16,17 @@ PACKAGE = REPO / "buildtool"
 GROUND = {"__init__", "errors", "console", "process", "fsutil", "resources"}
 """Top-level modules every room may use; they import only each other."""
 
-ROOMS = ("ground", "recipe", "plan", "linkage", "cmake", "packaging", "verification", "ci")
+ROOMS = (
+    "ground",
+    "recipe",
+    "plan",
+    "linkage",
+    "cmake",
+    "packaging",
+    "verification",
+    "migrate",
+    "ci",
+)
 
 ALLOWED: dict[str, set[str]] = {
     "ground": {"ground"},
@@ -27,7 +37,18 @@ ALLOWED: dict[str, set[str]] = {
     "cmake": {"ground", "recipe", "plan", "cmake", "packaging"},
     "packaging": {"ground", "recipe", "plan", "cmake", "packaging"},
     "verification": {"ground", "recipe", "plan", "linkage", "verification"},
-    "ci": {"ground", "recipe", "plan", "cmake", "packaging", "linkage", "verification", "ci"},
+    "migrate": {"ground", "recipe", "migrate"},
+    "ci": {
+        "ground",
+        "recipe",
+        "plan",
+        "cmake",
+        "packaging",
+        "linkage",
+        "verification",
+        "migrate",
+        "ci",
+    },
     "commands": {*ROOMS, "commands"},
     "cli": {"ground", "cli"},
 }

@@ -241,7 +241,7 @@ def test_ci_passes_on_the_example(
     result, _ = example_run
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[-1].startswith("buildtool ci: passed (10 steps, ")
+    assert lines[-1].startswith("buildtool ci: passed (11 steps, ")
     for name in STEP_NAMES:
         assert re.search(rf"^{name} +passed +\d+\.\d\d$", result.stdout, re.MULTILINE), name
     assert "::group::" not in result.stdout
@@ -322,14 +322,14 @@ def test_broken_example_fails_at_verify_with_github_annotations(
     assert result.exit_code == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[-1].startswith("buildtool ci: failed at step verify-build: ")
-    assert lines.count("::endgroup::") == 5
-    assert "::group::[5/10] verify-build: verify-linkage on the build tree" in lines
+    assert lines.count("::endgroup::") == 6
+    assert "::group::[6/11] verify-build: verify-linkage on the build tree" in lines
     annotations = [line for line in lines if line.startswith("::error file=")]
     assert any(
         line.split(",", 1)[0].endswith("/bin/minrpc") and f"title={check_id} " in line
         for line in annotations
     ), annotations
-    assert "::group::[6/10] wheels" not in result.stdout
+    assert "::group::[7/11] wheels" not in result.stdout
 
     markdown = summary.read_text(encoding="utf-8")
     assert markdown.startswith("earlier content\n## buildtool ci: failed at step verify-build")
@@ -341,7 +341,7 @@ def test_broken_example_fails_at_verify_with_github_annotations(
     validate_report(document)
     assert document["failed_step"] == "verify-build"
     statuses = [step["status"] for step in document["steps"]]
-    assert statuses == ["passed"] * 4 + ["failed"] + ["skipped"] * 5
+    assert statuses == ["passed"] * 5 + ["failed"] + ["skipped"] * 5
     cases = {
         case.attrib["name"]: case
         for case in ET.parse(out_dir / reports.JUNIT_NAME).iter("testcase")

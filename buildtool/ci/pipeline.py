@@ -140,6 +140,22 @@ def step_generated(workspace: Workspace) -> StepOutcome:
     return StepOutcome(detail="generated files are current")
 
 
+def step_migrate(workspace: Workspace) -> StepOutcome:
+    """``buildtool migrate`` on the project root: no name the split removed or renamed is left."""
+    from buildtool.migrate import report, run  # here: the other steps need none of it
+
+    loaded = workspace.request.loaded
+    rules = run.project_rules(loaded)
+    if rules.empty:
+        return StepOutcome(detail=f"no [migrate] entries in {loaded.source}: nothing to look for")
+    result = run.scan_project(loaded, rules)
+    if result.matches:
+        # the summary first (the step's one-line detail), then every stale reference
+        lines = report.render_text(result).splitlines()
+        raise ChecksFailed("\n".join([lines[-1], *lines[:-1]]))
+    return StepOutcome(detail=report.summary(result))
+
+
 def step_configure(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     targets = configure.configure(request.loaded, request.build_dir, "full", dict(request.defines))
@@ -314,6 +330,9 @@ def step_smoke_runtime(workspace: Workspace) -> StepOutcome:
 
 STEPS: tuple[Step, ...] = (
     Step("generated", "generated files are current (configure --check)", step_generated),
+    Step(
+        "migrate", "no name the split removed or renamed is left (buildtool migrate)", step_migrate
+    ),
     Step("configure", "configure the CMake build", step_configure),
     Step("build", "compile with ninja", step_build),
     Step("ctest", "run the C++ tests", step_ctest),
