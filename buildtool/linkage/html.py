@@ -82,8 +82,11 @@ th { background: var(--wash); font-weight: 600; }
 td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 td.bar { white-space: nowrap; } td.bar svg { display: block; }
 .bar .track { fill: #eaeef2; } .bar .fill { fill: var(--required); }
-.bar .fill.over { fill: var(--error); } .bar .previous { fill: none; stroke: #24292f;
-  stroke-width: 1; stroke-dasharray: 3 2; } .bar .budget { stroke: var(--error); stroke-width: 2; }
+.bar .fill.over { fill: var(--error); } .bar .previous { stroke: #24292f; stroke-width: 2.5; }
+.bar .budget { stroke: var(--error); stroke-width: 2.5; }
+table.sizes td:first-child { min-width: 200px; max-width: 320px; }
+table.findings td:nth-child(2) { min-width: 150px; }
+table.findings td:nth-child(3) { min-width: 190px; max-width: 300px; }
 .small { color: var(--muted); font-size: 12px; }
 .grew { color: var(--error); } .shrank { color: var(--ok); }
 code, .path { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
@@ -161,13 +164,7 @@ def _file_cell(path: str, anchors: Anchors) -> str:
 
 
 def _size_row(entry: SizeEntry, anchors: Anchors, scales: tuple[int, int, int]) -> str:
-    node = anchors.node_of(entry.path)
-    name = xml_text(entry.path)
-    link = (
-        f'<a class="path" href="#{node}">{name}</a>'
-        if node
-        else f'<span class="path">{name}</span>'
-    )
+    link = _file_cell(entry.path, anchors)
     old = entry.previous
     if anchors.report.baseline and old is None:
         link += '<div class="small grew">new since the baseline</div>'
@@ -208,7 +205,7 @@ def _sizes(anchors: Anchors) -> str:
     ]
     note = "Bars share one scale per column; the red line is the budget"
     if report.baseline:
-        note += ", the dashed outline the size in the baseline"
+        note += ", the black line the size in the baseline"
     return (
         f'<p class="small">{note}.</p><table class="sizes"><thead><tr><th>library</th>'
         '<th colspan="2">file size</th><th colspan="2">code size</th>'
@@ -225,13 +222,7 @@ def _findings(anchors: Anchors) -> str:
     rows = []
     for index, finding in enumerate(report.findings):
         check = finding.check
-        node = anchors.node_of(finding.path)
-        path = xml_text(finding.path)
-        where = (
-            f'<a class="path" href="#{node}">{path}</a>'
-            if node
-            else f'<span class="path">{path}</span>'
-        )
+        where = _file_cell(finding.path, anchors)
         evidence = (
             f'<div class="small">evidence: <code>{xml_text(finding.evidence)}</code></div>'
             if finding.evidence

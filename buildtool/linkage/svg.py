@@ -222,13 +222,13 @@ def render_graph(anchors: Anchors) -> str:
 
 # --- size bars ---------------------------------------------------------------------------------
 
-BAR_WIDTH = 260
+BAR_WIDTH = 170
 BAR_HEIGHT = 16
 
 
 def render_bar(value: int, scale: int, budget: int | None, previous: int | None) -> str:
-    """One horizontal bar: ``value`` of ``scale``, a budget line, the baseline's value as an
-    outline."""
+    """One horizontal bar: ``value`` of ``scale``, the budget as a red line, the baseline's
+    value as a dark one."""
 
     def x(amount: int) -> float:
         return BAR_WIDTH * amount / scale if scale else 0.0
@@ -243,8 +243,8 @@ def render_bar(value: int, scale: int, budget: int | None, previous: int | None)
     ]
     if previous is not None:
         parts.append(
-            f'<rect class="previous" x="0" y="3" width="{x(previous):.1f}" '
-            f'height="{BAR_HEIGHT - 6}"/>'
+            f'<line class="previous" x1="{x(previous):.1f}" y1="-2" x2="{x(previous):.1f}" '
+            f'y2="{BAR_HEIGHT + 2}"/>'
         )
     if budget is not None:
         parts.append(
