@@ -65,6 +65,8 @@ class StepOutcome:
     """One line on what the step did or why it failed; more lines may follow."""
     findings: tuple[Finding, ...] = ()
     """verify-linkage findings, for annotations and the reports."""
+    report: Report | None = None
+    """The whole verify-linkage report, for the HTML page."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +78,8 @@ class StepResult:
     seconds: float
     detail: str
     findings: tuple[Finding, ...] = ()
+    report: Report | None = None
+    """The step's verify-linkage report, when it made one."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,7 +170,7 @@ def _outcome(report: Report) -> StepOutcome:
     if first is not None:
         detail += f"; {first.path}: {first.check_id} {first.check.name}: {first.message}"
     status: StepStatus = "failed" if report.failed else "passed"
-    return StepOutcome(status, detail, report.findings)
+    return StepOutcome(status, detail, report.findings, report)
 
 
 def step_verify_build(workspace: Workspace) -> StepOutcome:
@@ -337,7 +341,9 @@ def run_step(step: Step, workspace: Workspace) -> StepResult:
     except BuildtoolError as error:
         outcome = StepOutcome("failed", str(error))
     seconds = round(time.monotonic() - start, 2)
-    return StepResult(step.name, outcome.status, seconds, outcome.detail, outcome.findings)
+    return StepResult(
+        step.name, outcome.status, seconds, outcome.detail, outcome.findings, outcome.report
+    )
 
 
 def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver) -> CiResult:

@@ -1,4 +1,5 @@
-"""A ``buildtool ci`` run as text: the summary table, JSON (versioned), JUnit XML and Markdown.
+"""A ``buildtool ci`` run as text: the summary table, JSON (versioned), JUnit XML, Markdown, and
+the HTML page of its verify-linkage reports.
 
 Pure functions of a ``CiResult``; the command module writes and prints them.
 """
@@ -20,6 +21,8 @@ CI_REPORT_VERSION = 1
 
 JSON_NAME = "buildtool-ci.json"
 JUNIT_NAME = "buildtool-ci.junit.xml"
+HTML_NAME = "report.html"
+"""The verify-linkage reports of the run as one page (link graph, sizes, findings)."""
 
 Paint = Callable[[str, str], str]
 STATUS_STYLES = {"passed": "green", "failed": "red", "skipped": "yellow"}
@@ -144,3 +147,18 @@ def render_markdown(result: CiResult) -> str:
     if failed is not None and not failed.findings:
         lines += ["", f"### `{failed.name}` failed", "", "```", failed.detail.strip(), "```"]
     return "\n".join(lines) + "\n"
+
+
+def render_html(result: CiResult) -> str | None:
+    """The verify-linkage reports of the run (the build tree's, the wheels') as one HTML page;
+    None when no step got as far as making one."""
+    from buildtool.linkage.html import render_html as render_page  # only ci writes the page
+
+    parts = [
+        (f"{step.name}: {', '.join(step.report.inputs)}", step.report)
+        for step in result.steps
+        if step.report is not None
+    ]
+    if not parts:
+        return None
+    return render_page(parts, title=f"buildtool ci: verify-linkage ({result.recipe})")

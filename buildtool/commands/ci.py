@@ -38,7 +38,8 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path("dist"),
         metavar="DIR",
-        help=f"wheels, {reports.JSON_NAME} and {reports.JUNIT_NAME} go here (default: dist)",
+        help=f"wheels, {reports.JSON_NAME}, {reports.JUNIT_NAME} and {reports.HTML_NAME} go here "
+        "(default: dist)",
     )
 
 
@@ -90,12 +91,19 @@ def on_github() -> bool:
 
 
 def write_reports(result: pipeline.CiResult, out_dir: Path) -> list[Path]:
-    """``buildtool-ci.json`` and ``buildtool-ci.junit.xml``, each replaced atomically."""
+    """``buildtool-ci.json``, ``buildtool-ci.junit.xml`` and (once verify-linkage ran)
+    ``report.html``, each replaced atomically."""
     json_path = out_dir / reports.JSON_NAME
     junit_path = out_dir / reports.JUNIT_NAME
     write_atomic(json_path, reports.render_json(result))
     write_atomic(junit_path, reports.render_junit(result))
-    return [json_path, junit_path]
+    written = [json_path, junit_path]
+    page = reports.render_html(result)
+    if page is not None:
+        html_path = out_dir / reports.HTML_NAME
+        write_atomic(html_path, page)
+        written.append(html_path)
+    return written
 
 
 def append_step_summary(result: pipeline.CiResult) -> None:
