@@ -83,7 +83,7 @@ td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-n
 td.bar { white-space: nowrap; } td.bar svg { display: block; }
 .bar .track { fill: #eaeef2; } .bar .fill { fill: var(--required); }
 .bar .fill.over { fill: var(--error); } .bar .previous { stroke: #24292f; stroke-width: 2.5; }
-.bar .budget { stroke: var(--error); stroke-width: 2.5; }
+.bar .budget { stroke: #82071e; stroke-width: 3; }
 table.sizes td:first-child { min-width: 200px; max-width: 320px; }
 table.findings td:nth-child(2) { min-width: 150px; }
 table.findings td:nth-child(3) { min-width: 190px; max-width: 300px; }
@@ -203,7 +203,7 @@ def _sizes(anchors: Anchors) -> str:
         "</td><td></td><td></td><td></td><td></td><td></td><td></td></tr>"
         for g in report.gone
     ]
-    note = "Bars share one scale per column; the red line is the budget"
+    note = "Bars share one scale per column; the dark red line is the budget (a red bar is over it)"
     if report.baseline:
         note += ", the black line the size in the baseline"
     return (

@@ -28,11 +28,17 @@ NAME_CHARACTERS = 30
 """File names longer than this are shortened in the middle on a node (the tooltip has all)."""
 
 
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name (surrogateescape)
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
 def xml_text(text: str) -> str:
-    """``text`` for XML/HTML content and attribute values."""
-    shown = _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else
-                         f"\\u{ord(m.group()):04x}", text)  # fmt: skip
-    return html.escape(shown, quote=True)
+    """``text`` for XML/HTML content and attribute values: escaped, and what XML cannot hold
+    shown as a Python-style escape (``\\x01``; an undecodable byte of a file name as ``\\xff``)."""
+    return html.escape(_NOT_XML.sub(_shown, text), quote=True)
 
 
 def shorten(text: str, limit: int = NAME_CHARACTERS) -> str:
@@ -235,8 +241,8 @@ def render_bar(value: int, scale: int, budget: int | None, previous: int | None)
 
     over = budget is not None and value > budget
     parts = [
-        f'<svg xmlns="{SVG_NS}" class="bar" width="{BAR_WIDTH + 2}" height="{BAR_HEIGHT + 4}" '
-        f'viewBox="-1 -2 {BAR_WIDTH + 2} {BAR_HEIGHT + 4}">',
+        f'<svg xmlns="{SVG_NS}" class="bar" width="{BAR_WIDTH + 4}" height="{BAR_HEIGHT + 8}" '
+        f'viewBox="-2 -4 {BAR_WIDTH + 4} {BAR_HEIGHT + 8}">',
         f'<rect class="track" x="0" y="0" width="{BAR_WIDTH}" height="{BAR_HEIGHT}" rx="3"/>',
         f'<rect class="fill{" over" if over else ""}" x="0" y="0" width="{x(value):.1f}" '
         f'height="{BAR_HEIGHT}" rx="3"/>',
@@ -248,8 +254,8 @@ def render_bar(value: int, scale: int, budget: int | None, previous: int | None)
         )
     if budget is not None:
         parts.append(
-            f'<line class="budget" x1="{x(budget):.1f}" y1="-2" x2="{x(budget):.1f}" '
-            f'y2="{BAR_HEIGHT + 2}"/>'
+            f'<line class="budget" x1="{x(budget):.1f}" y1="-4" x2="{x(budget):.1f}" '
+            f'y2="{BAR_HEIGHT + 4}"/>'
         )
     parts.append("</svg>")
     return "".join(parts)
