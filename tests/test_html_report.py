@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from buildtool.linkage.findings import Finding
-from buildtool.linkage.graph import GraphEdge, GraphNode, LinkGraph
-from buildtool.linkage.html import CONTENT_SECURITY_POLICY, render_report_html
+from buildtool.linkage.graph import EXTENSION_SUFFIX, GraphEdge, GraphNode, LinkGraph
+from buildtool.linkage.html import CONTENT_SECURITY_POLICY, render_html, render_report_html
 from buildtool.linkage.layout import assign_layers, layered
 from buildtool.linkage.report import Report, SizeEntry
 from tests.conftest import CliRunner, require
@@ -338,3 +338,28 @@ def test_the_browser_check_sees_a_blocked_request(tmp_path: Path) -> None:
     )
     opened = open_in_chromium(page, tmp_path / "chromium")
     assert any("http://192.0.2.1/pixel.png" in line for line in opened.console), opened.console
+
+
+@pytest.mark.parametrize(
+    ("name", "extension"),
+    [
+        ("_C.cpython-312-x86_64-linux-gnu.so", True),
+        ("_speedups.abi3.so", True),
+        ("_ext.pypy310-pp73-x86_64-linux-gnu.so", True),
+        ("libdemo_runtime.so", False),
+        ("libpython3.12.so.1.0", False),
+    ],
+)
+def test_extension_modules_are_told_from_libraries(name: str, extension: bool) -> None:
+    assert bool(EXTENSION_SUFFIX.search(name)) is extension
+
+
+def test_two_reports_on_one_page_keep_their_anchors_apart() -> None:
+    report = sample_report()
+    page = render_html([("verify-build: build", report), ("verify-wheels: dist", report)])
+    assert page.count("<h2>") == 2
+    for prefix in ("r0-", "r1-"):
+        assert f'id="{prefix}node-0"' in page
+        assert f'href="#{prefix}finding-0"' in page
+        assert f'marker-end="url(#{prefix}arrow)"' in page
+    assert 'id="node-0"' not in page

@@ -34,16 +34,6 @@ class SizeEntry:
     def file_percent(self) -> float | None:
         return None if self.previous is None else percent(self.file_size, self.previous.file_size)
 
-    @property
-    def code_delta(self) -> int | None:
-        return None if self.previous is None else self.code_size - self.previous.code_size
-
-    @property
-    def exported_delta(self) -> int | None:
-        if self.previous is None:
-            return None
-        return self.exported_symbols - self.previous.exported_symbols
-
 
 @dataclasses.dataclass(frozen=True)
 class Report:

@@ -11,6 +11,7 @@ import dataclasses
 import html
 import re
 from collections.abc import Sequence
+from functools import cached_property
 
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.graph import GraphEdge, GraphNode
@@ -69,18 +70,34 @@ class Anchors:
         return f"{self.prefix}finding-{index}"
 
     def node_of(self, path: str) -> str | None:
-        for index, node in enumerate(self.report.graph.nodes):
-            if node.path == path:
-                return self.node(index)
-        return None
+        index = self._nodes.get(path)
+        return None if index is None else self.node(index)
 
     def findings_of(self, path: str, needed: str | None = None) -> list[tuple[int, Finding]]:
         """Findings about a node (``needed`` None) or about one of its NEEDED edges."""
         return [
             (index, finding)
-            for index, finding in enumerate(self.report.findings)
-            if finding.path == path and (needed is None or finding.needed == needed)
+            for index, finding in self._findings.get(path, ())
+            if needed is None or finding.needed == needed
         ]
+
+    def size_of(self, path: str) -> SizeEntry | None:
+        return self._sizes.get(path)
+
+    @cached_property
+    def _nodes(self) -> dict[str, int]:
+        return {node.path: index for index, node in enumerate(self.report.graph.nodes)}
+
+    @cached_property
+    def _findings(self) -> dict[str, list[tuple[int, Finding]]]:
+        by_path: dict[str, list[tuple[int, Finding]]] = {}
+        for index, finding in enumerate(self.report.findings):
+            by_path.setdefault(finding.path, []).append((index, finding))
+        return by_path
+
+    @cached_property
+    def _sizes(self) -> dict[str, SizeEntry]:
+        return {entry.path: entry for entry in self.report.sizes}
 
 
 def worst(findings: Sequence[tuple[int, Finding]]) -> str:
@@ -133,7 +150,7 @@ def _badge(box: Box, findings: Sequence[tuple[int, Finding]], anchors: Anchors) 
 
 def _node_svg(index: int, node: GraphNode, box: Box, anchors: Anchors) -> str:
     findings = anchors.findings_of(node.path) if node.kind != "missing" else []
-    size = next((s for s in anchors.report.sizes if s.path == node.path), None)
+    size = anchors.size_of(node.path)
     classes = ["node", f"kind-{node.kind}", f"role-{node.role or 'none'}"]
     if findings:
         classes.append(f"sev-{worst(findings)}")
