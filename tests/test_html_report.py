@@ -296,6 +296,8 @@ def test_report_in_headless_chromium(
 ) -> None:
     del run_cli  # NO_COLOR only
     page, report = real_page
+    graph = ET.fromstring(svg_of(page.read_text(encoding="utf-8")))  # well-formed XML
+    assert len(graph.findall(".//{http://www.w3.org/2000/svg}title")) >= len(report.graph.nodes)
     opened = open_in_chromium(page, tmp_path / "chromium")
     assert opened.console == [], "console messages or blocked requests:\n" + "\n".join(
         opened.console
