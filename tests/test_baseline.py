@@ -13,7 +13,13 @@ import pytest
 
 from buildtool.cmake.configure import generated_files, plan_recipe, write_generated
 from buildtool.errors import InputError, RecipeError
-from buildtool.linkage.baseline import Baseline, BaselineSize, match_baseline, parse_baseline
+from buildtool.linkage.baseline import (
+    Baseline,
+    BaselineSize,
+    load_baseline,
+    match_baseline,
+    parse_baseline,
+)
 from buildtool.recipe.load import load_recipe
 from buildtool.resources import schema_path
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
@@ -240,3 +246,45 @@ def test_growth_within_a_large_enough_budget_passes(
     text = page.read_text(encoding="utf-8")
     assert '<div class="small grew">+' in text  # the runtime's growth under its bar
     assert '<line class="previous"' in text  # the baseline marked on the bars
+
+
+# --- buildtool ci --baseline ------------------------------------------------------------------
+
+
+def test_ci_refuses_a_bad_baseline_before_any_step(run_cli: CliRunner, tmp_path: Path) -> None:
+    bad = tmp_path / "previous.json"
+    bad.write_text('{"version": 1, "sizes": "none"}', encoding="utf-8")
+    out_dir = tmp_path / "dist"
+    result = run_cli(
+        "ci", "--recipe", str(DEMO_RECIPE), "--build-dir", str(tmp_path / "build"),
+        "--out-dir", str(out_dir), "--baseline", str(bad),
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert f'{bad}: not a baseline: no "sizes" and "findings" arrays' in result.stderr
+    assert not out_dir.exists()  # nothing ran, nothing written
+
+
+@pytest.mark.integration
+def test_ci_verify_build_compares_with_the_baseline(
+    two_builds: tuple[Path, Path, Path],
+) -> None:
+    from buildtool.ci import pipeline, reports
+
+    baseline, build_dir, recipe = two_builds
+    loaded = load_recipe(with_growth_budget(recipe, "ci-tight.toml", 10.0))
+    request = pipeline.CiRequest(
+        loaded, build_dir.parent / "dist", build_dir, baseline=load_baseline(baseline)
+    )
+    workspace = pipeline.Workspace(request, plan_recipe(loaded))
+    step = pipeline.Step("verify-build", "", pipeline.step_verify_build)
+    result = pipeline.CiResult(str(recipe), "none", (pipeline.run_step(step, workspace),))
+    verify = result.steps[0]
+    assert verify.status == "failed"
+    assert [f.check_id for f in verify.findings] == ["BT131"]
+    markdown = reports.render_markdown(result)
+    assert "### library sizes (verify-build)" in markdown
+    assert "| library | file | code | exported | budget | change |" in markdown
+    page = reports.render_html(result)
+    assert page is not None
+    assert "<h2>verify-build: " in page
+    assert "size-growth-exceeded" in page

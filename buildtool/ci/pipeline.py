@@ -24,6 +24,7 @@ from buildtool.cmake import configure
 from buildtool.cmake.run import ctest_command
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
+from buildtool.linkage.baseline import Baseline
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.report import Report, render_text
 from buildtool.linkage.verify import verify_paths
@@ -54,6 +55,9 @@ class CiRequest:
     """The compiler launcher's name, for the report."""
     defines: tuple[tuple[str, str], ...] = ()
     """Extra CMake cache entries for the configure and every wheel build (the launcher's)."""
+    baseline: Baseline | None = None
+    """An earlier run's verify-linkage report: ``verify-build`` shows each library's change
+    against it and enforces ``[verify] max-growth-percent`` (BT131)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,7 +179,8 @@ def _outcome(report: Report) -> StepOutcome:
 
 def step_verify_build(workspace: Workspace) -> StepOutcome:
     policy = policy_for_recipe(workspace.request.loaded)
-    return _outcome(verify_paths([workspace.request.build_dir], policy))
+    request = workspace.request
+    return _outcome(verify_paths([request.build_dir], policy, baseline=request.baseline))
 
 
 def _keep_report(workspace: Workspace) -> Callable[[Report], None]:

@@ -14,7 +14,7 @@ from typing import Any
 from buildtool import __version__
 from buildtool.ci.pipeline import CiResult, StepResult
 from buildtool.linkage.findings import Finding
-from buildtool.linkage.report import finding_json
+from buildtool.linkage.report import finding_json, markdown_sizes
 
 CI_REPORT_VERSION = 1
 """``version`` of ``buildtool-ci.json`` (schema: buildtool/schemas/ci.schema.json)."""
@@ -143,10 +143,13 @@ def render_markdown(result: CiResult) -> str:
                 f"`{finding.path}` ({step_name}): {_markdown_cell(finding.message)}  \n"
                 f"  fix: {_markdown_cell(finding.check.hint)}"
             )
+    build = next((s.report for s in result.steps if s.name == "verify-build" and s.report), None)
+    if build is not None and build.sizes:
+        lines += ["", "### library sizes (verify-build)", "", *markdown_sizes(build)]
     failed = result.failed_step
     if failed is not None and not failed.findings:
         lines += ["", f"### `{failed.name}` failed", "", "```", failed.detail.strip(), "```"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def render_html(result: CiResult) -> str | None:

@@ -26,6 +26,7 @@ from buildtool.commands.common import (
 from buildtool.console import install_log_handler, paint, use_colour
 from buildtool.errors import Interrupted
 from buildtool.fsutil import write_atomic
+from buildtool.linkage.baseline import load_baseline
 from buildtool.linkage.report import escape_data, github_annotation
 
 
@@ -40,6 +41,14 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help=f"wheels, {reports.JSON_NAME}, {reports.JUNIT_NAME} and {reports.HTML_NAME} go here "
         "(default: dist)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="JSON",
+        help="an earlier verify-linkage --format json report (e.g. of the target branch): "
+        "verify-build shows each library's size change against it and fails growth beyond "
+        "[verify] max-growth-percent (BT131)",
     )
 
 
@@ -124,12 +133,14 @@ def _render_end(renderer: ConsoleRenderer, result: pipeline.CiResult, written: l
 def run(args: argparse.Namespace) -> int:
     loaded = resolve_recipe(args)
     launcher, _ = chosen_launcher(args.launcher, loaded)
+    baseline = load_baseline(args.baseline) if args.baseline is not None else None
     request = pipeline.CiRequest(
         loaded=loaded,
         out_dir=args.out_dir,
         build_dir=args.build_dir,
         launcher=launcher,
         defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
+        baseline=baseline,
     )
     # Usage errors above went to stderr; from here on one stream keeps folds and lines in order.
     stream = sys.stdout

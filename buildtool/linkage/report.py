@@ -275,28 +275,33 @@ def markdown_cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
+def markdown_sizes(report: Report) -> list[str]:
+    """The size table in Markdown (with a change column against a baseline); no lines when the
+    report has no libraries."""
+    if not report.sizes and not report.gone:
+        return []
+    against = f" (against `{markdown_cell(report.baseline)}`)" if report.baseline else ""
+    lines = [f"Library sizes{against}:", ""]
+    head = "| library | file | code | exported | budget |"
+    rule = "|---|---:|---:|---:|---:|"
+    if report.baseline:
+        head, rule = head + " change |", rule + "---:|"
+    lines += [head, rule]
+    for entry in report.sizes:
+        budget = _megabytes(entry.budget) if entry.budget else ""
+        row = (
+            f"| `{markdown_cell(entry.path)}` | {_megabytes(entry.file_size)} | "
+            f"{_megabytes(entry.code_size)} | {entry.exported_symbols} | {budget} |"
+        )
+        lines.append(row + (f" {delta_text(entry)} |" if report.baseline else ""))
+    lines += [f"| `{markdown_cell(gone.path)}` | | | | | gone |" for gone in report.gone]
+    return [*lines, ""]
+
+
 def render_markdown(report: Report) -> str:
     """The GitHub step summary: the verdict, the size table (with the changes since the
     baseline) and the findings."""
-    lines = [f"### verify-linkage: {_summary_line(report)}", ""]
-    if report.sizes or report.gone:
-        against = f" (against `{markdown_cell(report.baseline)}`)" if report.baseline else ""
-        lines += [f"Library sizes{against}:", ""]
-        head = "| library | file | code | exported | budget |"
-        rule = "|---|---:|---:|---:|---:|"
-        if report.baseline:
-            head, rule = head + " change |", rule + "---:|"
-        lines += [head, rule]
-        for entry in report.sizes:
-            budget = _megabytes(entry.budget) if entry.budget else ""
-            row = (
-                f"| `{markdown_cell(entry.path)}` | {_megabytes(entry.file_size)} | "
-                f"{_megabytes(entry.code_size)} | {entry.exported_symbols} | {budget} |"
-            )
-            lines.append(row + (f" {delta_text(entry)} |" if report.baseline else ""))
-        for gone in report.gone:
-            lines.append(f"| `{markdown_cell(gone.path)}` | | | | | gone |")
-        lines.append("")
+    lines = [f"### verify-linkage: {_summary_line(report)}", "", *markdown_sizes(report)]
     for finding in report.findings:
         lines.append(
             f"- **{finding.severity}** `{finding.check_id}` {finding.check.name} in "
