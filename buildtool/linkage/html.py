@@ -75,6 +75,7 @@ svg.graph { display: block; margin: 0 auto; font-size: 13px; }
 .edge.sev-warning path { stroke: var(--warning); stroke-width: 2.4; }
 .edge.absent path, .edge.unresolved path { stroke-dasharray: 6 5; }
 marker .arrow { fill: #8c959f; } marker .arrow-bad { fill: var(--error); }
+marker .arrow-warning { fill: var(--warning); }
 table { border-collapse: collapse; width: 100%; font-size: 13px; }
 th, td { text-align: left; vertical-align: top; padding: 6px 10px;
   border-bottom: 1px solid var(--line); }

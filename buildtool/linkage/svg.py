@@ -197,7 +197,10 @@ def _edge_svg(edge: GraphEdge, route: Route, anchors: Anchors, target: GraphNode
         f"{edge.source} lacks NEEDED {edge.needed}, which the recipe requires"
     )  # fmt: skip
     title += "".join(f"\n{f.severity} {f.check_id} {f.check.name}" for _, f in findings)
-    marker = "arrow-bad" if findings or not edge.present else "arrow"
+    severity = worst(findings)
+    marker = "arrow-bad" if severity == "error" or not edge.present else "arrow"
+    marker = "arrow-warning" if severity == "warning" else marker
+    marker = "arrow-bad" if target.kind == "missing" and not severity else marker
     body = (
         f"<title>{xml_text(title)}</title>"
         f'<path d="{_path_data(route.points)}" marker-end="url(#{anchors.prefix}{marker})"/>'
@@ -215,7 +218,7 @@ def _markers(prefix: str) -> str:
         f'<marker id="{prefix}{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
         f'markerHeight="7" orient="auto-start-reverse"><path class="{name}" '
         f'd="M0,1 L10,5 L0,9 z"/></marker>'
-        for name in ("arrow", "arrow-bad")
+        for name in ("arrow", "arrow-bad", "arrow-warning")
     )
 
 
