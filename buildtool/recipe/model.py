@@ -168,6 +168,13 @@ class VerifySettings:
     size_budget_mb: dict[str, float] = dataclasses.field(default_factory=dict)
     """Per library: largest allowed file size in MB (10**6 bytes)."""
 
+    max_growth_percent: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Per library: largest allowed growth of its file size, in percent, against the report of an
+    earlier build (``verify-linkage --baseline previous.json``); more fails the run (BT131).
+    ``runtime = 2.0`` lets the runtime grow by 2 %; libraries not listed may grow freely. A
+    table, like ``size-budget-mb``, because the libraries of a split differ in what growth
+    matters: the runtime every deployment ships, the compiler far less."""
+
     hardening: bool = False
     """Also check hardening (BT140-BT145): full RELRO with BIND_NOW, a non-executable stack, no
     DT_RPATH, no search path relative to the current directory or in a world-writable folder, no

@@ -65,8 +65,20 @@ def _file_names(recipe: Recipe) -> Iterator[tuple[str, str]]:
             yield f"libraries.{name}.file", lib.file
 
 
+def _growth_allowances(recipe: Recipe, source: str) -> None:
+    for name, percent in recipe.verify.max_growth_percent.items():
+        key = f"verify.max-growth-percent.{name}"
+        if name not in recipe.libraries:
+            known = ", ".join(sorted(recipe.libraries)) or "none"
+            raise RecipeError(source, key, f"expected the name of a library ({known})")
+        if not percent >= 0:  # NaN too
+            raise RecipeError(source, key, f"expected a percentage >= 0, found {percent!r}")
+
+
 def check_values(recipe: Recipe, source: str) -> None:
-    """Refuse folders outside the project, CMake-breaking strings and bad file names."""
+    """Refuse folders outside the project, CMake-breaking strings, bad file names and growth
+    allowances for libraries that do not exist."""
+    _growth_allowances(recipe, source)
     for key, folder in _folders(recipe):
         problem = relative_path_problem(folder)
         if problem:
