@@ -402,6 +402,9 @@ def test_git_checkout_scans_tracked_files_only(run_cli: CliRunner, tree: Path) -
 def test_named_files_and_excludes(run_cli: CliRunner, tree: Path) -> None:
     result = run_cli("migrate", "--recipe", str(tree), "tree/docs/guide.md")
     assert result.stdout.splitlines()[:-1] == [line for line in REPORT if "guide.md" in line]
+    missing = run_cli("migrate", "--recipe", str(tree), "tree/nothing-here")
+    assert missing.exit_code == 2
+    assert "tree/nothing-here: no such file or folder" in missing.stderr
     text = tree.read_text(encoding="utf-8")
     tree.write_text(text + '\n[migrate]\nexclude = ["docs/**", "**/*.sh"]\n', encoding="utf-8")
     result = run_cli("migrate", "--recipe", str(tree))
