@@ -13,7 +13,9 @@ with the median of several runs each:
 (f) the same on a folder with the ``torch/lib`` files and on one with twice as many (a second
     copy of the tree): how the cost grows;
 (g) a no-op ``buildtool wheel`` of the bundled example against a no-op
-    ``pip wheel --no-build-isolation --no-deps`` of the same project, both after a first build.
+    ``pip wheel --no-build-isolation --no-deps`` of the same project, both after a first build;
+(h) reading the facts of the unpacked ELF files in this process with the fast decoder and with
+    pyelftools, in rounds: what the cross-check (``verify-linkage --reader pyelftools``) costs.
 
 Ratios between two commands are taken pair by pair, from runs made one after the other, and their
 median reported: the host's speed drifts (a virtual machine shares its CPUs), and a ratio of two
@@ -372,9 +374,17 @@ class Results:
     wheel_pip: Measurement
     isal_floor: Measurement | None
     """Decompressing the ELF members with ISA-L (when the isal package is installed)."""
+    fast_reader: Measurement | None = None
+    """(h): the facts of the unpacked ELF files by the fast decoder, in this process."""
+    pyelftools_reader: Measurement | None = None
+    """(h): the same by pyelftools, one run beside each of ``fast_reader``'s."""
+    exit_at_once: Measurement | None = None
+    """(i): ``python -m buildtool`` on torch/lib, which ends with ``os._exit`` after ``main``."""
+    full_teardown: Measurement | None = None
+    """(i): the same ``main`` followed by the interpreter's ordinary teardown, run beside it."""
 
 
-def run_all(work: Path, runs: int, auditwheel_runs: int) -> Results:
+def run_all(work: Path, runs: int, auditwheel_runs: int, reader_runs: int) -> Results:
     env = child_environment(work)
     wheel = download_torch(work)
     members, all_members = wheel_members(wheel)
@@ -416,12 +426,46 @@ def run_all(work: Path, runs: int, auditwheel_runs: int) -> Results:
         ("buildtool: 2x files", lambda: run_command(verify(twice), env)),
     ])  # fmt: skip
     wheel_ours, wheel_pip = wheel_no_op(work, env, runs)
+    fast_reader, pyelftools_reader = readers(elf_files, reader_runs)
+    exit_at_once, full_teardown = teardown(lib, env, runs)
     return Results(
         speed, both_cpus, floor, record, ours, theirs, beside, dyn_syms,
         with_memory(on_lib, verify(lib), env), on_lib_one, with_memory(on_once, verify(once), env),
         with_memory(on_twice, verify(twice), env), wheel_ours, wheel_pip,
-        isal[0] if isal else None,
+        isal[0] if isal else None, fast_reader, pyelftools_reader, exit_at_once, full_teardown,
     )  # fmt: skip
+
+
+def read_facts(files: Sequence[Path], reader: str) -> int:
+    """The facts of every file, read in this process by one reader (as ``--reader`` chooses, on
+    one CPU and without the checks); the number of ELF files among them."""
+    from buildtool.linkage.elf import read_elf_facts_pyelftools, read_elf_file
+
+    read = read_elf_facts_pyelftools if reader == "pyelftools" else read_elf_file
+    return sum(read(path, str(path)) is not None for path in files)
+
+
+def readers(files: Sequence[Path], runs: int) -> tuple[Measurement, Measurement]:
+    """The fast decoder and pyelftools on the same files, one run of each per round."""
+    fast, reference = measure_together(runs, [
+        ("fast decoder: facts of the ELF files", in_process(lambda: read_facts(files, "fast"))),
+        ("pyelftools: the same facts", in_process(lambda: read_facts(files, "pyelftools"))),
+    ])  # fmt: skip
+    return fast, reference
+
+
+TEARDOWN_SCRIPT = "import sys; from buildtool.cli import main; sys.exit(main(sys.argv[1:]))"
+"""``main`` without ``cli.console``'s ``os._exit``: the interpreter frees every object on exit."""
+
+
+def teardown(lib: Path, env: dict[str, str], runs: int) -> tuple[Measurement, Measurement]:
+    """What ``os._exit`` after ``main`` saves: the same check, with and without the teardown."""
+    ordinary = [sys.executable, "-c", TEARDOWN_SCRIPT, "verify-linkage", "--no-recipe", str(lib)]
+    at_once, full = measure_together(runs, [
+        ("buildtool: torch/lib, os._exit after main", lambda: run_command(verify(lib), env)),
+        ("buildtool: torch/lib, ordinary teardown", lambda: run_command(ordinary, env)),
+    ])  # fmt: skip
+    return at_once, full
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -483,6 +527,8 @@ def tables(r: Results) -> list[str]:
     ]  # fmt: skip
     if r.isal_floor is not None:
         timed.insert(4, (r.isal_floor, False))
+    extra = (r.fast_reader, r.pyelftools_reader, r.exit_at_once, r.full_teardown)
+    timed += [(m, False) for m in extra if m is not None]
     header = (
         "| measurement | median | peak RSS (largest process) | peak PSS (all processes) | runs |"
     )
@@ -495,7 +541,28 @@ def tables(r: Results) -> list[str]:
         "| target | measured | goal | |",
         "|---|---|---|---|",
         *verdicts,
+        *comparisons(r),
     ]
+
+
+def comparisons(r: Results) -> list[str]:
+    """Ratios without a target: what the pyelftools cross-check costs beside the fast decoder,
+    and what ending with ``os._exit`` saves (the reason ``cli.console`` does it)."""
+    rows = []
+    if r.fast_reader is not None and r.pyelftools_reader is not None:
+        slower = paired_ratio(r.pyelftools_reader, r.fast_reader)
+        rows.append(f"| fast decoder vs pyelftools | pyelftools takes {slower:.1f}x as long |")
+    if r.exit_at_once is not None and r.full_teardown is not None:
+        saved = statistics.median(
+            full.seconds - once.seconds
+            for once, full in zip(r.exit_at_once.runs, r.full_teardown.runs, strict=True)
+        )
+        ratio = paired_ratio(r.full_teardown, r.exit_at_once)
+        rows.append(
+            f"| os._exit after main vs ordinary teardown (torch/lib) | teardown takes "
+            f"{ratio:.2f}x as long ({saved * 1000:.0f} ms more, median of paired runs) |"
+        )
+    return ["", "| comparison | ratio |", "|---|---|", *rows] if rows else []
 
 
 ISSUE_HOST: Final = {"zipfile: ELF members": 1.44, "readelf --dyn-syms": 1.45}
@@ -549,6 +616,11 @@ sha256) before trusting it, so on a wheel it decompresses and hashes every membe
 ELF ones: the second zipfile line is that work alone, on one CPU. It inflates with ISA-L (the
 `isal` package, a dependency on x86-64 and arm64) rather than zlib: the isal line is the
 decompression of the ELF members alone with that library, on one CPU.
+
+The fast decoder and pyelftools lines read the facts of the same unpacked ELF files in the
+benchmark's own process, one file after another (no worker processes, no checks), one run of each
+per round; the comparison is the median of the ratios of the runs of one round. It is what
+`verify-linkage --reader pyelftools`, the cross-check of the fast decoder, costs.
 """
 
 
@@ -582,11 +654,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--auditwheel-runs", type=int, default=3, help="(default 3: about 50 s each)"
     )
+    parser.add_argument(
+        "--reader-runs",
+        type=int,
+        default=3,
+        help="rounds of the fast decoder beside pyelftools (default 3)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-") as temporary:
         work = (args.work_dir or Path(temporary)).resolve()
         work.mkdir(parents=True, exist_ok=True)
-        results = run_all(work, args.runs, args.auditwheel_runs)
+        results = run_all(work, args.runs, args.auditwheel_runs, args.reader_runs)
     print("\n".join(["", *machine(), "", *tables(results), "", *host_speed(results)]))
     write_readme(results)
     print(f"\nwritten to {README.relative_to(REPO)}")

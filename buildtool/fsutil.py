@@ -25,8 +25,8 @@ def _is_special(path: Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write to a temporary file beside ``path``, then rename it into place.
+def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
+    """Write to a temporary file beside ``path``, then rename it into place (with ``mode``).
 
     A special file (``/dev/null``, a FIFO) is written to directly: renaming over it would replace
     the device itself, and a stream has no half-written state to protect anyway.
@@ -46,7 +46,7 @@ def write_atomic(path: Path, data: str | bytes) -> None:
             handle.write(payload)
             handle.flush()
             os.fsync(handle.fileno())
-        temporary.chmod(0o644)
+        temporary.chmod(mode)
         temporary.replace(path)
     except BaseException:
         temporary.unlink(missing_ok=True)

@@ -59,6 +59,7 @@ def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> L
             if obj.owner == lib.name
         ),
         size_budget=None if budget_mb is None else int(budget_mb * 1_000_000),
+        max_growth_percent=verify.max_growth_percent.get(lib.name),
     )
 
 

@@ -25,6 +25,7 @@ ROOMS = (
     "packaging",
     "verification",
     "cmakecheck",
+    "migrate",
     "ci",
 )
 
@@ -40,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     # check-cmake: a code model (cmake writes the query) against a recipe's plan; findings and
     # their renderings are verify-linkage's
     "cmakecheck": {"ground", "recipe", "plan", "cmake", "linkage", "verification", "cmakecheck"},
+    "migrate": {"ground", "recipe", "migrate"},
     "ci": {
         "ground",
         "recipe",
@@ -49,6 +51,7 @@ ALLOWED: dict[str, set[str]] = {
         "linkage",
         "verification",
         "cmakecheck",
+        "migrate",
         "ci",
     },
     "commands": {*ROOMS, "commands"},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -81,3 +82,26 @@ def test_host_speed_scales_only_the_absolute_target(bench: ModuleType) -> None:
     assert "2.00 times as long" in text
     assert "this run's 0.80 s would be 0.40 s" in text
     assert not {t.what: t.met for t in bench.targets(r)}["torch/lib wall"]  # verdicts unscaled
+
+
+def test_the_reader_comparison_is_a_paired_ratio(bench: ModuleType) -> None:
+    quick = series(bench, "quick", 0.4, 0.5, 0.6)
+    fields = {f.name: quick for f in dataclasses.fields(bench.Results)}
+    nothing = {"fast_reader", "pyelftools_reader", "exit_at_once", "full_teardown"}
+    without = bench.Results(**{**fields, **dict.fromkeys(nothing)})
+    assert bench.comparisons(without) == []
+    fast = series(bench, "fast", 0.1, 0.2, 0.4)
+    reference = series(bench, "pyelftools", 5.0, 10.0, 12.0)  # 50x, 50x, 30x
+    r = dataclasses.replace(without, fast_reader=fast, pyelftools_reader=reference)
+    assert "| fast decoder vs pyelftools | pyelftools takes 50.0x as long |" in bench.tables(r)
+
+
+def test_the_teardown_saving_is_measured_run_by_run(bench: ModuleType) -> None:
+    quick = series(bench, "quick", 0.4, 0.5, 0.6)
+    fields = {f.name: quick for f in dataclasses.fields(bench.Results)}
+    at_once = series(bench, "os._exit", 0.50, 0.40, 0.60)
+    full = series(bench, "teardown", 0.55, 0.42, 0.63)  # 50, 20, 30 ms more
+    r = bench.Results(**{**fields, "exit_at_once": at_once, "full_teardown": full})
+    row = next(line for line in bench.comparisons(r) if "os._exit" in line)
+    assert "(30 ms more, median of paired runs)" in row
+    assert "1.05x as long" in row

@@ -241,7 +241,7 @@ def test_ci_passes_on_the_example(
     result, _ = example_run
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[-1].startswith("buildtool ci: passed (11 steps, ")
+    assert lines[-1].startswith("buildtool ci: passed (12 steps, ")
     for name in STEP_NAMES:
         assert re.search(rf"^{name} +passed +\d+\.\d\d$", result.stdout, re.MULTILINE), name
     assert "::group::" not in result.stdout
@@ -267,6 +267,10 @@ def test_ci_writes_json_and_junit_reports(
     assert root.attrib["failures"] == "0"
     wheels = sorted(path.name.split("-")[0] for path in out_dir.glob("*.whl"))
     assert wheels == ["demo_compiler", "demo_runtime"]
+    page = (out_dir / reports.HTML_NAME).read_text(encoding="utf-8")
+    assert "<h2>verify-build: " in page
+    assert "<h2>verify-wheels: " in page
+    assert page.count('data-path="') >= 8  # the build tree's files and the wheels' members
 
 
 # --- a broken example fails at verify, the GitHub way -------------------------------------------
@@ -322,14 +326,14 @@ def test_broken_example_fails_at_verify_with_github_annotations(
     assert result.exit_code == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert lines[-1].startswith("buildtool ci: failed at step verify-build: ")
-    assert lines.count("::endgroup::") == 6
-    assert "::group::[6/11] verify-build: verify-linkage on the build tree" in lines
+    assert lines.count("::endgroup::") == 7
+    assert "::group::[7/12] verify-build: verify-linkage on the build tree" in lines
     annotations = [line for line in lines if line.startswith("::error file=")]
     assert any(
         line.split(",", 1)[0].endswith("/bin/minrpc") and f"title={check_id} " in line
         for line in annotations
     ), annotations
-    assert "::group::[7/11] wheels" not in result.stdout
+    assert "::group::[8/12] wheels" not in result.stdout
 
     markdown = summary.read_text(encoding="utf-8")
     assert markdown.startswith("earlier content\n## buildtool ci: failed at step verify-build")
@@ -341,7 +345,7 @@ def test_broken_example_fails_at_verify_with_github_annotations(
     validate_report(document)
     assert document["failed_step"] == "verify-build"
     statuses = [step["status"] for step in document["steps"]]
-    assert statuses == ["passed"] * 5 + ["failed"] + ["skipped"] * 5
+    assert statuses == ["passed"] * 6 + ["failed"] + ["skipped"] * 5
     cases = {
         case.attrib["name"]: case
         for case in ET.parse(out_dir / reports.JUNIT_NAME).iter("testcase")
@@ -349,6 +353,9 @@ def test_broken_example_fails_at_verify_with_github_annotations(
     failure = cases["verify-build"].find("failure")
     assert failure is not None
     assert "minrpc" in failure.attrib["message"]
+    page = (out_dir / reports.HTML_NAME).read_text(encoding="utf-8")
+    assert f"<code>{check_id}</code>" in page  # the findings table
+    assert 'class="node kind-executable role-executable sev-error"' in page  # minrpc, marked
 
 
 # --- wheels that fail verification are never published ---------------------------------------
@@ -390,7 +397,7 @@ def test_ci_publishes_no_wheel_that_fails_verification(
     assert result.exit_code == 1, result.stdout + result.stderr
     assert "buildtool ci: failed at step wheels: nothing published" in result.stdout
     assert "BT121" in result.stdout
-    reports_written = {reports.JSON_NAME, reports.JUNIT_NAME}
+    reports_written = {reports.JSON_NAME, reports.JUNIT_NAME, reports.HTML_NAME}
     assert {p.name for p in out_dir.iterdir()} == {"keep.txt", *reports_written}
     assert (out_dir / "keep.txt").read_text(encoding="utf-8") == "untouched"
     document = json.loads((out_dir / reports.JSON_NAME).read_text(encoding="utf-8"))

@@ -29,6 +29,7 @@ def test_version(run_cli: CliRunner, capsys: pytest.CaptureFixture[str]) -> None
         (("frobnicate",), "invalid choice: 'frobnicate'"),
         (("configure", "--variant", "tiny"), "invalid choice: 'tiny'"),
         (("configure", "--bogus"), "unrecognized arguments: --bogus"),
+        (("verify-linkage", "--reader", "readelf"), "invalid choice: 'readelf'"),
     ],
 )
 def test_bad_arguments_exit_2_without_traceback(

@@ -22,7 +22,8 @@ from elftools.elf.elffile import ELFFile
 
 from buildtool.errors import InputError
 from buildtool.linkage import reading
-from buildtool.linkage.elf import ElfFacts, MalformedElf, NameDigests, name_digest
+from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf, NameDigests, name_digest
+from buildtool.linkage.inputs import read_wheel
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.reading import Outcome, Source, read_sources
 from buildtool.linkage.verify import verify_paths
@@ -183,6 +184,37 @@ def test_the_first_bad_member_is_reported_either_way(
     serial, parallel = both_ways(read, pool_for_everything)
     assert parallel == serial
     assert "demo/lib/lib2.so" in str(serial)
+
+
+def _not_for_pyelftools(*_args: object, **_kwargs: object) -> object:
+    raise AssertionError("the fast decoder was asked while pyelftools reads")
+
+
+@pytest.mark.integration
+def test_pyelftools_reads_files_whole_and_alike(
+    duplicate_gemm_build: Path,
+    tmp_path: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reader choice reaches the workers; pyelftools reads each file whole (no ``.symtab``
+    parts, no wheel member without its code) and gives the facts the fast decoder gives."""
+    monkeypatch.setattr(reading, "SPARSE_MIN_BYTES", 0)
+    files = sources_of(binaries(duplicate_gemm_build))
+    wheel = elf_wheel(duplicate_gemm_build, tmp_path)
+
+    def read(jobs: int, elf_reader: ElfReader) -> list[Outcome]:
+        members = read_wheel(wheel, REGISTRATIONS, jobs=jobs, elf_reader=elf_reader).files
+        on_disk = read_sources(files, REGISTRATIONS, jobs, elf_reader)
+        return [*on_disk, *(member.facts for member in members)]
+
+    expected = read(1, "fast")
+    pool_for_everything.clear()
+    for name in ("read_elf_facts", "read_symtab_part", "code_ranges", "left_out_unused"):
+        monkeypatch.setattr(reading, name, _not_for_pyelftools)
+    serial, parallel = both_ways(lambda jobs: read(jobs, "pyelftools"), pool_for_everything)
+    assert serial == parallel == expected
+    assert all(isinstance(outcome, ElfFacts) for outcome in expected)
 
 
 def test_name_digests_as_a_set() -> None:

@@ -83,6 +83,50 @@ def test_checks_run_are_those_the_recipe_turns_on() -> None:
     assert hardening == {f"BT{n}" for n in range(140, 146)}
     without_recipe = Report((), "", 0, (), ())
     assert set(without_recipe.checks_run) == every - needs_recipe
-    assert set(REPORT.checks_run) == every - hardening  # a recipe, hardening off
+    baseline = {check.id for check in CHECKS if check.needs_baseline}
+    assert baseline == {"BT131"}
+    assert set(REPORT.checks_run) == every - hardening - baseline  # a recipe, hardening off
     hardened = Report((), "recipes/demo.toml", 0, (), (), hardening=True)
-    assert set(hardened.checks_run) == every
+    assert set(hardened.checks_run) == every - baseline
+    compared = Report((), "recipes/demo.toml", 0, (), (), hardening=True, baseline="old.json")
+    assert set(compared.checks_run) == every
+
+
+def test_sizes_against_a_baseline_in_text_json_github_and_markdown() -> None:
+    import dataclasses
+
+    from buildtool.linkage.baseline import BaselineSize
+    from buildtool.linkage.report import render_markdown
+
+    previous = BaselineSize("old/lib/libx.so", 2_000_000, 1_000_000, 10)
+    entry = dataclasses.replace(REPORT.sizes[0], previous=previous)
+    gone = BaselineSize("old/lib/liby.so", 1_000, 500, 1)
+    report = dataclasses.replace(REPORT, sizes=(entry,), baseline="old.json", gone=(gone,))
+    text = render_text(report)
+    assert "library sizes (against old.json)" in text
+    assert "; since the baseline: file +500,000 B (+25.00%), code ±0 B, exported +2" in text
+    assert "  old/lib/liby.so: gone since the baseline (was 0.00 MB)" in text
+    document = json.loads(render_json(report))
+    jsonschema.validate(document, json.loads(schema_path("report").read_text(encoding="utf-8")))
+    assert document["sizes"][0]["delta"] == {
+        "file_size": 500_000,
+        "file_size_percent": 25.0,
+        "code_size": 0,
+        "code_size_percent": 0.0,
+        "exported_symbols": 2,
+    }
+    assert document["baseline"]["gone"][0]["path"] == "old/lib/liby.so"
+    notice = render_github(report).splitlines()[2]
+    assert notice == (
+        "::notice title=library sizes against old.json::"
+        "build/lib/libx.so: +500,000 B (+25.00%25)%0Aold/lib/liby.so: gone"
+    )
+    markdown = render_markdown(report)
+    assert "| `build/lib/libx.so` | 2.50 MB | 1.00 MB | 12 | 5.00 MB | +500,000 B (+25.00%) |" in (
+        markdown
+    )
+    # without a baseline nothing of it shows, and the JSON says so
+    plain = json.loads(render_json(REPORT))
+    assert plain["baseline"] is None
+    assert "previous" not in plain["sizes"][0]
+    assert "::notice" not in render_github(REPORT)

@@ -233,6 +233,24 @@ def test_same_findings_from_a_wheel_as_from_the_tree(good_build: Path, tmp_path:
     assert ("BT121", "libdemo.so") in ids(from_wheel)
 
 
+def test_pyelftools_reader_gives_the_same_report(
+    duplicate_gemm_build: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """``--reader pyelftools`` decodes every file (the build's and the system libraries they
+    need) without the fast decoder: the same report is a cross-check of it."""
+    lib = tmp_path / "lib"
+    shutil.copytree(duplicate_gemm_build / "lib", lib)
+    subprocess.run(["strip", "--strip-all", lib / "libdemo_compiler.so"], check=True)
+    trees = (str(duplicate_gemm_build), str(lib))
+    common = ("--recipe", str(DEMO_RECIPE), "--format", "json", "--jobs", "1")
+    fast = run_cli("verify-linkage", *trees, *common)
+    reference = run_cli("verify-linkage", *trees, *common, "--reader", "pyelftools")
+    assert fast.exit_code == reference.exit_code == 1
+    assert json.loads(reference.stdout) == json.loads(fast.stdout)
+    assert {"BT103", "BT104"} <= {f["id"] for f in json.loads(fast.stdout)["findings"]}
+    assert run_cli("verify-linkage", *trees, *common, "--reader", "fast").stdout == fast.stdout
+
+
 def test_json_and_github_formats(broken: Path, run_cli: CliRunner) -> None:
     patchelf("--remove-rpath", broken / "bin" / "minrpc")
     result = run_cli(

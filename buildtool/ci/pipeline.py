@@ -24,6 +24,7 @@ from buildtool.cmake import configure
 from buildtool.cmake.run import ctest_command
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
+from buildtool.linkage.baseline import Baseline
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.report import Report, render_text
 from buildtool.linkage.verify import verify_paths
@@ -54,6 +55,9 @@ class CiRequest:
     """The compiler launcher's name, for the report."""
     defines: tuple[tuple[str, str], ...] = ()
     """Extra CMake cache entries for the configure and every wheel build (the launcher's)."""
+    baseline: Baseline | None = None
+    """An earlier run's verify-linkage report: ``verify-build`` shows each library's change
+    against it and enforces ``[verify] max-growth-percent`` (BT131)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +69,8 @@ class StepOutcome:
     """One line on what the step did or why it failed; more lines may follow."""
     findings: tuple[Finding, ...] = ()
     """verify-linkage findings, for annotations and the reports."""
+    report: Report | None = None
+    """The whole verify-linkage report, for the HTML page."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +82,8 @@ class StepResult:
     seconds: float
     detail: str
     findings: tuple[Finding, ...] = ()
+    report: Report | None = None
+    """The step's verify-linkage report, when it made one."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +148,22 @@ def step_generated(workspace: Workspace) -> StepOutcome:
     return StepOutcome(detail="generated files are current")
 
 
+def step_migrate(workspace: Workspace) -> StepOutcome:
+    """``buildtool migrate`` on the project root: no name the split removed or renamed is left."""
+    from buildtool.migrate import report, run  # here: the other steps need none of it
+
+    loaded = workspace.request.loaded
+    rules = run.project_rules(loaded)
+    if rules.empty:
+        return StepOutcome(detail=f"no [migrate] entries in {loaded.source}: nothing to look for")
+    result = run.scan_project(loaded, rules)
+    if result.matches:
+        # the summary first (the step's one-line detail), then every stale reference
+        lines = report.render_text(result).splitlines()
+        raise ChecksFailed("\n".join([lines[-1], *lines[:-1]]))
+    return StepOutcome(detail=report.summary(result))
+
+
 def step_configure(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     targets = configure.configure(request.loaded, request.build_dir, "full", dict(request.defines))
@@ -182,12 +206,13 @@ def _outcome(report: Report) -> StepOutcome:
     if first is not None:
         detail += f"; {first.path}: {first.check_id} {first.check.name}: {first.message}"
     status: StepStatus = "failed" if report.failed else "passed"
-    return StepOutcome(status, detail, report.findings)
+    return StepOutcome(status, detail, report.findings, report)
 
 
 def step_verify_build(workspace: Workspace) -> StepOutcome:
     policy = policy_for_recipe(workspace.request.loaded)
-    return _outcome(verify_paths([workspace.request.build_dir], policy))
+    request = workspace.request
+    return _outcome(verify_paths([request.build_dir], policy, baseline=request.baseline))
 
 
 def _keep_report(workspace: Workspace) -> Callable[[Report], None]:
@@ -330,6 +355,9 @@ def step_smoke_runtime(workspace: Workspace) -> StepOutcome:
 
 STEPS: tuple[Step, ...] = (
     Step("generated", "generated files are current (configure --check)", step_generated),
+    Step(
+        "migrate", "no name the split removed or renamed is left (buildtool migrate)", step_migrate
+    ),
     Step("configure", "configure the CMake build", step_configure),
     Step(
         "check-cmake",
@@ -358,7 +386,9 @@ def run_step(step: Step, workspace: Workspace) -> StepResult:
     except BuildtoolError as error:
         outcome = StepOutcome("failed", str(error))
     seconds = round(time.monotonic() - start, 2)
-    return StepResult(step.name, outcome.status, seconds, outcome.detail, outcome.findings)
+    return StepResult(
+        step.name, outcome.status, seconds, outcome.detail, outcome.findings, outcome.report
+    )
 
 
 def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver) -> CiResult:

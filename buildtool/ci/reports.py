@@ -1,4 +1,5 @@
-"""A ``buildtool ci`` run as text: the summary table, JSON (versioned), JUnit XML and Markdown.
+"""A ``buildtool ci`` run as text: the summary table, JSON (versioned), JUnit XML, Markdown, and
+the HTML page of its verify-linkage reports.
 
 Pure functions of a ``CiResult``; the command module writes and prints them.
 """
@@ -13,13 +14,15 @@ from typing import Any
 from buildtool import __version__
 from buildtool.ci.pipeline import CiResult, StepResult
 from buildtool.linkage.findings import Finding
-from buildtool.linkage.report import finding_json
+from buildtool.linkage.report import finding_json, markdown_sizes
 
 CI_REPORT_VERSION = 1
 """``version`` of ``buildtool-ci.json`` (schema: buildtool/schemas/ci.schema.json)."""
 
 JSON_NAME = "buildtool-ci.json"
 JUNIT_NAME = "buildtool-ci.junit.xml"
+HTML_NAME = "report.html"
+"""The verify-linkage reports of the run as one page (link graph, sizes, findings)."""
 
 Paint = Callable[[str, str], str]
 STATUS_STYLES = {"passed": "green", "failed": "red", "skipped": "yellow"}
@@ -140,7 +143,25 @@ def render_markdown(result: CiResult) -> str:
                 f"`{finding.path}` ({step_name}): {_markdown_cell(finding.message)}  \n"
                 f"  fix: {_markdown_cell(finding.check.hint)}"
             )
+    build = next((s.report for s in result.steps if s.name == "verify-build" and s.report), None)
+    if build is not None and build.sizes:
+        lines += ["", "### library sizes (verify-build)", "", *markdown_sizes(build)]
     failed = result.failed_step
     if failed is not None and not failed.findings:
         lines += ["", f"### `{failed.name}` failed", "", "```", failed.detail.strip(), "```"]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_html(result: CiResult) -> str | None:
+    """The verify-linkage reports of the run (the build tree's, the wheels') as one HTML page;
+    None when no step got as far as making one."""
+    from buildtool.linkage.html import render_html as render_page  # only ci writes the page
+
+    parts = [
+        (f"{step.name}: {', '.join(step.report.inputs)}", step.report)
+        for step in result.steps
+        if step.report is not None
+    ]
+    if not parts:
+        return None
+    return render_page(parts, title=f"buildtool ci: verify-linkage ({result.recipe})")

@@ -26,6 +26,7 @@ from buildtool.commands.common import (
 from buildtool.console import install_log_handler, paint, use_colour
 from buildtool.errors import Interrupted
 from buildtool.fsutil import write_atomic
+from buildtool.linkage.baseline import load_baseline
 from buildtool.linkage.report import escape_data, github_annotation
 
 
@@ -38,7 +39,16 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=Path("dist"),
         metavar="DIR",
-        help=f"wheels, {reports.JSON_NAME} and {reports.JUNIT_NAME} go here (default: dist)",
+        help=f"wheels, {reports.JSON_NAME}, {reports.JUNIT_NAME} and {reports.HTML_NAME} go here "
+        "(default: dist)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="JSON",
+        help="an earlier verify-linkage --format json report (e.g. of the target branch): "
+        "verify-build shows each library's size change against it and fails growth beyond "
+        "[verify] max-growth-percent (BT131)",
     )
 
 
@@ -90,12 +100,19 @@ def on_github() -> bool:
 
 
 def write_reports(result: pipeline.CiResult, out_dir: Path) -> list[Path]:
-    """``buildtool-ci.json`` and ``buildtool-ci.junit.xml``, each replaced atomically."""
+    """``buildtool-ci.json``, ``buildtool-ci.junit.xml`` and (once verify-linkage ran)
+    ``report.html``, each replaced atomically."""
     json_path = out_dir / reports.JSON_NAME
     junit_path = out_dir / reports.JUNIT_NAME
     write_atomic(json_path, reports.render_json(result))
     write_atomic(junit_path, reports.render_junit(result))
-    return [json_path, junit_path]
+    written = [json_path, junit_path]
+    page = reports.render_html(result)
+    if page is not None:
+        html_path = out_dir / reports.HTML_NAME
+        write_atomic(html_path, page)
+        written.append(html_path)
+    return written
 
 
 def append_step_summary(result: pipeline.CiResult) -> None:
@@ -116,12 +133,14 @@ def _render_end(renderer: ConsoleRenderer, result: pipeline.CiResult, written: l
 def run(args: argparse.Namespace) -> int:
     loaded = resolve_recipe(args)
     launcher, _ = chosen_launcher(args.launcher, loaded)
+    baseline = load_baseline(args.baseline) if args.baseline is not None else None
     request = pipeline.CiRequest(
         loaded=loaded,
         out_dir=args.out_dir,
         build_dir=args.build_dir,
         launcher=launcher,
         defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
+        baseline=baseline,
     )
     # Usage errors above went to stderr; from here on one stream keeps folds and lines in order.
     stream = sys.stdout

@@ -13,7 +13,14 @@ from buildtool.commands.common import add_recipe_option
 from buildtool.console import paint, use_colour
 from buildtool.errors import UsageError
 from buildtool.fsutil import write_atomic
-from buildtool.linkage.report import Report, render_github, render_json, render_text
+from buildtool.linkage.elf import ELF_READERS
+from buildtool.linkage.report import (
+    Report,
+    render_github,
+    render_json,
+    render_markdown,
+    render_text,
+)
 from buildtool.linkage.verify import verify_paths
 from buildtool.verification import policy_for_recipe
 
@@ -40,10 +47,18 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--format",
-        choices=("text", "json", "github"),
+        choices=("text", "json", "github", "html"),
         default="text",
-        help="text (grouped per file), json (versioned, see buildtool/schemas/report.schema.json)"
-        " or github (workflow annotations)",
+        help="text (grouped per file), json (versioned, see buildtool/schemas/report.schema.json),"
+        " github (workflow annotations; the size table is appended to $GITHUB_STEP_SUMMARY when"
+        " set) or html (one self-contained page: link graph, size bars, findings)",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="JSON",
+        help="the --format json report of an earlier run: every format shows how each library's "
+        "size changed, and [verify] max-growth-percent fails growth beyond it (BT131)",
     )
     parser.add_argument(
         "--output",
@@ -65,6 +80,13 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="let LD_LIBRARY_PATH take part in resolving NEEDED entries (off by default: users' "
         "machines do not have the build's)",
+    )
+    parser.add_argument(
+        "--reader",
+        choices=ELF_READERS,
+        default="fast",
+        help="what decodes the ELF files: fast (default) or pyelftools (tens of times slower, "
+        "independent of the fast decoder: a cross-check of its facts)",
     )
 
 
@@ -95,6 +117,10 @@ def _render(report: Report, output_format: str, colour: bool) -> str:
         return render_json(report)
     if output_format == "github":
         return render_github(report)
+    if output_format == "html":
+        from buildtool.linkage.html import render_report_html  # only this format needs it
+
+        return render_report_html(report)
     return render_text(report, lambda text, style: paint(text, style, colour))
 
 
@@ -103,7 +129,19 @@ def run(args: argparse.Namespace) -> int:
     ld_library_path = None
     if args.ld_library_path:
         ld_library_path = [entry for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":")]
-    report = verify_paths(paths, policy_for_recipe(_recipe(args)), ld_library_path, args.jobs)
+    baseline = None
+    if args.baseline is not None:
+        from buildtool.linkage.baseline import load_baseline
+
+        baseline = load_baseline(args.baseline)  # before the work: a bad file fails fast
+    policy = policy_for_recipe(_recipe(args))
+    report = verify_paths(
+        paths, policy, ld_library_path, args.jobs, elf_reader=args.reader, baseline=baseline
+    )
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if args.format == "github" and summary:
+        with Path(summary).open("a", encoding="utf-8") as handle:
+            handle.write(render_markdown(report))
     if args.output is None:
         sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
     else:

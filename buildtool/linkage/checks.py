@@ -53,6 +53,7 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
                     binary.display,
                     f"does not need {required}, which the recipe requires",
                     f"DT_NEEDED: {', '.join(needed) or 'none'}",
+                    needed=required,
                 )
 
 
@@ -87,6 +88,7 @@ def check_forbidden_needed(subject: Subject) -> Iterator[Finding]:
                 binary.display,
                 f"needs {entry}, which {why}",
                 f"DT_NEEDED: {', '.join(subject.facts(binary).needed)}",
+                needed=entry,
             )
 
 
@@ -312,6 +314,7 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
                 f"needs {name}, which the dynamic loader would not find",
                 f"searched RUNPATH {':'.join(facts.runpath or ()) or '(none)'}, "
                 "ld.so.cache and the default directories",
+                needed=name,
             )
 
 

@@ -20,6 +20,8 @@ class Check:
     needs_recipe: bool = False
     hardening: bool = False
     """Runs only when the recipe turns hardening on (``[verify] hardening = true``)."""
+    needs_baseline: bool = False
+    """Runs only against an earlier report (``verify-linkage --baseline previous.json``)."""
 
 
 CHECKS: tuple[Check, ...] = (
@@ -152,6 +154,17 @@ CHECKS: tuple[Check, ...] = (
         "A library is larger than the budget the recipe sets for it.",
         "Move heavy code to the optional library, or raise the budget knowingly.",
         needs_recipe=True,
+    ),
+    Check(
+        "BT131",
+        "size-growth-exceeded",
+        "error",
+        "A library grew, against the baseline report (--baseline), by more percent of its file "
+        "size than the recipe allows ([verify] max-growth-percent).",
+        "Find what the change added to the library (its new sources, inlined templates, static "
+        "data); move it to the optional library, or raise the allowance knowingly.",
+        needs_recipe=True,
+        needs_baseline=True,
     ),
     Check(
         "BT140",
@@ -325,6 +338,9 @@ class Finding:
     path: str
     message: str
     evidence: str = ""
+    needed: str = ""
+    """The DT_NEEDED entry the finding is about, when it is about one (a missing, forbidden or
+    unresolved dependency): the report's link graph marks that edge."""
 
     @property
     def check(self) -> Check:
@@ -342,7 +358,8 @@ def render_checks_doc() -> str:
         "",
         "Generated from `buildtool/linkage/findings.py`; a test fails when this file is stale.",
         "Checks marked *recipe* run only with a recipe (its linkage policy); those marked",
-        "*hardening* only when the recipe says `[verify] hardening = true`.",
+        "*hardening* only when the recipe says `[verify] hardening = true`; those marked",
+        "*baseline* only with `--baseline` (the JSON report of an earlier run).",
         "",
     ]
     for check in (*CHECKS, *CMAKE_CHECKS):
@@ -355,6 +372,7 @@ def render_checks_doc() -> str:
             ]
         recipe = " · *recipe*" if check.needs_recipe else ""
         recipe += " · *hardening*" if check.hardening else ""
+        recipe += " · *baseline*" if check.needs_baseline else ""
         lines += [
             f"## {check.id} `{check.name}` ({check.severity}{recipe})",
             "",

@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from buildtool.errors import InputError
-from buildtool.linkage.elf import ElfFacts, MalformedElf
+from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf
 from buildtool.linkage.reading import Source, read_source, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
@@ -72,14 +72,16 @@ def _disk_location(path: Path) -> PurePosixPath:
     return PurePosixPath(path.resolve().as_posix())
 
 
-def read_disk_file(path: Path, display: str, names: Collection[str]) -> BinaryFile | None:
+def read_disk_file(
+    path: Path, display: str, names: Collection[str], elf_reader: ElfReader = "fast"
+) -> BinaryFile | None:
     """Facts of one file on disk (mmap), or None when it is not ELF."""
     try:
         size = path.stat().st_size
     except OSError as error:
         raise InputError(f"{display}: cannot read: {error.strerror or error}") from None
     source = Source(str(path), display, size)
-    outcome = read_source(source, names)
+    outcome = read_source(source, names, elf_reader)
     return None if outcome is None else _binary(source, _disk_location(path), outcome)
 
 
@@ -102,7 +104,9 @@ def _folder_roots(path: Path) -> tuple[str, list[Path]]:
     return "folder", roots
 
 
-def read_folder(path: Path, names: Collection[str], jobs: int | None = None) -> InputSet:
+def read_folder(
+    path: Path, names: Collection[str], jobs: int | None = None, elf_reader: ElfReader = "fast"
+) -> InputSet:
     """Every ELF file under a folder (symlinks recorded as aliases, not read twice)."""
     kind, roots = _folder_roots(path)
     candidates: list[tuple[Path, int]] = []
@@ -120,7 +124,7 @@ def read_folder(path: Path, names: Collection[str], jobs: int | None = None) -> 
             if stat.S_ISREG(status.st_mode):
                 candidates.append((candidate, status.st_size))
     sources = [Source(str(candidate), str(candidate), size) for candidate, size in candidates]
-    outcomes = read_sources(sources, names, jobs)
+    outcomes = read_sources(sources, names, jobs, elf_reader)
     files = tuple(
         _binary(source, _disk_location(Path(source.path)), outcome)
         for source, outcome in zip(sources, outcomes, strict=True)
@@ -155,6 +159,7 @@ def read_wheel(
     names: Collection[str],
     limits: WheelLimits | None = None,
     jobs: int | None = None,
+    elf_reader: ElfReader = "fast",
 ) -> InputSet:
     """Every ELF member of a wheel, checked (see ``wheel_archive``) and decompressed member by
     member (see ``reading``); a non-ELF member named like a shared library is a malformed file.
@@ -162,7 +167,7 @@ def read_wheel(
     from buildtool.linkage.wheel_archive import DEFAULT_LIMITS
 
     sources = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
-    outcomes = read_sources(sources, names, jobs)
+    outcomes = read_sources(sources, names, jobs, elf_reader)
     files: list[BinaryFile] = []
     for source, outcome in zip(sources, outcomes, strict=True):
         assert source.member is not None
@@ -175,19 +180,21 @@ def read_wheel(
     return InputSet("wheel", str(path), tuple(files), {})
 
 
-def read_input(path: Path, names: Collection[str], jobs: int | None = None) -> InputSet:
+def read_input(
+    path: Path, names: Collection[str], jobs: int | None = None, elf_reader: ElfReader = "fast"
+) -> InputSet:
     """One PATH argument: a ``.whl``, a folder, or a single file. ``jobs``: processes that may
-    read (see ``reading.read_sources``)."""
+    read, ``elf_reader``: what decodes the facts (see ``reading.read_sources``)."""
     if path.is_dir():
-        return read_folder(path, names, jobs)
+        return read_folder(path, names, jobs, elf_reader)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     if not path.is_file():
         # a FIFO would block the read forever; a device is no binary
         raise InputError(f"{path}: not a regular file, a folder or a wheel")
     if path.suffix == ".whl":
-        return read_wheel(path, names, jobs=jobs)
-    binary = read_disk_file(path, str(path), names)
+        return read_wheel(path, names, jobs=jobs, elf_reader=elf_reader)
+    binary = read_disk_file(path, str(path), names, elf_reader)
     if binary is None:
         raise InputError(f"{path}: not an ELF file (expected a shared library or executable)")
     return InputSet("file", str(path), (binary,), {})

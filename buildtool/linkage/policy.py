@@ -38,6 +38,8 @@ class LibraryRule:
     """Object libraries it owns."""
     size_budget: int | None
     """Largest allowed file size in bytes."""
+    max_growth_percent: float | None = None
+    """Largest allowed growth of its file size against a baseline report, in percent."""
 
 
 @dataclasses.dataclass(frozen=True)

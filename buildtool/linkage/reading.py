@@ -10,11 +10,15 @@ the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) 
 parts that the workers read at once, while this process reads the rest of that file. The results
 are the same whichever way a file was read: a file that a split read finds corrupt is read again
 whole, for the exact finding.
+
+The facts come from the fast decoder, or from pyelftools (``ElfReader``: a slower cross-check that
+shares no decoding with it); pyelftools reads every file whole, never in parts or without its code.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import io
 import logging
 import mmap
 import os
@@ -28,6 +32,7 @@ from buildtool.errors import InputError
 from buildtool.linkage.elf import (
     ELF_MAGIC,
     ElfFacts,
+    ElfReader,
     MalformedElf,
     Ranges,
     SymtabPart,
@@ -35,6 +40,7 @@ from buildtool.linkage.elf import (
     cut_ranges,
     left_out_unused,
     read_elf_facts,
+    read_elf_facts_pyelftools,
     read_function_names,
     read_symtab_part,
     with_symtab,
@@ -103,10 +109,13 @@ def available_cpus() -> int:
 class _Reader:
     """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
     ``registration_names``: the names the facts search for (a sparse read must keep the data
-    sections then)."""
+    sections then); ``elf_reader``: what decodes the facts."""
 
-    def __init__(self, registration_names: Collection[str] = ()) -> None:
+    def __init__(
+        self, registration_names: Collection[str] = (), elf_reader: ElfReader = "fast"
+    ) -> None:
         self._names = registration_names
+        self.elf_reader: ElfReader = elf_reader
         self._wheels: dict[str, mmap.mmap] = {}
         self._buffer: mmap.mmap | None = None
 
@@ -140,7 +149,9 @@ class _Reader:
     ) -> _T | None:
         """A big member is read without its code first; when a fact may come from what was
         left out (or the file looks corrupt), it is read again whole."""
-        read = self._inflate(source, member, sparse=source.size >= SPARSE_MIN_BYTES)
+        # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
+        sparse = self.elf_reader == "fast" and source.size >= SPARSE_MIN_BYTES
+        read = self._inflate(source, member, sparse=sparse)
         if read is None:
             return None
         raw, left_out = read
@@ -271,6 +282,9 @@ class _Bytes:
 def _outcome(reader: _Reader, source: Source, names: Collection[str], symtab: bool) -> Outcome:
     def decode(raw: _Bytes) -> Outcome:
         try:
+            if reader.elf_reader == "pyelftools":
+                stream = io.BytesIO(raw.data[: raw.size])
+                return read_elf_facts_pyelftools(stream, source.display, names)
             return read_elf_facts(
                 raw.data,
                 source.display,
@@ -297,9 +311,9 @@ def _part(reader: _Reader, source: Source, part: int, parts: int) -> SymtabPart 
     return reader.decode(source, decode) or MalformedElf(source.display, 0, "not ELF")
 
 
-def read_source(source: Source, names: Collection[str]) -> Outcome:
+def read_source(source: Source, names: Collection[str], elf_reader: ElfReader = "fast") -> Outcome:
     """One file's facts, read in this process."""
-    reader = _Reader(names)
+    reader = _Reader(names, elf_reader)
     try:
         return _outcome(reader, source, names, True)
     finally:
@@ -343,12 +357,13 @@ class _Task:
     parts: int = 1
 
 
-def _plan(sources: Sequence[Source]) -> list[_Task]:
+def _plan(sources: Sequence[Source], split: bool = True) -> list[_Task]:
+    """``split``: big files on disk have their ``.symtab`` read in parts."""
     tasks: list[_Task] = []
     batch: list[int] = []
     batch_bytes = 0
     for index, source in enumerate(sources):
-        if source.member is None and source.size >= SPLIT_MIN_BYTES:
+        if split and source.member is None and source.size >= SPLIT_MIN_BYTES:
             parts = min(MAX_PARTS, max(2, source.size // PART_BYTES))
             share = source.size // (parts + 1)
             tasks.append(_Task((index,), share, None, parts))
@@ -391,11 +406,13 @@ _WORKERS: dict[int, _Worker] = {}
 its parent's)."""
 
 
-def _start_worker(sources: Sequence[Source], names: tuple[str, ...]) -> None:
+def _start_worker(
+    sources: Sequence[Source], names: tuple[str, ...], elf_reader: ElfReader = "fast"
+) -> None:
     """A forked worker's first step. Forked, it gets the sources as they are in the parent
     (nothing is pickled: a big wheel has tens of thousands, and pickling them cost more than
     reading them); tasks name sources by position."""
-    _WORKERS[os.getpid()] = _Worker(sources, names, _Reader(names))
+    _WORKERS[os.getpid()] = _Worker(sources, names, _Reader(names, elf_reader))
 
 
 _SAME_HASHES: Final = b"names are hashed alike in every process of a run"
@@ -457,9 +474,12 @@ def _read_here(task: _Task) -> bool:
 
 
 def _run_here(
-    tasks: Sequence[_Task], sources: Sequence[Source], names: tuple[str, ...]
+    tasks: Sequence[_Task],
+    sources: Sequence[Source],
+    names: tuple[str, ...],
+    elf_reader: ElfReader = "fast",
 ) -> Iterator[tuple[_Task, _TaskResult]]:
-    reader = _Reader(names)
+    reader = _Reader(names, elf_reader)
     try:
         for task in tasks:
             yield task, _task_result(reader, task, [sources[i] for i in task.sources], names)
@@ -473,17 +493,22 @@ def _run_parallel(
     names: tuple[str, ...],
     jobs: int,
     context: BaseContext,
+    *,
+    elf_reader: ElfReader = "fast",
 ) -> Iterator[tuple[_Task, _TaskResult]]:
     from concurrent.futures import ProcessPoolExecutor
 
     threads_before = set(threading.enumerate())
     pool = ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=_start_worker, initargs=(sources, names)
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(sources, names, elf_reader),
     )
     try:
         here = [task for task in tasks if _read_here(task)]
         futures = [(task, pool.submit(_run_task, task)) for task in tasks if not _read_here(task)]
-        yield from _run_here(here, sources, names)
+        yield from _run_here(here, sources, names, elf_reader)
         for task, future in futures:
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
@@ -540,25 +565,29 @@ def _joined(
 
 
 def read_sources(
-    sources: Sequence[Source], names: Collection[str], jobs: int | None = None
+    sources: Sequence[Source],
+    names: Collection[str],
+    jobs: int | None = None,
+    elf_reader: ElfReader = "fast",
 ) -> list[Outcome]:
     """Every source's outcome, in order. ``jobs``: processes to use (default: every CPU this
     process may use); 1, a small input, or a system other than Linux (workers are forked)
-    reads in this process."""
+    reads in this process. ``elf_reader``: what decodes the facts."""
     jobs = available_cpus() if jobs is None else jobs
-    tasks = _plan(sources)
+    tasks = _plan(sources, split=elf_reader == "fast")
     big = sum(source.size for source in sources) >= PARALLEL_MIN_BYTES
     context = _fork_context() if jobs > 1 and big and len(tasks) > 1 else None
     if context is not None:
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            return _assemble(
-                sources, _run_parallel(tasks, sources, tuple(names), jobs, context), names
+            results = _run_parallel(
+                tasks, sources, tuple(names), jobs, context, elf_reader=elf_reader
             )
+            return _assemble(sources, results, names)
         except BrokenProcessPool:  # a worker died (out of memory?): read in this process instead
             log.warning("a process reading ELF files died; reading them in this one")
-    reader = _Reader(names)
+    reader = _Reader(names, elf_reader)
     try:
         return [_outcome(reader, source, names, True) for source in sources]
     finally:

@@ -1,4 +1,5 @@
-"""verify-linkage results and their three renderings: text, JSON (versioned) and GitHub."""
+"""verify-linkage results and their renderings: text, JSON (versioned), GitHub annotations and
+a Markdown step summary (the HTML page is ``linkage.html``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from buildtool.linkage.baseline import BaselineSize, percent
 from buildtool.linkage.findings import CHECKS, Finding
+from buildtool.linkage.graph import LinkGraph
 
 REPORT_VERSION = 1
 
@@ -20,6 +23,16 @@ class SizeEntry:
     code_size: int
     exported_symbols: int
     budget: int | None
+    previous: BaselineSize | None = None
+    """The same library in the baseline report; None without one, or when it is new."""
+
+    @property
+    def file_delta(self) -> int | None:
+        return None if self.previous is None else self.file_size - self.previous.file_size
+
+    @property
+    def file_percent(self) -> float | None:
+        return None if self.previous is None else percent(self.file_size, self.previous.file_size)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +46,12 @@ class Report:
     sizes: tuple[SizeEntry, ...]
     hardening: bool = False
     """Whether the hardening checks ran (the recipe turned them on)."""
+    graph: LinkGraph = dataclasses.field(default_factory=LinkGraph)
+    """The files and their NEEDED edges, for the HTML report."""
+    baseline: str = ""
+    """The baseline report sizes were compared with (``--baseline``), or ""."""
+    gone: tuple[BaselineSize, ...] = ()
+    """Libraries of the baseline that this run no longer has."""
 
     def count(self, severity: str) -> int:
         return sum(1 for finding in self.findings if finding.severity == severity)
@@ -46,12 +65,66 @@ class Report:
         return tuple(
             check.id
             for check in CHECKS
-            if (self.recipe or not check.needs_recipe) and (self.hardening or not check.hardening)
+            if (self.recipe or not check.needs_recipe)
+            and (self.hardening or not check.hardening)
+            and (self.baseline or not check.needs_baseline)
         )
 
 
 def _megabytes(size: int) -> str:
     return f"{size / 1_000_000:.2f} MB"
+
+
+def signed_bytes(delta: int) -> str:
+    """``+12,345 B``, ``-1,024 B``, ``±0 B``."""
+    return f"{delta:+,d} B" if delta else "±0 B"
+
+
+def signed_count(delta: int) -> str:
+    """``+12``, ``-3``, ``±0``."""
+    return f"{delta:+,d}" if delta else "±0"
+
+
+def signed_percent(value: float | None) -> str:
+    """``+1.23%``; ``new`` when there was nothing to grow from."""
+    if value is None:
+        return "new"
+    return f"{value:+.2f}%" if value else "±0.00%"
+
+
+def delta_text(entry: SizeEntry) -> str:
+    """The change since the baseline in a few words: ``+12,345 B (+1.23%)``."""
+    if entry.previous is None:
+        return "new since the baseline"
+    assert entry.file_delta is not None
+    return f"{signed_bytes(entry.file_delta)} ({signed_percent(entry.file_percent)})"
+
+
+def _size_line(entry: SizeEntry, baseline: bool) -> str:
+    budget = f" (budget {_megabytes(entry.budget)})" if entry.budget else ""
+    line = (
+        f"  {entry.path}: {_megabytes(entry.file_size)} file, "
+        f"{_megabytes(entry.code_size)} code, {entry.exported_symbols} exported{budget}"
+    )
+    if not baseline:
+        return line
+    if entry.previous is None:
+        return line + "; new since the baseline"
+    code = entry.code_size - entry.previous.code_size
+    exported = entry.exported_symbols - entry.previous.exported_symbols
+    return (
+        f"{line}; since the baseline: file {delta_text(entry)}, "
+        f"code {signed_bytes(code)}, exported {signed_count(exported)}"
+    )
+
+
+def _size_lines(report: Report) -> list[str]:
+    lines = []
+    for entry in report.sizes:
+        lines.append(_size_line(entry, bool(report.baseline)))
+    for gone in report.gone:
+        lines.append(f"  {gone.path}: gone since the baseline (was {_megabytes(gone.file_size)})")
+    return lines
 
 
 def _summary_line(report: Report) -> str:
@@ -75,14 +148,10 @@ def render_text(report: Report, paint: Callable[[str, str], str] | None = None) 
             if finding.evidence:
                 lines.append(f"    evidence: {finding.evidence}")
             lines.append(f"    fix: {check.hint}")
-    if report.sizes:
-        lines.append(style("library sizes", "bold"))
-        for entry in report.sizes:
-            budget = f" (budget {_megabytes(entry.budget)})" if entry.budget else ""
-            lines.append(
-                f"  {entry.path}: {_megabytes(entry.file_size)} file, "
-                f"{_megabytes(entry.code_size)} code, {entry.exported_symbols} exported{budget}"
-            )
+    if report.sizes or report.gone:
+        against = f" (against {report.baseline})" if report.baseline else ""
+        lines.append(style(f"library sizes{against}", "bold"))
+        lines += _size_lines(report)
     if not report.recipe:
         lines.append("no recipe: checks that need a linkage policy were skipped")
     verdict = _summary_line(report)
@@ -113,8 +182,44 @@ def report_json(report: Report) -> dict[str, Any]:
         "checks_run": list(report.checks_run),
         "summary": {"errors": report.count("error"), "warnings": report.count("warning")},
         "findings": [finding_json(finding) for finding in report.findings],
-        "sizes": [dataclasses.asdict(entry) for entry in report.sizes],
+        "sizes": [_size_json(entry, bool(report.baseline)) for entry in report.sizes],
+        "baseline": _baseline_json(report),
     }
+
+
+def _size_json(entry: SizeEntry, baseline: bool) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "path": entry.path,
+        "file_size": entry.file_size,
+        "code_size": entry.code_size,
+        "exported_symbols": entry.exported_symbols,
+        "budget": entry.budget,
+    }
+    if baseline:
+        previous = entry.previous
+        document["previous"] = None if previous is None else dataclasses.asdict(previous)
+        document["delta"] = None if previous is None else _delta_json(entry, previous)
+    return document
+
+
+def _delta_json(entry: SizeEntry, previous: BaselineSize) -> dict[str, Any]:
+    return {
+        "file_size": entry.file_size - previous.file_size,
+        "file_size_percent": _rounded(percent(entry.file_size, previous.file_size)),
+        "code_size": entry.code_size - previous.code_size,
+        "code_size_percent": _rounded(percent(entry.code_size, previous.code_size)),
+        "exported_symbols": entry.exported_symbols - previous.exported_symbols,
+    }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def _baseline_json(report: Report) -> dict[str, Any] | None:
+    if not report.baseline:
+        return None
+    return {"source": report.baseline, "gone": [dataclasses.asdict(g) for g in report.gone]}
 
 
 def render_json(report: Report) -> str:
@@ -144,8 +249,62 @@ def github_annotation(finding: Finding) -> str:
     )
 
 
+def size_notice(report: Report) -> str | None:
+    """One ``::notice`` with every library's change since the baseline; None without one."""
+    if not report.baseline:
+        return None
+    changes = [f"{entry.path}: {delta_text(entry)}" for entry in report.sizes]
+    changes += [f"{gone.path}: gone" for gone in report.gone]
+    title = _escape_property(f"library sizes against {report.baseline}")
+    body = "\n".join(changes) or "no libraries"
+    return f"::notice title={title}::{escape_data(body)}"
+
+
 def render_github(report: Report) -> str:
-    """GitHub Actions annotations, then the plain verdict line."""
+    """GitHub Actions annotations (the size changes as a notice), then the plain verdict line."""
     lines = [github_annotation(finding) for finding in report.findings]
+    notice = size_notice(report)
+    if notice is not None:
+        lines.append(notice)
     lines.append(_summary_line(report))
+    return "\n".join(lines) + "\n"
+
+
+def markdown_cell(text: str) -> str:
+    """Text for a Markdown table cell: pipes, backticks and newlines cannot break the table."""
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'").replace("\n", " ")
+
+
+def markdown_sizes(report: Report) -> list[str]:
+    """The size table in Markdown (with a change column against a baseline); no lines when the
+    report has no libraries."""
+    if not report.sizes and not report.gone:
+        return []
+    against = f" (against `{markdown_cell(report.baseline)}`)" if report.baseline else ""
+    lines = [f"Library sizes{against}:", ""]
+    head = "| library | file | code | exported | budget |"
+    rule = "|---|---:|---:|---:|---:|"
+    if report.baseline:
+        head, rule = head + " change |", rule + "---:|"
+    lines += [head, rule]
+    for entry in report.sizes:
+        budget = _megabytes(entry.budget) if entry.budget else ""
+        row = (
+            f"| `{markdown_cell(entry.path)}` | {_megabytes(entry.file_size)} | "
+            f"{_megabytes(entry.code_size)} | {entry.exported_symbols} | {budget} |"
+        )
+        lines.append(row + (f" {delta_text(entry)} |" if report.baseline else ""))
+    lines += [f"| `{markdown_cell(gone.path)}` | | | | | gone |" for gone in report.gone]
+    return [*lines, ""]
+
+
+def render_markdown(report: Report) -> str:
+    """The GitHub step summary: the verdict, the size table (with the changes since the
+    baseline) and the findings."""
+    lines = [f"### verify-linkage: {_summary_line(report)}", "", *markdown_sizes(report)]
+    for finding in report.findings:
+        lines.append(
+            f"- **{finding.severity}** `{finding.check_id}` {finding.check.name} in "
+            f"`{markdown_cell(finding.path)}`: {markdown_cell(finding.message)}"
+        )
     return "\n".join(lines) + "\n"

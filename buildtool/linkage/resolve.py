@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from buildtool.linkage.elf import ElfFacts, read_elf_file
+from buildtool.linkage.elf import ElfFacts, ElfReader, read_elf_facts_pyelftools, read_elf_file
 
 LD_SO_CACHE: Final = "\0ld.so.cache"
 """Marks the cache's place in a search order; no ELF string holds a NUL, so no directory is it."""
@@ -435,16 +435,20 @@ def resolve_closure(
     return Closure(root_path, tuple(walk.order), walk.objects, tuple(walk.edges), walk.names)
 
 
-def filesystem_reader(registration_names: Sequence[str] = ()) -> FactsReader:
-    """A memoizing reader of real files: None for missing, unreadable or non-ELF paths."""
+def filesystem_reader(
+    registration_names: Sequence[str] = (), elf_reader: ElfReader = "fast"
+) -> FactsReader:
+    """A memoizing reader of real files: None for missing, unreadable or non-ELF paths.
+    ``elf_reader``: what decodes them."""
     seen: dict[str, ElfFacts | None] = {}
+    read_file = read_elf_facts_pyelftools if elf_reader == "pyelftools" else read_elf_file
 
     def read(path: str) -> ElfFacts | None:
         if path not in seen:
             try:
                 # a NEEDED entry may name any path: a FIFO there would block the read forever
                 regular = stat.S_ISREG(Path(path).stat().st_mode)
-                seen[path] = read_elf_file(path, path, registration_names) if regular else None
+                seen[path] = read_file(path, path, registration_names) if regular else None
             except OSError:  # missing, unreadable, a name too long, a symlink loop, unmappable
                 seen[path] = None
         return seen[path]

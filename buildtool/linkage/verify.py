@@ -8,9 +8,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
+from buildtool.linkage.baseline import (
+    Baseline,
+    BaselineSize,
+    Growth,
+    growth_findings,
+    match_baseline,
+    unmatched,
+)
 from buildtool.linkage.checks import run_checks
-from buildtool.linkage.elf import ElfFacts, MalformedElf
+from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf
 from buildtool.linkage.findings import Finding
+from buildtool.linkage.graph import link_graph
 from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.reading import FunctionNameReader, wait_for_workers
@@ -54,13 +63,16 @@ def _function_names(reader: FunctionNameReader) -> FunctionNames:
 
 
 def _reader(
-    files: Sequence[BinaryFile], inputs: Sequence[InputSet], names: Sequence[str]
+    files: Sequence[BinaryFile],
+    inputs: Sequence[InputSet],
+    names: Sequence[str],
+    elf_reader: ElfReader = "fast",
 ) -> FactsReader:
     known: dict[str, ElfFacts | None] = {str(b.location): b.facts for b in files}
     for entry in inputs:
         for alias, target in entry.aliases.items():
             known[str(alias)] = known.get(str(target))
-    disk = filesystem_reader(names)
+    disk = filesystem_reader(names, elf_reader)
 
     def read(path: str) -> ElfFacts | None:
         path = posixpath.normpath(path)
@@ -105,12 +117,31 @@ def _closures(
     return closures
 
 
+def _compare(
+    sizes: tuple[SizeEntry, ...], policy: LinkagePolicy, baseline: Baseline
+) -> tuple[tuple[SizeEntry, ...], tuple[Finding, ...], tuple[BaselineSize, ...]]:
+    """Sizes with their baseline entries, BT131 findings, and the libraries gone since."""
+    matched = match_baseline([entry.path for entry in sizes], baseline)
+    compared = tuple(dataclasses.replace(e, previous=matched.get(e.path)) for e in sizes)
+    growths = [Growth(e.path, e.file_size, e.previous) for e in compared if e.previous]
+    findings = tuple(growth_findings(growths, policy, baseline.source))
+    return compared, findings, unmatched(baseline, matched)
+
+
+def _sorted(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: (f.check_id, f.path, f.message)))
+
+
 def verify_inputs(
     inputs: Sequence[InputSet],
     policy: LinkagePolicy,
     ld_library_path: Sequence[str] | None = None,
+    *,
+    elf_reader: ElfReader = "fast",
+    baseline: Baseline | None = None,
 ) -> Report:
-    """Resolve and check already-read inputs."""
+    """Resolve and check already-read inputs; ``elf_reader`` decodes the files they need; with a
+    baseline, compare the sizes with it."""
     relocated = [_relocate(entry) for entry in inputs]
     every = [binary for entry in relocated for binary in entry.files]
     good = [binary for binary in every if binary.facts is not None]
@@ -120,22 +151,31 @@ def verify_inputs(
         if b.malformed is not None
     ]
     env = Environment(cache=load_ld_so_cache(), ld_library_path=ld_library_path)
-    read = _reader(good, relocated, policy.registration_names)
+    read = _reader(good, relocated, policy.registration_names, elf_reader)
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
     closures = _closures(good, read, env)
     reader = FunctionNameReader()
     try:
         subject = Subject(tuple(good), closures, policy, frozenset(names), _function_names(reader))
-        findings = tuple(malformed) + run_checks(subject)
+        checked = run_checks(subject)
     finally:
         reader.close()
+    sizes = _size_entries(good, policy)
+    gone: tuple[BaselineSize, ...] = ()
+    if baseline is not None:
+        sizes, growth, gone = _compare(sizes, policy, baseline)
+        checked = _sorted(checked + growth)
+    aliases = {alias: target for entry in relocated for alias, target in entry.aliases.items()}
     return Report(
         inputs=tuple(entry.label for entry in inputs),
         recipe=policy.source,
         files_checked=len(every),
-        findings=findings,
-        sizes=_size_entries(good, policy),
+        findings=tuple(malformed) + checked,
+        sizes=sizes,
         hardening=policy.hardening,
+        graph=link_graph(good, closures, aliases, policy, checked),
+        baseline=baseline.source if baseline else "",
+        gone=gone,
     )
 
 
@@ -144,16 +184,22 @@ def verify_paths(
     policy: LinkagePolicy,
     ld_library_path: Sequence[str] | None = None,
     jobs: int | None = None,
+    *,
+    elf_reader: ElfReader = "fast",
+    baseline: Baseline | None = None,
 ) -> Report:
     """verify-linkage on build trees, folders, installed packages, ELF files and wheels.
 
     ``jobs``: processes that read ELF files (default: every CPU available; 1 reads them in
     this process). The report is the same for any number; every one of them has exited when
-    this returns.
+    this returns. ``elf_reader``: what decodes the files (``pyelftools``: a slower cross-check of
+    the fast decoder). ``baseline``: an earlier run's sizes to compare with (BT131 and the deltas).
     """
     names = policy.registration_names
     try:
-        inputs = [read_input(path, names, jobs) for path in paths]
-        return verify_inputs(inputs, policy, ld_library_path)
+        inputs = [read_input(path, names, jobs, elf_reader) for path in paths]
+        return verify_inputs(
+            inputs, policy, ld_library_path, elf_reader=elf_reader, baseline=baseline
+        )
     finally:
         wait_for_workers()  # they exit while the checks run: none outlives the call

