@@ -23,9 +23,13 @@ class Box:
     """A node's place: the top-left corner and size."""
 
     x: float
+    """Left edge."""
     y: float
+    """Top edge (y grows downwards, as in SVG)."""
     width: float
+    """0 for nothing; a bend point's box is as wide as ``Spacing.bend_width``."""
     height: float
+    """0 for a bend point."""
 
     @property
     def centre_x(self) -> float:
@@ -41,25 +45,35 @@ class Route:
     """One edge: from a node's bottom to another's top through its bend points."""
 
     source: int
+    """Index of the node the edge leaves."""
     target: int
+    """Index of the node it enters."""
     points: tuple[tuple[float, float], ...]
     """Start, bend points, end."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Drawing:
+    """A laid-out graph."""
+
     boxes: tuple[Box, ...]
     """One per node, in the order given."""
     routes: tuple[Route, ...]
     """One per edge, in the order given."""
     width: float
+    """Of the whole drawing, margins included."""
     height: float
+    """Of the whole drawing, margins included."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Spacing:
+    """Sizes and distances of a drawing, in SVG user units (pixels)."""
+
     node_width: float = 240
+    """Of every node's box."""
     node_height: float = 72
+    """Of every node's box."""
     gap: float = 36
     """Between neighbours in a layer."""
     layer_gap: float = 84
@@ -67,6 +81,7 @@ class Spacing:
     bend_width: float = 16
     """What a bend point takes in its layer."""
     margin: float = 16
+    """Around the drawing."""
 
 
 def _acyclic(count: int, edges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -124,10 +139,13 @@ class _Chains:
     """Nodes plus bend points ("virtual" nodes, numbered after the real ones)."""
 
     layer: list[int]
+    """Each node's and bend point's layer."""
     chains: list[list[int]]
     """Per edge: source, its bend points, target."""
     neighbours_up: dict[int, list[int]]
+    """For each node or bend point, those one layer above it that it is linked to."""
     neighbours_down: dict[int, list[int]]
+    """For each node or bend point, those one layer below it that it is linked to."""
 
 
 def _chains(edges: Sequence[tuple[int, int]], layer: list[int]) -> _Chains:
