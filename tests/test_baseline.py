@@ -4,6 +4,7 @@ file compiled into its runtime."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -16,10 +17,13 @@ from buildtool.errors import InputError, RecipeError
 from buildtool.linkage.baseline import (
     Baseline,
     BaselineSize,
+    Growth,
+    growth_findings,
     load_baseline,
     match_baseline,
     parse_baseline,
 )
+from buildtool.linkage.policy import LibraryRule, LinkagePolicy
 from buildtool.recipe.load import load_recipe
 from buildtool.resources import schema_path
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
@@ -103,6 +107,34 @@ def test_libraries_match_by_file_name_unless_a_name_is_ambiguous() -> None:
     assert matched == {"new/lib/liba.so": size("old/lib/liba.so")}  # libb.so: two in the baseline
     exact = match_baseline(["x.whl!/p/lib/libb.so"], baseline)
     assert exact == {"x.whl!/p/lib/libb.so": size("x.whl!/p/lib/libb.so")}
+
+
+def growth_policy(percent: float) -> LinkagePolicy:
+    rule = LibraryRule("runtime", "libdemo_runtime.so", False, (), (), (), (), None, percent)
+    return dataclasses.replace(LinkagePolicy.empty(), source="r.toml", libraries=(rule,))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "allowed", "fails"),
+    [
+        pytest.param(1000, 1100, 10.0, False, id="exactly-the-allowance"),
+        pytest.param(1000, 1101, 10.0, True, id="one-byte-more"),
+        pytest.param(1000, 500, 0.0, False, id="shrinking"),
+        pytest.param(0, 1, 1000.0, True, id="from-nothing"),
+        pytest.param(0, 0, 0.0, False, id="nothing-to-nothing"),
+    ],
+)
+def test_growth_budget_boundaries(old: int, new: int, allowed: float, fails: bool) -> None:
+    growth = Growth(
+        "b/lib/libdemo_runtime.so", new, BaselineSize("a/libdemo_runtime.so", old, 0, 0)
+    )
+    findings = list(growth_findings([growth], growth_policy(allowed), "previous.json"))
+    assert [f.check_id for f in findings] == (["BT131"] if fails else [])
+
+
+def test_only_budgeted_libraries_are_held_to_a_growth_budget() -> None:
+    other = Growth("b/lib/libdemo_ffi.so", 2000, BaselineSize("a/libdemo_ffi.so", 1000, 0, 0))
+    assert list(growth_findings([other], growth_policy(1.0), "previous.json")) == []
 
 
 @pytest.mark.parametrize(
