@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -278,6 +279,9 @@ def test_growth_within_a_large_enough_budget_passes(
     text = page.read_text(encoding="utf-8")
     assert '<div class="small grew">+' in text  # the runtime's growth under its bar
     assert '<line class="previous"' in text  # the baseline marked on the bars
+    assert re.search(
+        r"<dt>libraries</dt><dd>3, [0-9.]+ kB in all \(\+[0-9,]+ B, \+[0-9.]+% since", text
+    )
 
 
 # --- buildtool ci --baseline ------------------------------------------------------------------

@@ -127,9 +127,24 @@ def _summary(report: Report) -> str:
     facts.append(("recipe", report.recipe or "none (checks that need a policy were skipped)"))
     if report.baseline:
         facts.append(("baseline", report.baseline))
+    if report.sizes:
+        facts.append(("libraries", _total(report)))
     facts.append(("checks run", " ".join(report.checks_run)))
     rows = "".join(f"<dt>{xml_text(k)}</dt><dd>{xml_text(str(v))}</dd>" for k, v in facts)
     return f'<div class="verdict {state}">{verdict}</div><dl class="facts">{rows}</dl>'
+
+
+def _total(report: Report) -> str:
+    """The libraries' summed file size, and its change since the baseline (new and gone
+    libraries included)."""
+    total = sum(entry.file_size for entry in report.sizes)
+    text = f"{len(report.sizes)}, {megabytes(total)} in all"
+    if report.baseline:
+        before = sum(e.previous.file_size for e in report.sizes if e.previous is not None)
+        before += sum(gone.file_size for gone in report.gone)
+        change = signed_bytes(total - before)
+        text += f" ({change}, {signed_percent(percent(total, before))} since the baseline)"
+    return text
 
 
 def _graph(anchors: Anchors) -> str:
