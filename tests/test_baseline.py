@@ -174,9 +174,11 @@ def grown_copy(folder: Path) -> Path:
 def with_growth_budget(recipe: Path, name: str, percent: float) -> Path:
     """A sibling of ``recipe`` (same sources) that allows the runtime ``percent`` growth."""
     text = recipe.read_text(encoding="utf-8")
-    assert text.rstrip().splitlines()[-1].startswith("hardening")  # [verify] is the last table
+    assert text.count("\n[verify]\n") == 1
+    assert "max-growth-percent" not in text
+    budget = f"\n[verify]\nmax-growth-percent = {{ runtime = {percent} }}\n"
     policy = recipe.with_name(name)
-    policy.write_text(text + f"max-growth-percent = {{ runtime = {percent} }}\n", encoding="utf-8")
+    policy.write_text(text.replace("\n[verify]\n", budget), encoding="utf-8")
     return policy
 
 
