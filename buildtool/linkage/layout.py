@@ -82,6 +82,8 @@ class Spacing:
     """What a bend point takes in its layer."""
     margin: float = 16
     """Around the drawing."""
+    per_row: int = 8
+    """Most nodes side by side: a wider layer continues on the next row."""
 
 
 def _acyclic(count: int, edges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -196,6 +198,21 @@ def _by_barycentre(
     return [node for _, node in sorted(enumerate(row), key=key)]
 
 
+def _wrap(rows: list[list[int]], real: int, per_row: int) -> list[list[int]]:
+    """Layers with more than ``per_row`` nodes split into several rows, in order (a folder of a
+    thousand libraries stays as wide as a screen); bend points go with their neighbours."""
+    wrapped: list[list[int]] = []
+    for row in rows:
+        current: list[int] = []
+        for node in row:
+            if node < real and sum(n < real for n in current) == per_row:
+                wrapped.append(current)
+                current = []
+            current.append(node)
+        wrapped.append(current)
+    return wrapped
+
+
 def _place(rows: list[list[int]], real: int, spacing: Spacing) -> tuple[dict[int, Box], float]:
     widths = [
         sum(spacing.node_width if n < real else spacing.bend_width for n in row)
@@ -241,7 +258,7 @@ def layered(count: int, edges: Sequence[tuple[int, int]], spacing: Spacing = Spa
     """Boxes for ``count`` nodes and routes for ``edges`` (pairs of node indexes)."""
     layer = assign_layers(count, edges)
     chains = _chains(edges, layer)
-    rows = _order(chains)
+    rows = _wrap(_order(chains), count, spacing.per_row)
     boxes, width = _place(rows, count, spacing)
     start, end = _ports(edges, chains.chains, boxes)
     routes = []
