@@ -1,5 +1,5 @@
-"""Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s schema``,
-``nox -s fuzz``, ``nox -s bench``, ``nox -s realprojects``."""
+"""Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s browser``, ``nox -s demo``,
+``nox -s schema``, ``nox -s fuzz``, ``nox -s bench``, ``nox -s realprojects``."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def lint(session: nox.Session) -> None:
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The HTML report opened in headless chromium (needs Debian's ``chromium`` package)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", "-m", "browser", *session.posargs)
 
 
 @nox.session

@@ -4,7 +4,9 @@ file compiled into its runtime."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -16,10 +18,13 @@ from buildtool.errors import InputError, RecipeError
 from buildtool.linkage.baseline import (
     Baseline,
     BaselineSize,
+    Growth,
+    growth_findings,
     load_baseline,
     match_baseline,
     parse_baseline,
 )
+from buildtool.linkage.policy import LibraryRule, LinkagePolicy
 from buildtool.recipe.load import load_recipe
 from buildtool.resources import schema_path
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
@@ -105,6 +110,34 @@ def test_libraries_match_by_file_name_unless_a_name_is_ambiguous() -> None:
     assert exact == {"x.whl!/p/lib/libb.so": size("x.whl!/p/lib/libb.so")}
 
 
+def growth_policy(percent: float) -> LinkagePolicy:
+    rule = LibraryRule("runtime", "libdemo_runtime.so", False, (), (), (), (), None, percent)
+    return dataclasses.replace(LinkagePolicy.empty(), source="r.toml", libraries=(rule,))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "allowed", "fails"),
+    [
+        pytest.param(1000, 1100, 10.0, False, id="exactly-the-allowance"),
+        pytest.param(1000, 1101, 10.0, True, id="one-byte-more"),
+        pytest.param(1000, 500, 0.0, False, id="shrinking"),
+        pytest.param(0, 1, 1000.0, True, id="from-nothing"),
+        pytest.param(0, 0, 0.0, False, id="nothing-to-nothing"),
+    ],
+)
+def test_growth_budget_boundaries(old: int, new: int, allowed: float, fails: bool) -> None:
+    growth = Growth(
+        "b/lib/libdemo_runtime.so", new, BaselineSize("a/libdemo_runtime.so", old, 0, 0)
+    )
+    findings = list(growth_findings([growth], growth_policy(allowed), "previous.json"))
+    assert [f.check_id for f in findings] == (["BT131"] if fails else [])
+
+
+def test_only_budgeted_libraries_are_held_to_a_growth_budget() -> None:
+    other = Growth("b/lib/libdemo_ffi.so", 2000, BaselineSize("a/libdemo_ffi.so", 1000, 0, 0))
+    assert list(growth_findings([other], growth_policy(1.0), "previous.json")) == []
+
+
 @pytest.mark.parametrize(
     ("table", "problem"),
     [
@@ -141,9 +174,11 @@ def grown_copy(folder: Path) -> Path:
 def with_growth_budget(recipe: Path, name: str, percent: float) -> Path:
     """A sibling of ``recipe`` (same sources) that allows the runtime ``percent`` growth."""
     text = recipe.read_text(encoding="utf-8")
-    assert text.rstrip().splitlines()[-1].startswith("hardening")  # [verify] is the last table
+    assert text.count("\n[verify]\n") == 1
+    assert "max-growth-percent" not in text
+    budget = f"\n[verify]\nmax-growth-percent = {{ runtime = {percent} }}\n"
     policy = recipe.with_name(name)
-    policy.write_text(text + f"max-growth-percent = {{ runtime = {percent} }}\n", encoding="utf-8")
+    policy.write_text(text.replace("\n[verify]\n", budget), encoding="utf-8")
     return policy
 
 
@@ -246,6 +281,9 @@ def test_growth_within_a_large_enough_budget_passes(
     text = page.read_text(encoding="utf-8")
     assert '<div class="small grew">+' in text  # the runtime's growth under its bar
     assert '<line class="previous"' in text  # the baseline marked on the bars
+    assert re.search(
+        r"<dt>libraries</dt><dd>3, [0-9.]+ kB in all \(\+[0-9,]+ B, \+[0-9.]+% since", text
+    )
 
 
 # --- buildtool ci --baseline ------------------------------------------------------------------

@@ -127,6 +127,13 @@ def test_layers_put_roots_on_top_and_every_edge_points_down() -> None:
     assert len(layered(2, [(0, 1), (1, 0), (1, 1)]).routes) == 3
 
 
+def test_a_wide_layer_wraps_onto_more_rows() -> None:
+    fan_out = layered(20, [(0, child) for child in range(1, 20)])
+    rows = sorted({box.y for box in fan_out.boxes})
+    assert len(rows) == 1 + 3  # the root, then 19 children as 8 + 8 + 3
+    assert fan_out.width < 9 * 280  # never wider than a row of eight
+
+
 # --- in a real browser -------------------------------------------------------------------------
 
 CHROMIUM_FLAGS = (

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from pathlib import PurePath
 from typing import Any
 
 from buildtool import __version__
@@ -158,7 +159,7 @@ def render_html(result: CiResult) -> str | None:
     from buildtool.linkage.html import render_html as render_page  # only ci writes the page
 
     parts = [
-        (f"{step.name}: {', '.join(step.report.inputs)}", step.report)
+        (f"{step.name}: {', '.join(PurePath(i).name for i in step.report.inputs)}", step.report)
         for step in result.steps
         if step.report is not None
     ]

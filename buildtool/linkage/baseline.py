@@ -31,8 +31,11 @@ class BaselineSize:
     path: str
     """Its path as the baseline report names it."""
     file_size: int
+    """Bytes on disk."""
     code_size: int
+    """Bytes of executable sections."""
     exported_symbols: int
+    """Defined, default-visibility dynamic symbols."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +45,7 @@ class Baseline:
     source: str
     """The baseline file, as given."""
     sizes: tuple[BaselineSize, ...]
+    """Its libraries, in its order."""
 
 
 def file_name(path: str) -> str:
@@ -146,8 +150,11 @@ class Growth:
     """One library's file size now and in the baseline."""
 
     path: str
+    """The library in this run."""
     file_size: int
+    """Its file size in this run."""
     previous: BaselineSize
+    """The same library in the baseline."""
 
 
 def growth_findings(

@@ -36,6 +36,8 @@ class GraphNode:
     name: str
     """Its file name."""
     kind: NodeKind
+    """``library``, ``executable`` (anything not a shared object), ``extension`` (a Python
+    extension module) or ``missing``."""
     role: str = ""
     """What the recipe says it is: ``required`` or ``optional`` for a library, ``executable``
     for an executable or test; "" when the recipe does not name it (or there is no recipe)."""
@@ -64,7 +66,9 @@ class LinkGraph:
     """Nodes in input order, then missing ones; edges in file order."""
 
     nodes: tuple[GraphNode, ...] = ()
+    """Every file, then one node per NEEDED name nothing provides."""
     edges: tuple[GraphEdge, ...] = ()
+    """Each file's own NEEDED entries among the nodes, then the absent required ones."""
 
 
 def _kind(binary: BinaryFile) -> NodeKind:

@@ -127,9 +127,24 @@ def _summary(report: Report) -> str:
     facts.append(("recipe", report.recipe or "none (checks that need a policy were skipped)"))
     if report.baseline:
         facts.append(("baseline", report.baseline))
+    if report.sizes:
+        facts.append(("libraries", _total(report)))
     facts.append(("checks run", " ".join(report.checks_run)))
     rows = "".join(f"<dt>{xml_text(k)}</dt><dd>{xml_text(str(v))}</dd>" for k, v in facts)
     return f'<div class="verdict {state}">{verdict}</div><dl class="facts">{rows}</dl>'
+
+
+def _total(report: Report) -> str:
+    """The libraries' summed file size, and its change since the baseline (new and gone
+    libraries included)."""
+    total = sum(entry.file_size for entry in report.sizes)
+    text = f"{len(report.sizes)}, {megabytes(total)} in all"
+    if report.baseline:
+        before = sum(e.previous.file_size for e in report.sizes if e.previous is not None)
+        before += sum(gone.file_size for gone in report.gone)
+        change = signed_bytes(total - before)
+        text += f" ({change}, {signed_percent(percent(total, before))} since the baseline)"
+    return text
 
 
 def _graph(anchors: Anchors) -> str:
@@ -149,7 +164,11 @@ def _change(new: int, old: int | None, unit: str) -> str:
 
 def _size_cells(value: int, scale: int, budget: int | None, old: int | None, unit: str) -> str:
     shown = megabytes(value) if unit == "B" else f"{value:,}"
-    limit = f'<div class="small">budget {megabytes(budget)}</div>' if budget else ""
+    limit = ""
+    if budget:
+        used = f"{value * 100 / budget:.0f}% used"
+        limit = f'<div class="small">budget {megabytes(budget)} · {used}</div>'
+        budget = budget if budget <= scale else None  # off the scale: named, not drawn
     return (
         f'<td class="bar">{render_bar(value, scale, budget, old)}</td>'
         f'<td class="num">{shown}{limit}{_change(value, old, unit)}</td>'
@@ -181,12 +200,18 @@ def _size_row(entry: SizeEntry, anchors: Anchors, scales: tuple[int, int, int]) 
     )
 
 
+BUDGET_ON_SCALE = 2
+"""A budget more than this many times the largest library is left off the bars' scale (the
+bars would be slivers); the cell still names it and how much of it is used."""
+
+
 def _scales(report: Report) -> tuple[int, int, int]:
     entries = report.sizes
     olds = [e.previous for e in entries if e.previous is not None]
+    largest = max([e.file_size for e in entries] + [o.file_size for o in olds], default=0)
+    budgets = [e.budget for e in entries if e.budget and e.budget <= BUDGET_ON_SCALE * largest]
     return (
-        max([e.file_size for e in entries] + [e.budget or 0 for e in entries]
-            + [o.file_size for o in olds], default=0),
+        max([largest, *budgets]),
         max([e.code_size for e in entries] + [o.code_size for o in olds], default=0),
         max([e.exported_symbols for e in entries] + [o.exported_symbols for o in olds], default=0),
     )  # fmt: skip

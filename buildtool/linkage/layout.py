@@ -23,9 +23,13 @@ class Box:
     """A node's place: the top-left corner and size."""
 
     x: float
+    """Left edge."""
     y: float
+    """Top edge (y grows downwards, as in SVG)."""
     width: float
+    """0 for nothing; a bend point's box is as wide as ``Spacing.bend_width``."""
     height: float
+    """0 for a bend point."""
 
     @property
     def centre_x(self) -> float:
@@ -41,25 +45,35 @@ class Route:
     """One edge: from a node's bottom to another's top through its bend points."""
 
     source: int
+    """Index of the node the edge leaves."""
     target: int
+    """Index of the node it enters."""
     points: tuple[tuple[float, float], ...]
     """Start, bend points, end."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Drawing:
+    """A laid-out graph."""
+
     boxes: tuple[Box, ...]
     """One per node, in the order given."""
     routes: tuple[Route, ...]
     """One per edge, in the order given."""
     width: float
+    """Of the whole drawing, margins included."""
     height: float
+    """Of the whole drawing, margins included."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Spacing:
+    """Sizes and distances of a drawing, in SVG user units (pixels)."""
+
     node_width: float = 240
+    """Of every node's box."""
     node_height: float = 72
+    """Of every node's box."""
     gap: float = 36
     """Between neighbours in a layer."""
     layer_gap: float = 84
@@ -67,6 +81,9 @@ class Spacing:
     bend_width: float = 16
     """What a bend point takes in its layer."""
     margin: float = 16
+    """Around the drawing."""
+    per_row: int = 8
+    """Most nodes side by side: a wider layer continues on the next row."""
 
 
 def _acyclic(count: int, edges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -124,10 +141,13 @@ class _Chains:
     """Nodes plus bend points ("virtual" nodes, numbered after the real ones)."""
 
     layer: list[int]
+    """Each node's and bend point's layer."""
     chains: list[list[int]]
     """Per edge: source, its bend points, target."""
     neighbours_up: dict[int, list[int]]
+    """For each node or bend point, those one layer above it that it is linked to."""
     neighbours_down: dict[int, list[int]]
+    """For each node or bend point, those one layer below it that it is linked to."""
 
 
 def _chains(edges: Sequence[tuple[int, int]], layer: list[int]) -> _Chains:
@@ -178,6 +198,21 @@ def _by_barycentre(
     return [node for _, node in sorted(enumerate(row), key=key)]
 
 
+def _wrap(rows: list[list[int]], real: int, per_row: int) -> list[list[int]]:
+    """Layers with more than ``per_row`` nodes split into several rows, in order (a folder of a
+    thousand libraries stays as wide as a screen); bend points go with their neighbours."""
+    wrapped: list[list[int]] = []
+    for row in rows:
+        current: list[int] = []
+        for node in row:
+            if node < real and sum(n < real for n in current) == per_row:
+                wrapped.append(current)
+                current = []
+            current.append(node)
+        wrapped.append(current)
+    return wrapped
+
+
 def _place(rows: list[list[int]], real: int, spacing: Spacing) -> tuple[dict[int, Box], float]:
     widths = [
         sum(spacing.node_width if n < real else spacing.bend_width for n in row)
@@ -223,7 +258,7 @@ def layered(count: int, edges: Sequence[tuple[int, int]], spacing: Spacing = Spa
     """Boxes for ``count`` nodes and routes for ``edges`` (pairs of node indexes)."""
     layer = assign_layers(count, edges)
     chains = _chains(edges, layer)
-    rows = _order(chains)
+    rows = _wrap(_order(chains), count, spacing.per_row)
     boxes, width = _place(rows, count, spacing)
     start, end = _ports(edges, chains.chains, boxes)
     routes = []

@@ -61,7 +61,9 @@ class Anchors:
     apart)."""
 
     report: Report
+    """The report drawn."""
     prefix: str = ""
+    """Put before every id (``r0-``) when several reports share a page."""
 
     def node(self, index: int) -> str:
         return f"{self.prefix}node-{index}"
