@@ -8,10 +8,55 @@ plan, so they cannot disagree about the split.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
 
 from buildtool.errors import PlanError
-from buildtool.recipe.model import Executable, ProjectSettings, Recipe, SharedLibrary
+from buildtool.recipe.model import (
+    Executable,
+    ObjectLibrary,
+    ProjectSettings,
+    Recipe,
+    SharedLibrary,
+)
+
+C_SUFFIXES = (".c",)
+"""Sources compiled as C."""
+CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
+"""Sources compiled as C++."""
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
+"""Listed sources that are not compiled (headers, shown by IDEs)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetSettings:
+    """What the recipe adds to one target's compile and link (see the model's docs)."""
+
+    definitions: tuple[str, ...] = ()
+    """Compile definitions; PUBLIC on libraries."""
+    private_definitions: tuple[str, ...] = ()
+    """Compile definitions of a library's own sources only."""
+    include_dirs: tuple[str, ...] = ()
+    """Include folders, root-relative (libraries keep theirs in ``LibraryPlan.include_dirs``)."""
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags."""
+    link_options: tuple[str, ...] = ()
+    """Linker flags."""
+    externals: tuple[str, ...] = ()
+    """Externals it compiles and links against (libraries: ``LibraryPlan.externals``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionPlan:
+    """A CMake option the recipe declares (``[options.NAME]``)."""
+
+    name: str
+    """Option and CMake cache variable name (``USE_ZLIB``)."""
+    default: bool
+    """ON when nobody sets it."""
+    help: str
+    """Its help string."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +64,7 @@ class LibraryPlan:
     """One shared library as it will be built and checked."""
 
     name: str
-    """Recipe name, also the CMake target name (``runtime``)."""
+    """Recipe name (``runtime``); the CMake target is ``target``, its ALIAS ``<name>::<name>``."""
     output_name: str
     """CMake OUTPUT_NAME (``demo_runtime``)."""
     file_name: str
@@ -48,6 +93,12 @@ class LibraryPlan:
     """Export macro of its public API (``DEMO_RUNTIME_API``)."""
     include_dirs: tuple[str, ...]
     """Public include folders, root-relative."""
+    target: str = ""
+    """CMake target name: ``<library-prefix><name>`` (``demo_runtime``)."""
+    settings: TargetSettings = TargetSettings()
+    """Definitions and flags from the recipe."""
+    when: str = ""
+    """The recipe option it is built under (``when``); empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +110,14 @@ class ObjectPlan:
     owner: str
     registers: tuple[str, ...]
     build_info: bool
+    target: str = ""
+    """CMake target name: ``<library-prefix><name>``."""
+    settings: TargetSettings = TargetSettings()
+    """Definitions and flags from the recipe."""
+    requires_options: tuple[str, ...] = ()
+    """Every option that must be ON for it to build (its owner's and its own ``when``)."""
+    when: str = ""
+    """Its own ``when`` option; empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +133,10 @@ class ExecutablePlan:
     args: tuple[str, ...]
     requires_options: tuple[str, ...]
     allowed_needed: tuple[str, ...]
+    target: str = ""
+    """CMake target name: ``<library-prefix><name>``; the file (and the test) keep ``name``."""
+    settings: TargetSettings = TargetSettings()
+    """Definitions and flags from the recipe."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +146,16 @@ class ExternalPlan:
     name: str
     link: tuple[str, ...]
     find_package: str
+    target: str = ""
+    """CMake INTERFACE target that carries it: ``<library-prefix>external_<name>``."""
+    version: str = ""
+    """Least version of ``find_package``."""
+    components: tuple[str, ...] = ()
+    """Components of ``find_package``."""
+    pkg_config: str = ""
+    """pkg-config module spec; empty for none."""
+    when: str = ""
+    """The recipe option it is used under; empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,9 +170,16 @@ class LinkPlan:
     externals: tuple[ExternalPlan, ...]
     registrations: tuple[tuple[str, str], ...]
     """(registered name, library that must hold it), sorted by name."""
+    switches: tuple[OptionPlan, ...] = ()
+    """The recipe's own options (``[options.NAME]``), by name."""
+    languages: tuple[str, ...] = ("CXX",)
+    """CMake languages the sources need (``C``, ``CXX``)."""
 
     def library(self, name: str) -> LibraryPlan:
         return next(lib for lib in self.libraries if lib.name == name)
+
+    def object(self, name: str) -> ObjectPlan:
+        return next(obj for obj in self.objects if obj.name == name)
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -140,10 +220,60 @@ class _Planner:
             self.check_references(f"libraries.{name}.links", lib.links, recipe.libraries)
             self.check_references(f"libraries.{name}.objects", lib.objects, recipe.objects)
             self.check_references(f"libraries.{name}.externals", lib.externals, recipe.externals)
+            self.check_when(f"libraries.{name}", lib.when)
+        for name, obj in recipe.objects.items():
+            self.check_references(f"objects.{name}.externals", obj.externals, recipe.externals)
+            self.check_when(f"objects.{name}", obj.when)
         for table, entries in (("executables", recipe.executables), ("tests", recipe.tests)):
             for name, exe in entries.items():
                 self.check_references(f"{table}.{name}.links", exe.links, recipe.libraries)
+                self.check_references(f"{table}.{name}.externals", exe.externals, recipe.externals)
                 self.check_no_as_needed(f"{table}.{name}", exe)
+                self.check_when(f"{table}.{name}", exe.when)
+        for name, ext in recipe.externals.items():
+            self.check_when(f"externals.{name}", ext.when)
+
+    def check_when(self, key: str, when: str) -> None:
+        if not when or when in self.recipe.options:
+            return
+        known = sorted(self.recipe.options)
+        close = difflib.get_close_matches(when, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        declared = ", ".join(known) or "none"
+        raise self.refuse(
+            f"{key}.when",
+            f"unknown option {when!r}{hint} (declared in [options]: {declared}); declare it as "
+            f"[options.{when}]",
+        )
+
+    def check_suffixes(self) -> tuple[str, ...]:
+        """Every source must be C, C++ or a header; returns the CMake languages they need."""
+        known = C_SUFFIXES + CXX_SUFFIXES + HEADER_SUFFIXES
+        has_c = False
+        for key, files in sorted(self.sources.items()):
+            for path in files:
+                suffix = PurePosixPath(path).suffix
+                has_c = has_c or suffix in C_SUFFIXES
+                if suffix not in known:
+                    raise self.refuse(
+                        key,
+                        f"{path}: the generated build cannot compile {suffix or 'suffix-less'!r} "
+                        f"sources (C: {', '.join(C_SUFFIXES)}; C++: {', '.join(CXX_SUFFIXES)}; "
+                        f"headers: {', '.join(HEADER_SUFFIXES)}); narrow the glob, or build it "
+                        "in hand-written CMake (project.cmake-include)",
+                    )
+        return ("C", "CXX") if has_c else ("CXX",)
+
+    def requires(self, name: str) -> list[str]:
+        """Options that must be ON for library ``name``: optional ones' and ``when`` ones'."""
+        options: list[str] = []
+        for other in (name, *self.closure((name,))):
+            lib = self.recipe.libraries[other]
+            if lib.optional:
+                options.append(option_name(self.recipe.project, other))
+            if lib.when:
+                options.append(lib.when)
+        return list(dict.fromkeys(options))
 
     def check_no_as_needed(self, key: str, exe: Executable) -> None:
         for index, name in enumerate(exe.no_as_needed):
@@ -269,11 +399,6 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
     project = planner.recipe.project
     output = f"{project.library_prefix}{name}"
     closure = planner.closure(lib.links)
-    options = [
-        option_name(project, other)
-        for other in (name, *closure)
-        if planner.recipe.libraries[other].optional
-    ]
     registers = list(lib.registers)
     for obj in lib.objects:
         registers.extend(planner.recipe.objects[obj].registers)
@@ -290,19 +415,50 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
         optional=lib.optional,
         load=lib.load,
         option=option_name(project, name) if lib.optional else "",
-        requires_options=tuple(dict.fromkeys(options)),
+        requires_options=tuple(planner.requires(name)),
         export_macro=f"{output.upper()}_API",
         include_dirs=lib.include_dirs,
+        target=output,
+        settings=TargetSettings(
+            definitions=lib.definitions,
+            private_definitions=lib.private_definitions,
+            compile_options=lib.compile_options,
+            link_options=lib.link_options,
+        ),
+        when=lib.when,
+    )
+
+
+def _settings(entry: ObjectLibrary | Executable) -> TargetSettings:
+    return TargetSettings(
+        definitions=entry.definitions,
+        include_dirs=entry.include_dirs,
+        compile_options=entry.compile_options,
+        link_options=entry.link_options,
+        externals=entry.externals,
+    )
+
+
+def _object_plan(planner: _Planner, name: str, obj: ObjectLibrary, owner: str) -> ObjectPlan:
+    requires = planner.requires(owner) + ([obj.when] if obj.when else [])
+    return ObjectPlan(
+        name=name,
+        sources=planner.sources.get(f"objects.{name}.sources", ()),
+        owner=owner,
+        registers=obj.registers,
+        build_info=obj.build_info,
+        target=f"{planner.recipe.project.library_prefix}{name}",
+        settings=_settings(obj),
+        requires_options=tuple(dict.fromkeys(requires)),
+        when=obj.when,
     )
 
 
 def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) -> ExecutablePlan:
     closure = planner.closure(exe.links)
-    options = [
-        option_name(planner.recipe.project, lib)
-        for lib in closure
-        if planner.recipe.libraries[lib].optional
-    ]
+    options = [option for lib in exe.links for option in planner.requires(lib)]
+    if exe.when:
+        options.append(exe.when)
     return ExecutablePlan(
         name=name,
         sources=planner.sources.get(f"{table}.{name}.sources", ()),
@@ -313,6 +469,8 @@ def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) 
         args=exe.args,
         requires_options=tuple(dict.fromkeys(options)),
         allowed_needed=exe.allowed_needed,
+        target=f"{planner.recipe.project.library_prefix}{name}",
+        settings=_settings(exe),
     )
 
 
@@ -322,6 +480,7 @@ def make_plan(
     """Check every rule of the split and lay it out; raises ``PlanError`` naming the key."""
     planner = _Planner(recipe, source, sources or {})
     planner.check_all_references()
+    languages = planner.check_suffixes()
     order = planner.link_order()
     planner.check_optional_links()
     owners = planner.owners()
@@ -337,19 +496,27 @@ def make_plan(
         recipe_source=source,
         libraries=tuple(_library_plan(planner, name, recipe.libraries[name]) for name in order),
         objects=tuple(
-            ObjectPlan(
-                name=name,
-                sources=planner.sources.get(f"objects.{name}.sources", ()),
-                owner=owners[name],
-                registers=obj.registers,
-                build_info=obj.build_info,
-            )
+            _object_plan(planner, name, obj, owners[name])
             for name, obj in sorted(recipe.objects.items())
         ),
         executables=tuple(executables),
         externals=tuple(
-            ExternalPlan(name=name, link=ext.link, find_package=ext.find_package)
+            ExternalPlan(
+                name=name,
+                link=ext.link,
+                find_package=ext.find_package,
+                target=f"{recipe.project.library_prefix}external_{name}",
+                version=ext.version,
+                components=ext.components,
+                pkg_config=ext.pkg_config,
+                when=ext.when,
+            )
             for name, ext in sorted(recipe.externals.items())
         ),
         registrations=registrations,
+        switches=tuple(
+            OptionPlan(name=name, default=option.default, help=option.help)
+            for name, option in sorted(recipe.options.items())
+        ),
+        languages=languages,
     )

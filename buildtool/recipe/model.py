@@ -42,9 +42,25 @@ class ProjectSettings:
     cxx_standard: int = 17
     """C++ standard the targets compile with."""
 
+    c_standard: int = 11
+    """C standard the targets' C sources (``.c``) compile with."""
+
     library_prefix: str = ""
     """Prefix of library file names: ``<prefix><library>`` gives ``lib<prefix><library>.so``.
     Defaults to ``<package>_``."""
+
+    cmake_file: str = "cmake/buildtool/targets.cmake"
+    """Where the targets go when the project root has a hand-written ``CMakeLists.txt``
+    (*included* mode): that file must call ``include(<cmake-file>)`` after its own
+    ``project()``, ``option()`` and ``find_package()`` calls. Unused when buildtool generates
+    the root ``CMakeLists.txt`` itself (*generated* mode: no root ``CMakeLists.txt`` yet, or one
+    buildtool wrote)."""
+
+    cmake_include: tuple[str, ...] = ()
+    """Hand-written CMake files (root-relative) the generated root ``CMakeLists.txt`` includes
+    after every target exists: the escape hatch for what the recipe has no key for
+    (``target_compile_definitions(demo_runtime PRIVATE ...)``). Generated mode only: in included
+    mode the project's own ``CMakeLists.txt`` is that place."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +96,23 @@ class SharedLibrary:
     include_dirs: tuple[str, ...] = ("include",)
     """Public include folders, relative to the project root."""
 
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``), PUBLIC: the library's own sources, its
+    object libraries and whoever links it see them."""
+
+    private_definitions: tuple[str, ...] = ()
+    """Compile definitions for the library's own sources and object libraries only."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags for its sources and object libraries (``-Wall``), PRIVATE."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags of the library's link (``-Wl,--defsym=x=y``, ``LINKER:-z,defs``)."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: the library is built only while that option is ON
+    (whatever links it only then, too). Empty: always."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ObjectLibrary:
@@ -93,6 +126,25 @@ class ObjectLibrary:
 
     build_info: bool = False
     """Compile with the build-info definitions (version, git commit, compiler, build type)."""
+
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include folders of its sources, relative to the project root."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags of its sources (``-Wall``)."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags (``-Wl,--defsym=x=y``); they go on the owner's link."""
+
+    externals: tuple[str, ...] = ()
+    """Externals (``[externals.<name>]``) it compiles and links against (the owner links them)."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: built only while that option is ON; its registrations
+    are then expected nowhere. Empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,6 +168,24 @@ class Executable:
     """Verification: the only non-system libraries it may need (file names or globs); empty means
     exactly its ``links`` and what they link."""
 
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include folders of its sources, relative to the project root."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags of its sources (``-Wall``)."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags (``-Wl,--defsym=x=y``)."""
+
+    externals: tuple[str, ...] = ()
+    """Externals (``[externals.<name>]``) it compiles and links against."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: built only while that option is ON. Empty: always."""
+
 
 @dataclasses.dataclass(frozen=True)
 class External:
@@ -125,7 +195,35 @@ class External:
     """Items passed to ``target_link_libraries`` (``dl``, ``Threads::Threads``, a path)."""
 
     find_package: str = ""
-    """CMake package to find first (``Threads``); empty for none."""
+    """CMake package to find first (``Threads``); empty for none. Link its imported targets
+    with ``link`` (``Threads::Threads``)."""
+
+    version: str = ""
+    """Least version of ``find-package`` (``find_package(<pkg> <version> REQUIRED)``)."""
+
+    components: tuple[str, ...] = ()
+    """Components of ``find-package`` (``find_package(<pkg> REQUIRED COMPONENTS ...)``)."""
+
+    pkg_config: str = ""
+    """A pkg-config module, with an optional version constraint (``zlib >= 1.2``): found with
+    CMake's FindPkgConfig and linked as its imported target (flags, include folders and
+    libraries). Empty for none."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: looked for and linked only while that option is ON (the
+    targets listing it build without it otherwise). Empty: always."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOption:
+    """An ``[options.<NAME>]`` table: a CMake ``option()`` the project's build can switch
+    (``-D NAME=OFF``); ``when = "NAME"`` ties targets and externals to it."""
+
+    default: bool = False
+    """Whether it is ON when nobody sets it."""
+
+    help: str = ""
+    """What it switches, shown by ``cmake -LH`` and in the CMake GUI."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -191,6 +289,9 @@ class Recipe:
 
     externals: dict[str, External] = dataclasses.field(default_factory=dict)
     """Libraries from outside the recipe, by name."""
+
+    options: dict[str, BuildOption] = dataclasses.field(default_factory=dict)
+    """CMake options of the build, by name (``USE_ZLIB``); see ``when``."""
 
     build: BuildSettings = dataclasses.field(default_factory=BuildSettings)
     """How the compiles run (a compiler launcher)."""
