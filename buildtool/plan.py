@@ -520,3 +520,50 @@ def make_plan(
         ),
         languages=languages,
     )
+
+
+def switch_values(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> dict[str, bool]:
+    """Every recipe option's value: its default, unless ``given`` (a configure's) sets it."""
+    values = {switch.name: switch.default for switch in plan.switches}
+    values.update({name: on for name, on in (given or {}).items() if name in values})
+    return values
+
+
+def switched(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> LinkPlan:
+    """The plan as a build with these option values has it: every library, object library and
+    executable whose ``when`` (or whose links' ``when``) is OFF left out, with its
+    registrations, so none of them is expected anywhere."""
+    off = {name for name, on in switch_values(plan, given).items() if not on}
+    if not off:
+        return plan
+
+    def built(requires: Sequence[str]) -> bool:
+        return not off.intersection(requires)
+
+    objects = tuple(obj for obj in plan.objects if built(obj.requires_options))
+    kept_objects = {obj.name for obj in objects}
+    dropped = {
+        name for obj in plan.objects if obj.name not in kept_objects for name in obj.registers
+    }
+    libraries = []
+    for lib in plan.libraries:
+        if not built(lib.requires_options):
+            dropped.update(lib.registers)
+            continue
+        libraries.append(
+            dataclasses.replace(
+                lib,
+                objects=tuple(name for name in lib.objects if name in kept_objects),
+                registers=tuple(name for name in lib.registers if name not in dropped),
+            )
+        )
+    kept = {lib.name for lib in libraries}
+    return dataclasses.replace(
+        plan,
+        libraries=tuple(libraries),
+        objects=objects,
+        executables=tuple(exe for exe in plan.executables if built(exe.requires_options)),
+        registrations=tuple(
+            (name, lib) for name, lib in plan.registrations if lib in kept and name not in dropped
+        ),
+    )

@@ -3,39 +3,29 @@
 include_guard(GLOBAL)
 include(GenerateExportHeader)
 
-# Object libraries end up inside shared libraries.
-set(CMAKE_POSITION_INDEPENDENT_CODE ON)
-# Hidden by default: a library exports only what its export macro marks.
-set(CMAKE_CXX_VISIBILITY_PRESET hidden)
-set(CMAKE_C_VISIBILITY_PRESET hidden)
-set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
+# Everything below is set on buildtool's targets only (bt_settings), never directory-wide: in
+# included mode the project's own targets keep the project's own settings.
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
   set(CMAKE_BUILD_TYPE Release CACHE STRING "Build type" FORCE)
 endif()
-
-# All libraries in <build>/lib, executables in <build>/bin.
-set(CMAKE_LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
-set(CMAKE_ARCHIVE_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib")
-set(CMAKE_RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin")
-
-# The build tree gets the same $ORIGIN-relative RUNPATH as an install: no build paths in binaries.
-set(CMAKE_BUILD_WITH_INSTALL_RPATH ON)
-set(CMAKE_INSTALL_RPATH_USE_LINK_PATH OFF)
+set(BT_COMPILE_OPTIONS "")
+set(BT_LINK_OPTIONS "")
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux")
   # RUNPATH, not RPATH: RUNPATH lets LD_LIBRARY_PATH override and is not inherited.
-  add_link_options("LINKER:--enable-new-dtags")
+  list(APPEND BT_LINK_OPTIONS "LINKER:--enable-new-dtags")
 endif()
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   # Reproducible objects: no absolute source or build paths in debug info or __FILE__.
-  add_compile_options("-ffile-prefix-map=${CMAKE_SOURCE_DIR}/=" "-ffile-prefix-map=${CMAKE_BINARY_DIR}/=")
+  list(APPEND BT_COMPILE_OPTIONS
+    "-ffile-prefix-map=${CMAKE_SOURCE_DIR}/=" "-ffile-prefix-map=${CMAKE_BINARY_DIR}/=")
 endif()
 if(CMAKE_SYSTEM_NAME STREQUAL "Linux" AND CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
   # Hardened binaries (verify-linkage checks them with [verify] hardening = true): full RELRO
   # (no lazy binding, so the GOT turns read-only after relocation) and a non-executable stack.
-  add_link_options("LINKER:-z,relro,-z,now" "LINKER:-z,noexecstack")
+  list(APPEND BT_LINK_OPTIONS "LINKER:-z,relro,-z,now" "LINKER:-z,noexecstack")
 endif()
 # Executables are position independent (PIE) where the toolchain can link them so: with policy
-# CMP0083 NEW (cmake_minimum_required 3.24), POSITION_INDEPENDENT_CODE above then adds -pie.
+# CMP0083 NEW (cmake_minimum_required 3.24), POSITION_INDEPENDENT_CODE then adds -pie.
 include(CheckPIESupported)
 check_pie_supported()
 if(APPLE)
@@ -85,7 +75,22 @@ function(bt_settings target scope)
     "DEFINITIONS;PRIVATE_DEFINITIONS;INCLUDE_DIRS;COMPILE_OPTIONS;LINK_OPTIONS;EXTERNALS")
   set_target_properties(${target} PROPERTIES
     CXX_STANDARD ${BT_CXX_STANDARD} CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
-    C_STANDARD ${BT_C_STANDARD} C_STANDARD_REQUIRED ON)
+    C_STANDARD ${BT_C_STANDARD} C_STANDARD_REQUIRED ON
+    # Object libraries end up inside shared libraries.
+    POSITION_INDEPENDENT_CODE ON
+    # Hidden by default: a library exports only what its export macro marks.
+    CXX_VISIBILITY_PRESET hidden
+    C_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    # All libraries in <build>/lib, executables in <build>/bin.
+    LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
+    ARCHIVE_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/lib"
+    RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/bin"
+    # The build tree gets the same $ORIGIN-relative RUNPATH as an install: no build paths in
+    # binaries.
+    BUILD_WITH_INSTALL_RPATH ON
+    INSTALL_RPATH_USE_LINK_PATH OFF)
+  target_compile_options(${target} PRIVATE ${BT_COMPILE_OPTIONS})
   target_compile_definitions(${target} PRIVATE "${BT_PREFIX}_VERSION=\"${BT_VERSION}\"")
   target_compile_definitions(${target} ${scope} ${ARG_DEFINITIONS})
   target_compile_definitions(${target} PRIVATE ${ARG_PRIVATE_DEFINITIONS})
@@ -94,7 +99,7 @@ function(bt_settings target scope)
   target_compile_options(${target} PRIVATE ${ARG_COMPILE_OPTIONS})
   get_target_property(type ${target} TYPE)
   if(NOT type STREQUAL "OBJECT_LIBRARY")
-    target_link_options(${target} PRIVATE ${ARG_LINK_OPTIONS})
+    target_link_options(${target} PRIVATE ${BT_LINK_OPTIONS} ${ARG_LINK_OPTIONS})
   endif()
   foreach(external IN LISTS ARG_EXTERNALS)
     # An external switched off by its option (`when`) is simply not linked.

@@ -3,11 +3,16 @@ keys real builds need, each proven on the built binaries."""
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
+import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 import pytest
 
+from buildtool.cmake.run import cmake_executable
 from tests.conftest import CliRunner
 
 HAND_WRITTEN_CMAKELISTS = """\
@@ -157,3 +162,279 @@ def test_an_unknown_key_on_an_executable_gets_a_suggestion(
         result.stderr
     )
     assert "'compile-options'" in result.stderr
+
+
+# --- a project in included mode, built for real: every new key is proven on the binaries ----
+
+ACME_FILES = {
+    "CMakeLists.txt": """\
+        cmake_minimum_required(VERSION 3.24)
+        project(acme LANGUAGES CXX)  # C comes from the sources: the targets file enables it
+        include(cmake/buildtool/targets.cmake)
+        # The project extends buildtool's targets by their documented names.
+        target_compile_definitions(acme_core PRIVATE ACME_FROM_PROJECT=7)
+        add_executable(acme_own own.cc)
+        target_link_libraries(acme_own PRIVATE acme::core)
+        """,
+    "buildtool.toml": """\
+        [project]
+        name = "acme"
+        version = "1.4.2"
+
+        [options.ACME_FAST]
+        default = true
+        help = "Build the fast kernels"
+
+        [externals.zlib]
+        pkg-config = "zlib >= 1.2"
+
+        [externals.threads]
+        find-package = "Threads"
+        link = ["Threads::Threads"]
+
+        [externals.m]
+        find-package = ""
+        link = ["m"]
+
+        [libraries.core]
+        sources = ["core/*.cc", "core/*.c"]
+        objects = ["fast"]
+        definitions = ["ACME_PUBLIC_DEF"]
+        private-definitions = ["ACME_PRIVATE_DEF=1"]
+        compile-options = ["-Wall"]
+        link-options = ["-Wl,--defsym=acme_defsym_marker=acme_c"]
+        externals = ["zlib", "m"]
+
+        [objects.fast]
+        sources = ["fast/*.cc"]
+        registers = ["fast.kernel"]
+        include-dirs = ["private_inc"]
+        definitions = ["FAST_LEVEL=3"]
+        when = "ACME_FAST"
+
+        [executables.tool]
+        sources = ["tool/*.cc"]
+        links = ["core"]
+        definitions = ["TOOL_MODE=2"]
+        externals = ["threads"]
+
+        [tests.unit]
+        sources = ["unit/*.cc"]
+        links = ["core"]
+        """,
+    "include/acme/core.h": """\
+        #ifndef ACME_CORE_H
+        #define ACME_CORE_H
+        #ifdef __cplusplus
+        extern "C" {
+        #endif
+        #define ACME_EXPORT __attribute__((visibility("default")))
+        ACME_EXPORT const char* acme_version(void);
+        ACME_EXPORT int acme_c(void);
+        ACME_EXPORT unsigned long acme_crc(const char* text);
+        ACME_EXPORT int acme_from_project(void);
+        #ifdef __cplusplus
+        }
+        #endif
+        #endif
+        """,
+    "core/core.cc": """\
+        #include "acme/core.h"
+        #include <zlib.h>
+        #include <cstring>
+        #ifndef ACME_PUBLIC_DEF
+        #error "libraries.core.definitions did not reach the library's sources"
+        #endif
+        #if ACME_PRIVATE_DEF != 1
+        #error "libraries.core.private-definitions did not reach the library's sources"
+        #endif
+        const char* acme_version(void) { return ACME_VERSION; }
+        unsigned long acme_crc(const char* text) {
+          return crc32(0L, reinterpret_cast<const Bytef*>(text), std::strlen(text));
+        }
+        int acme_from_project(void) {
+        #ifdef ACME_FROM_PROJECT
+          return ACME_FROM_PROJECT;
+        #else
+          return 0;
+        #endif
+        }
+        """,
+    "core/helper.c": """\
+        #include "acme/core.h"
+        #if !defined(__STDC_VERSION__) || __STDC_VERSION__ < 201112L
+        #error "not compiled as C11"
+        #endif
+        /* sizeof('a') is sizeof(int) in C and 1 in C++. */
+        int acme_c(void) { return (int)sizeof('a'); }
+        """,
+    "private_inc/fast_impl.h": "#define FAST_IMPL_BONUS 10\n",
+    "fast/fast.cc": """\
+        #include "fast_impl.h"
+        #include "acme/core.h"
+        #ifndef FAST_LEVEL
+        #error "objects.fast.definitions did not reach the object library"
+        #endif
+        #ifndef ACME_PUBLIC_DEF
+        #error "the owner's definitions did not reach its object library"
+        #endif
+        extern "C" ACME_EXPORT const char* acme_fast_name(void) { return "fast.kernel"; }
+        extern "C" ACME_EXPORT int acme_fast_level(void) { return FAST_LEVEL + FAST_IMPL_BONUS; }
+        """,
+    "tool/tool.cc": """\
+        #include <cstdio>
+        #include <cstring>
+        #include <thread>
+        #include "acme/core.h"
+        #ifndef ACME_PUBLIC_DEF
+        #error "a library's PUBLIC definitions did not reach what links it"
+        #endif
+        #ifdef ACME_PRIVATE_DEF
+        #error "a library's private definitions leaked to what links it"
+        #endif
+        int main() {
+          int c = 0;
+          std::thread worker([&] { c = acme_c(); });
+          worker.join();
+          std::printf("macro=%s lib=%s mode=%d c=%d crc=%lu project=%d\\n", ACME_VERSION,
+                      acme_version(), TOOL_MODE, c, acme_crc("acme"), acme_from_project());
+          return std::strcmp(ACME_VERSION, acme_version()) == 0 ? 0 : 1;
+        }
+        """,
+    "unit/unit.cc": """\
+        #include "acme/core.h"
+        int main() { return acme_c() == sizeof(int) && acme_from_project() == 7 ? 0 : 1; }
+        """,
+    "own.cc": """\
+        #include <cstdio>
+        #include "acme/core.h"
+        int main() { std::printf("own %s\\n", acme_version()); return 0; }
+        """,
+}
+
+
+def write_acme(root: Path) -> Path:
+    for relative, text in ACME_FILES.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root / "buildtool.toml"
+
+
+def buildtool(*argv: str | Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "buildtool", *map(str, argv)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class AcmeBuild:
+    root: Path
+    build_on: Path
+    build_off: Path
+    log_on: str
+
+
+@pytest.fixture(scope="session")
+def acme(tmp_path_factory: pytest.TempPathFactory) -> AcmeBuild:
+    root = tmp_path_factory.mktemp("acme")
+    recipe = write_acme(root)
+    on = buildtool("build", "--recipe", recipe, "--build-dir", root / "build", cwd=root)
+    assert on.returncode == 0, on.stderr
+    off = buildtool(
+        "build",
+        "--recipe",
+        recipe,
+        "--build-dir",
+        root / "build-off",
+        "-D",
+        "ACME_FAST=OFF",
+        cwd=root,
+    )
+    assert off.returncode == 0, off.stderr
+    return AcmeBuild(root, root / "build", root / "build-off", on.stderr)
+
+
+def dynamic_symbols(path: Path) -> set[str]:
+    out = subprocess.run(
+        ["nm", "-D", "--defined-only", path], capture_output=True, text=True, check=True
+    ).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.strip()}
+
+
+def needed(path: Path) -> list[str]:
+    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True)
+    return [
+        line.split("[", 1)[1].rstrip("]") for line in out.stdout.splitlines() if "(NEEDED)" in line
+    ]
+
+
+@pytest.mark.integration
+def test_included_mode_keeps_the_projects_cmakelists_and_generates_the_targets(
+    acme: AcmeBuild,
+) -> None:
+    cmakelists = (acme.root / "CMakeLists.txt").read_text()
+    assert cmakelists == textwrap.dedent(ACME_FILES["CMakeLists.txt"])
+    targets = (acme.root / "cmake" / "buildtool" / "targets.cmake").read_text()
+    assert targets.startswith("# Generated by buildtool ")
+    assert "bt_library(acme_core\n  LIBRARY core\n" in targets
+    assert "enable_language(C CXX)" in targets
+    assert "CMP0174" not in acme.log_on, "an empty find-package must not warn"
+    assert "CMake Warning" not in acme.log_on
+
+
+@pytest.mark.integration
+def test_definitions_c_sources_version_and_the_projects_own_cmake_reach_the_binaries(
+    acme: AcmeBuild,
+) -> None:
+    # Every #error above guards a key: the build succeeding proves definitions (public, private,
+    # an object library's), the object library's include-dirs and the C standard.
+    tool = subprocess.run(
+        [acme.build_on / "bin" / "tool"], capture_output=True, text=True, check=False
+    )
+    assert tool.returncode == 0, tool.stderr
+    crc = zlib.crc32(b"acme")
+    assert tool.stdout == f"macro=1.4.2 lib=1.4.2 mode=2 c=4 crc={crc} project=7\n"
+    # The project's own target keeps CMake's defaults (its folder, its build RUNPATH).
+    own_path = acme.build_on / "acme_own"
+    own = subprocess.run([own_path], capture_output=True, text=True, check=False)
+    assert own.stdout == "own 1.4.2\n", own.stderr
+    ctest_exe = cmake_executable().with_name("ctest")
+    ctest = subprocess.run(
+        [ctest_exe, "--test-dir", acme.build_on], capture_output=True, check=False
+    )
+    assert ctest.returncode == 0
+
+
+@pytest.mark.integration
+def test_link_option_and_pkg_config_external_are_in_the_elf(acme: AcmeBuild) -> None:
+    core = acme.build_on / "lib" / "libacme_core.so"
+    assert "acme_defsym_marker" in dynamic_symbols(core)
+    assert "libz.so.1" in needed(core)
+    assert "acme_defsym_marker" not in dynamic_symbols(acme.build_on / "bin" / "tool")
+
+
+@pytest.mark.integration
+def test_an_option_switches_the_object_library_and_the_policy_follows(
+    acme: AcmeBuild, run_cli: CliRunner
+) -> None:
+    assert "acme_fast_level" in dynamic_symbols(acme.build_on / "lib" / "libacme_core.so")
+    assert "acme_fast_level" not in dynamic_symbols(acme.build_off / "lib" / "libacme_core.so")
+    recipe = str(acme.root / "buildtool.toml")
+    for build in (acme.build_on, acme.build_off):
+        result = run_cli("verify-linkage", str(build), "--recipe", recipe)
+        assert result.exit_code == 0, result.stdout
+    # Without the build's option values, the switched-off registration is expected and missing.
+    from buildtool.linkage.verify import verify_paths
+    from buildtool.recipe.load import load_recipe
+    from buildtool.verification import policy_for_recipe
+
+    loaded = load_recipe(acme.root / "buildtool.toml")
+    stale = verify_paths([acme.build_off], policy_for_recipe(loaded, {"ACME_FAST": True}))
+    assert [(f.check_id, f.message) for f in stale.findings] == [
+        ("BT105", "registration 'fast.kernel' is not in this library")
+    ]

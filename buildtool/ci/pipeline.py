@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 from buildtool import process
 from buildtool.cmake import configure
-from buildtool.cmake.run import ctest_command
+from buildtool.cmake.run import cached_switches, ctest_command
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.findings import Finding
@@ -170,8 +170,10 @@ def _outcome(report: Report) -> StepOutcome:
 
 
 def step_verify_build(workspace: Workspace) -> StepOutcome:
-    policy = policy_for_recipe(workspace.request.loaded)
-    return _outcome(verify_paths([workspace.request.build_dir], policy))
+    request = workspace.request
+    switches = cached_switches(request.build_dir, [s.name for s in workspace.plan.switches])
+    policy = policy_for_recipe(request.loaded, switches)
+    return _outcome(verify_paths([request.build_dir], policy))
 
 
 def _keep_report(workspace: Workspace) -> Callable[[Report], None]:

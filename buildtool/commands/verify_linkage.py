@@ -90,6 +90,18 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
     return load_recipe(path, str(path))
 
 
+def _switches(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, bool]:
+    """The recipe options' values of the configured build folders among ``paths``."""
+    if loaded is None or not loaded.recipe.options:
+        return {}
+    from buildtool.cmake.run import cached_switches
+
+    values: dict[str, bool] = {}
+    for path in paths:
+        values.update(cached_switches(path, list(loaded.recipe.options)))
+    return values
+
+
 def _render(report: Report, output_format: str, colour: bool) -> str:
     if output_format == "json":
         return render_json(report)
@@ -103,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
     ld_library_path = None
     if args.ld_library_path:
         ld_library_path = [entry for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":")]
-    report = verify_paths(paths, policy_for_recipe(_recipe(args)), ld_library_path, args.jobs)
+    loaded = _recipe(args)
+    policy = policy_for_recipe(loaded, _switches(paths, loaded))
+    report = verify_paths(paths, policy, ld_library_path, args.jobs)
     if args.output is None:
         sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
     else:
