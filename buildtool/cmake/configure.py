@@ -79,12 +79,20 @@ def cmake_mode(root: Path) -> CMakeMode:
 
 
 def _check_cmake_includes(loaded: LoadedRecipe) -> None:
-    for index, path in enumerate(loaded.recipe.project.cmake_include):
+    project = loaded.recipe.project
+    for index, path in enumerate(project.cmake_include):
         if not (loaded.root / path).is_file():
             raise RecipeError(
                 loaded.source,
                 f"project.cmake-include[{index}]",
                 f"expected a CMake file, found nothing at {loaded.root / path}",
+            )
+    for index, path in enumerate(project.headers):
+        if not (loaded.root / path).is_dir():
+            raise RecipeError(
+                loaded.source,
+                f"project.headers[{index}]",
+                f"expected a folder of headers, found nothing at {loaded.root / path}",
             )
 
 

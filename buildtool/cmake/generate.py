@@ -231,6 +231,54 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
                 _render_executable(templates, plan, exe) for exe in plan.executables
             ),
             "PYTHON_PACKAGE": python_package,
+            "HEADERS": _render_headers(plan),
+        },
+    )
+
+
+def package_config_path(plan: LinkPlan) -> str:
+    """Root-relative path of the generated CMake package config (``cmake/buildtool/...``)."""
+    return f"cmake/buildtool/{plan.project.name}Config.cmake"
+
+
+def _render_headers(plan: LinkPlan) -> str:
+    headers = plan.project.headers
+    if not headers:
+        return ""
+    return (
+        "# Public headers and the CMake package config "
+        f"(find_package({plan.project.name} CONFIG)).\n"
+        f"bt_headers(CONFIG {package_config_path(plan)}\n  DIRS{_cmake_list(headers)})\n"
+    )
+
+
+def render_package_config(plan: LinkPlan, templates: Mapping[str, str]) -> str:
+    """``<name>Config.cmake``: imported ``<name>::<library>`` targets for the libraries an
+    install holds (an optional library only when it is installed)."""
+    project = plan.project
+    targets = "".join(
+        fill(
+            templates["package-config-target.cmake.in"],
+            {
+                "NAME": project.name,
+                "PACKAGE": project.package,
+                "LIBRARY": lib.name,
+                "FILE": lib.file_name,
+                "DEFINITIONS": ";".join(lib.settings.definitions),
+                "LINKS": ";".join(f"{project.name}::{name}" for name in lib.links),
+            },
+        )
+        for lib in plan.libraries
+    )
+    return fill(
+        templates["package-config.cmake.in"],
+        {
+            "BUILDTOOL_VERSION": __version__,
+            "RECIPE": plan.recipe_source,
+            "NAME": project.name,
+            "PACKAGE": project.package,
+            "VERSION": project.version,
+            "TARGETS": targets,
         },
     )
 
@@ -285,7 +333,10 @@ def render_build_files(
         main = {plan.project.cmake_file: render_targets_file(plan, templates, recipe_digest)}
     else:
         main = {CMAKELISTS: render_cmakelists(plan, templates, recipe_digest)}
-    return {**main, HELPERS: templates["buildtool.cmake"]}
+    files = {**main, HELPERS: templates["buildtool.cmake"]}
+    if plan.project.headers:
+        files[package_config_path(plan)] = render_package_config(plan, templates)
+    return files
 
 
 def is_generated(text: str) -> bool:

@@ -56,6 +56,15 @@ class ProjectSettings:
     the root ``CMakeLists.txt`` itself (*generated* mode: no root ``CMakeLists.txt`` yet, or one
     buildtool wrote)."""
 
+    headers: tuple[str, ...] = ()
+    """Public header folders (root-relative) to install: into wheels under
+    ``<package>/include/``, with a CMake package config at
+    ``<package>/lib/cmake/<name>/<name>Config.cmake`` defining the imported targets
+    ``<name>::<library>`` of the libraries installed beside it, so a downstream CMake project
+    does ``find_package(<name> CONFIG)`` with ``CMAKE_PREFIX_PATH=<site-packages>/<package>``
+    (``cmake --install`` gives the same layout under its prefix). The generated ``libinfo``
+    offers ``include_paths()`` and ``cmake_dir()``."""
+
     cmake_include: tuple[str, ...] = ()
     """Hand-written CMake files (root-relative) the generated root ``CMakeLists.txt`` includes
     after every target exists: the escape hatch for what the recipe has no key for

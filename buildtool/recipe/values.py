@@ -43,6 +43,8 @@ def _folders(recipe: Recipe) -> Iterator[tuple[str, str]]:
     if recipe.project.python_package_dir:
         yield "project.python-package-dir", recipe.project.python_package_dir
     yield "project.cmake-file", recipe.project.cmake_file
+    for index, path in enumerate(recipe.project.headers):
+        yield f"project.headers[{index}]", path
     for index, path in enumerate(recipe.project.cmake_include):
         yield f"project.cmake-include[{index}]", path
     for key, entry in _targets(recipe):

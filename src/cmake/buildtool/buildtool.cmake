@@ -267,3 +267,20 @@ function(bt_python_package directory)
       PATTERN "*.pyc" EXCLUDE)
   endif()
 endfunction()
+
+# Public headers and the CMake package config, installed beside the libraries: under
+# <package>/ in wheels, under the install prefix otherwise (the same relative layout).
+function(bt_headers)
+  cmake_parse_arguments(PARSE_ARGV 0 ARG "" "CONFIG" "DIRS")
+  set(prefix "")
+  if(SKBUILD)
+    set(prefix "${BT_PACKAGE}/")
+  endif()
+  foreach(directory IN LISTS ARG_DIRS)
+    install(DIRECTORY "${BT_SOURCE_DIR}/${directory}/"
+      DESTINATION "${prefix}include" COMPONENT python)
+  endforeach()
+  install(DIRECTORY "${BT_EXPORT_INCLUDE_DIR}/" DESTINATION "${prefix}include" COMPONENT python)
+  install(FILES "${BT_SOURCE_DIR}/${ARG_CONFIG}"
+    DESTINATION "${prefix}lib/cmake/${BT_NAMESPACE}" COMPONENT python)
+endfunction()
