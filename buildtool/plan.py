@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from buildtool.errors import PlanError
 from buildtool.recipe.model import (
     Executable,
+    Extension,
     ObjectLibrary,
     ProjectSettings,
     Recipe,
@@ -140,6 +141,26 @@ class ExecutablePlan:
 
 
 @dataclasses.dataclass(frozen=True)
+class ExtensionPlan:
+    """A CPython extension module of the package."""
+
+    name: str
+    """Module name inside the package (``_native`` gives ``<package>._native``)."""
+    target: str
+    """CMake target name: ``<library-prefix><name>``."""
+    sources: tuple[str, ...]
+    """Root-relative source files."""
+    links: tuple[str, ...]
+    """Libraries it links."""
+    link_closure: tuple[str, ...]
+    """Every library it links, directly or through PUBLIC links."""
+    settings: TargetSettings
+    """Definitions and flags from the recipe."""
+    requires_options: tuple[str, ...]
+    """Every option that must be ON for it to build."""
+
+
+@dataclasses.dataclass(frozen=True)
 class ExternalPlan:
     """A library from outside the recipe, attached to exactly the libraries that list it."""
 
@@ -174,6 +195,8 @@ class LinkPlan:
     """The recipe's own options (``[options.NAME]``), by name."""
     languages: tuple[str, ...] = ("CXX",)
     """CMake languages the sources need (``C``, ``CXX``)."""
+    extensions: tuple[ExtensionPlan, ...] = ()
+    """CPython extension modules of the package, by name."""
 
     def library(self, name: str) -> LibraryPlan:
         return next(lib for lib in self.libraries if lib.name == name)
@@ -232,6 +255,31 @@ class _Planner:
                 self.check_when(f"{table}.{name}", exe.when)
         for name, ext in recipe.externals.items():
             self.check_when(f"externals.{name}", ext.when)
+        for name, module in recipe.extensions.items():
+            self.check_references(f"extensions.{name}.links", module.links, recipe.libraries)
+            self.check_references(
+                f"extensions.{name}.externals", module.externals, recipe.externals
+            )
+            self.check_when(f"extensions.{name}", module.when)
+        self.check_extensions()
+
+    def check_extensions(self) -> None:
+        recipe = self.recipe
+        for name, module in sorted(recipe.extensions.items()):
+            if not recipe.project.python_package_dir:
+                raise self.refuse(
+                    f"extensions.{name}",
+                    "an extension module belongs to the Python package: set "
+                    "project.python-package-dir",
+                )
+            for index, linked in enumerate(module.links):
+                if recipe.libraries[linked].optional:
+                    raise self.refuse(
+                        f"extensions.{name}.links[{index}]",
+                        f"extension {name!r} ships with the Python package (the runtime wheel) "
+                        f"but links optional library {linked!r}, which a runtime-only install "
+                        "lacks; link required libraries only",
+                    )
 
     def check_when(self, key: str, when: str) -> None:
         if not when or when in self.recipe.options:
@@ -429,7 +477,7 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
     )
 
 
-def _settings(entry: ObjectLibrary | Executable) -> TargetSettings:
+def _settings(entry: ObjectLibrary | Executable | Extension) -> TargetSettings:
     return TargetSettings(
         definitions=entry.definitions,
         include_dirs=entry.include_dirs,
@@ -471,6 +519,21 @@ def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) 
         allowed_needed=exe.allowed_needed,
         target=f"{planner.recipe.project.library_prefix}{name}",
         settings=_settings(exe),
+    )
+
+
+def _extension_plan(planner: _Planner, name: str, module: Extension) -> ExtensionPlan:
+    options = [option for lib in module.links for option in planner.requires(lib)]
+    if module.when:
+        options.append(module.when)
+    return ExtensionPlan(
+        name=name,
+        target=f"{planner.recipe.project.library_prefix}{name}",
+        sources=planner.sources.get(f"extensions.{name}.sources", ()),
+        links=module.links,
+        link_closure=planner.closure(module.links),
+        settings=_settings(module),
+        requires_options=tuple(dict.fromkeys(options)),
     )
 
 
@@ -519,6 +582,10 @@ def make_plan(
             for name, option in sorted(recipe.options.items())
         ),
         languages=languages,
+        extensions=tuple(
+            _extension_plan(planner, name, module)
+            for name, module in sorted(recipe.extensions.items())
+        ),
     )
 
 
@@ -563,6 +630,7 @@ def switched(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> LinkPla
         libraries=tuple(libraries),
         objects=objects,
         executables=tuple(exe for exe in plan.executables if built(exe.requires_options)),
+        extensions=tuple(mod for mod in plan.extensions if built(mod.requires_options)),
         registrations=tuple(
             (name, lib) for name, lib in plan.registrations if lib in kept and name not in dropped
         ),

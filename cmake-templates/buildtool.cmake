@@ -284,3 +284,29 @@ function(bt_headers)
   install(FILES "${BT_SOURCE_DIR}/${ARG_CONFIG}"
     DESTINATION "${prefix}lib/cmake/${BT_NAMESPACE}" COMPONENT python)
 endfunction()
+
+# A CPython extension module <package>.<name>: beside the package's __init__.py in wheels, with
+# RUNPATH $ORIGIN/lib (the package's libraries); in the build tree under python/<package>/, its
+# RUNPATH relative to <build>/lib.
+function(bt_extension name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODULE"
+    "SOURCES;LINKS;DEFINITIONS;INCLUDE_DIRS;COMPILE_OPTIONS;LINK_OPTIONS;EXTERNALS")
+  bt_root_paths(ARG_SOURCES)
+  Python3_add_library(${name} MODULE WITH_SOABI ${ARG_SOURCES})
+  bt_settings(${name} PRIVATE
+    DEFINITIONS ${ARG_DEFINITIONS}
+    INCLUDE_DIRS ${ARG_INCLUDE_DIRS}
+    COMPILE_OPTIONS ${ARG_COMPILE_OPTIONS}
+    LINK_OPTIONS ${ARG_LINK_OPTIONS}
+    EXTERNALS ${ARG_EXTERNALS})
+  set_target_properties(${name} PROPERTIES
+    OUTPUT_NAME "${ARG_MODULE}"
+    LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/python/${BT_PACKAGE}"
+    BUILD_WITH_INSTALL_RPATH OFF
+    BUILD_RPATH_USE_ORIGIN ON
+    INSTALL_RPATH "${BT_ORIGIN}/lib")
+  target_link_libraries(${name} PRIVATE ${ARG_LINKS})
+  if(SKBUILD)
+    install(TARGETS ${name} LIBRARY DESTINATION "${BT_PACKAGE}" COMPONENT python)
+  endif()
+endfunction()

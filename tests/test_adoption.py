@@ -4,8 +4,10 @@ keys real builds need, each proven on the built binaries."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
+import sysconfig
 import textwrap
 import zlib
 from pathlib import Path
@@ -181,6 +183,7 @@ ACME_FILES = {
         name = "acme"
         version = "1.4.2"
         headers = ["include"]
+        python-package-dir = "python/acme"
 
         [options.ACME_FAST]
         default = true
@@ -222,6 +225,28 @@ ACME_FILES = {
         [tests.unit]
         sources = ["unit/*.cc"]
         links = ["core"]
+
+        [extensions._native]
+        sources = ["ext/native.c"]
+        links = ["core"]
+        definitions = ["NATIVE_GREETING=7"]
+        """,
+    "python/acme/__init__.py": """\
+        \"\"\"acme: the libraries load with the package (base), the C API through _native.\"\"\"
+
+        from . import base as base
+        """,
+    "ext/native.c": """\
+        #define PY_SSIZE_T_CLEAN
+        #include <Python.h>
+        #include "acme/core.h"
+        static PyObject* version(PyObject* self, PyObject* args) {
+          return Py_BuildValue("(si)", acme_version(), NATIVE_GREETING + acme_c());
+        }
+        static PyMethodDef methods[] = {
+            {"version", version, METH_NOARGS, "acme's version"}, {NULL, NULL, 0, NULL}};
+        static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_native", NULL, -1, methods};
+        PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
         """,
     "include/acme/core.h": """\
         #ifndef ACME_CORE_H
@@ -550,3 +575,122 @@ def test_installed_headers_and_package_config_serve_a_downstream_project(
     down = subprocess.run([build / "down"], capture_output=True, text=True, check=True)
     assert down.stdout == "downstream 1.4.2 4\n"
     assert "libacme_core.so" in needed(build / "down")
+
+
+LOAD_NATIVE = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("acme._native", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(module.version())
+"""
+
+
+def runpath(path: Path) -> str:
+    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True)
+    line = next(line for line in out.stdout.splitlines() if "(RUNPATH)" in line)
+    return line.split("[", 1)[1].rstrip("]")
+
+
+@pytest.mark.integration
+def test_extension_module_is_built_for_this_interpreter_and_calls_the_library(
+    acme: AcmeBuild,
+) -> None:
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    module = acme.build_on / "python" / "acme" / f"_native{suffix}"
+    assert runpath(module) == "$ORIGIN/../../lib"
+    assert "libacme_core.so" in needed(module)
+    loaded = subprocess.run(
+        [sys.executable, "-c", LOAD_NATIVE, module], capture_output=True, text=True, check=False
+    )
+    assert loaded.stdout == "('1.4.2', 11)\n", loaded.stderr
+
+
+USE_THE_WHEEL = """
+import acme
+from acme import _native, libinfo
+print(_native.version())
+print([str(path.relative_to(libinfo.PACKAGE_DIR)) for path in libinfo.include_paths()])
+print(libinfo.cmake_dir().relative_to(libinfo.PACKAGE_DIR))
+"""
+
+
+@pytest.mark.wheel
+def test_wheel_with_an_extension_is_tagged_for_the_interpreter_and_serves_downstream(
+    acme: AcmeBuild, tmp_path: Path
+) -> None:
+    out = tmp_path / "dist"
+    built = buildtool(
+        "wheel",
+        "--recipe",
+        acme.root / "buildtool.toml",
+        "--variant",
+        "full",
+        "--out-dir",
+        out,
+        cwd=acme.root,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = out.glob("*.whl")
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert wheel.name.startswith(f"acme-1.4.2-{tag}-{tag}-"), wheel.name
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", site, wheel],
+        check=True,
+        capture_output=True,
+    )
+    module = site / "acme" / f"_native{sysconfig.get_config_var('EXT_SUFFIX')}"
+    assert runpath(module) == "$ORIGIN/lib"
+    used = subprocess.run(
+        [sys.executable, "-c", USE_THE_WHEEL],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(site)},
+        cwd=tmp_path,
+    )
+    assert used.stdout == "('1.4.2', 11)\n['include']\nlib/cmake/acme\n", used.stderr
+    downstream = tmp_path / "downstream"
+    downstream.mkdir()
+    (downstream / "CMakeLists.txt").write_text(DOWNSTREAM_CMAKELISTS)
+    (downstream / "down.cc").write_text(DOWNSTREAM_SOURCE)
+    build = tmp_path / "down-build"
+    cmake = cmake_executable()
+    configure = [cmake, "-S", downstream, "-B", build, "-G", "Ninja"]
+    configure += [
+        f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
+        f"-DCMAKE_PREFIX_PATH={site / 'acme'}",
+    ]
+    subprocess.run(configure, check=True, capture_output=True)
+    subprocess.run([ninja_executable(), "-C", build], check=True, capture_output=True)
+    down = subprocess.run([build / "down"], capture_output=True, text=True, check=True)
+    assert down.stdout == "downstream 1.4.2 4\n"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            '[extensions._x]\nsources = ["core/*.c"]\nlinks = ["core"]\n',
+            "extensions._x: an extension module belongs to the Python package: set "
+            "project.python-package-dir",
+        ),
+        (
+            'optional = true\n[extensions._x]\nsources = ["core/*.c"]\nlinks = ["core"]\n',
+            "extensions._x.links[0]: extension '_x' ships with the Python package (the runtime "
+            "wheel) but links optional library 'core', which a runtime-only install lacks; link "
+            "required libraries only",
+        ),
+    ],
+    ids=["no-package", "links-optional"],
+)
+def test_extension_refusals(tmp_path: Path, run_cli: CliRunner, extra: str, message: str) -> None:
+    recipe_text = MINIMAL + extra
+    if "optional" in extra:
+        recipe_text = recipe_text.replace("[project]\n", '[project]\npython-package-dir = "py"\n')
+        (tmp_path / "py").mkdir(parents=True)
+    recipe = write_project(tmp_path, recipe_text)
+    result = run_cli("configure", "--check", "--recipe", str(recipe))
+    assert result.exit_code == 2
+    assert result.stderr == f"error: {recipe}: {message}\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -204,6 +205,12 @@ def variant_defines(plan: LinkPlan, variant: Variant) -> dict[str, str]:
     return {option: value for option in plan.options}
 
 
+def python_defines(plan: LinkPlan) -> dict[str, str]:
+    """Extension modules are built for the interpreter running buildtool unless ``-D`` says
+    otherwise (``Python3_EXECUTABLE``); scikit-build-core sets it for wheel builds itself."""
+    return {"Python3_EXECUTABLE": sys.executable} if plan.extensions else {}
+
+
 def _remove_disabled_outputs(plan: LinkPlan, build_dir: Path, variant: Variant) -> None:
     # ninja never deletes outputs of targets that are gone: a runtime-only reconfigure of a full
     # build folder would otherwise leave a stale compiler library in lib/.
@@ -225,7 +232,7 @@ def configure(
     """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja."""
     plan = plan_recipe(loaded)
     write_generated(loaded, generated_files(loaded, plan))
-    defines = {**variant_defines(plan, variant), **(extra_defines or {})}
+    defines = {**variant_defines(plan, variant), **python_defines(plan), **(extra_defines or {})}
     with folder_lock(build_dir, "configure"):
         cmake.write_file_api_query(build_dir)
         process.run(cmake.configure_command(loaded.root, build_dir, defines))

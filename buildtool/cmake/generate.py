@@ -151,6 +151,30 @@ def _render_executable(templates: Mapping[str, str], plan: LinkPlan, exe: Execut
     return _guard(templates, exe.requires_options, body)
 
 
+def _render_extensions(templates: Mapping[str, str], plan: LinkPlan) -> str:
+    if not plan.extensions:
+        return ""
+    parts = [
+        "# CPython extension modules of the package.\n",
+        "find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)\n",
+    ]
+    for module in plan.extensions:
+        body = fill(
+            templates["extension.cmake.in"],
+            {
+                "TARGET": module.target,
+                "NAME": module.name,
+                "SOURCES": _cmake_list(module.sources),
+                "LINKS": _cmake_list(_targets(plan, module.links)),
+                "SETTINGS": _settings(
+                    module.settings, _external_targets(plan, module.settings.externals)
+                ),
+            },
+        )
+        parts.append(_guard(templates, module.requires_options, body))
+    return "".join(parts) + "\n"
+
+
 def _render_options(templates: Mapping[str, str], plan: LinkPlan) -> str:
     switches = "".join(
         fill(
@@ -230,6 +254,7 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
             "EXECUTABLES": "".join(
                 _render_executable(templates, plan, exe) for exe in plan.executables
             ),
+            "EXTENSIONS": _render_extensions(templates, plan),
             "PYTHON_PACKAGE": python_package,
             "HEADERS": _render_headers(plan),
         },

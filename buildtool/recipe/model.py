@@ -12,6 +12,7 @@ from typing import Literal
 
 LoadMode = Literal["global", "local"]
 LauncherName = Literal["none", "ccache", "sccache", "distcc"]
+Binding = Literal["c"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,6 +198,41 @@ class Executable:
 
 
 @dataclasses.dataclass(frozen=True)
+class Extension:
+    """An ``[extensions.<name>]`` table: a CPython extension module ``<package>.<name>``,
+    installed beside the package's ``__init__.py`` with RUNPATH ``$ORIGIN/lib`` (the package's
+    libraries). Wheels holding one are tagged for the interpreter that built them."""
+
+    sources: tuple[str, ...] = ()
+    """Source files or globs, relative to the project root."""
+
+    links: tuple[str, ...] = ()
+    """Libraries of the recipe it links (required ones only: it ships with the package)."""
+
+    binding: Binding = "c"
+    """How it is written: ``c`` (the CPython C API; built with CMake's FindPython3
+    ``Development.Module``)."""
+
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include folders of its sources, relative to the project root."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags of its sources."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags of its link."""
+
+    externals: tuple[str, ...] = ()
+    """Externals (``[externals.<name>]``) it compiles and links against."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: built only while that option is ON. Empty: always."""
+
+
+@dataclasses.dataclass(frozen=True)
 class External:
     """An ``[externals.<name>]`` table: a library outside the recipe (system or prebuilt)."""
 
@@ -298,6 +334,9 @@ class Recipe:
 
     externals: dict[str, External] = dataclasses.field(default_factory=dict)
     """Libraries from outside the recipe, by name."""
+
+    extensions: dict[str, Extension] = dataclasses.field(default_factory=dict)
+    """CPython extension modules of the package, by module name (``_native``)."""
 
     options: dict[str, BuildOption] = dataclasses.field(default_factory=dict)
     """CMake options of the build, by name (``USE_ZLIB``); see ``when``."""

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 
 from buildtool.errors import RecipeError
-from buildtool.recipe.model import Executable, ObjectLibrary, Recipe, SharedLibrary
+from buildtool.recipe.model import Executable, Extension, ObjectLibrary, Recipe, SharedLibrary
 
 CMAKE_SPECIAL = re.compile(r'["\\$;#()\x00-\x1f\x7f]')
 """Characters that end or reinterpret a CMake argument: quotes, escapes, variable references,
@@ -52,13 +52,17 @@ def _folders(recipe: Recipe) -> Iterator[tuple[str, str]]:
             yield f"{key}.include-dirs[{index}]", folder
 
 
-def _targets(recipe: Recipe) -> Iterator[tuple[str, SharedLibrary | ObjectLibrary | Executable]]:
+_Target = SharedLibrary | ObjectLibrary | Executable | Extension
+
+
+def _targets(recipe: Recipe) -> Iterator[tuple[str, _Target]]:
     """(key path, table) of every target of the recipe."""
-    tables: dict[str, Mapping[str, SharedLibrary | ObjectLibrary | Executable]] = {
+    tables: dict[str, Mapping[str, _Target]] = {
         "libraries": recipe.libraries,
         "objects": recipe.objects,
         "executables": recipe.executables,
         "tests": recipe.tests,
+        "extensions": recipe.extensions,
     }
     for table, entries in tables.items():
         for name, entry in entries.items():
