@@ -151,7 +151,7 @@ def render_recipe_doc() -> str:
     parts = [
         "# Recipe reference\n\n"
         "Generated from `buildtool/recipe/model.py` (the field docstrings); do not edit. "
-        "Regenerate with\n`python -c \"from buildtool.recipe.schema import render_recipe_doc as r; "
+        'Regenerate with\n`python -c "from buildtool.recipe.schema import render_recipe_doc as r; '
         "open('docs/recipe.md', 'w').write(r())\"`.\nThe same reference as JSON Schema: "
         "`buildtool schema` (`buildtool/schemas/recipe.schema.json`).\n",
         _table_section("The recipe (top level)", schema),
