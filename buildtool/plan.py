@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import PurePosixPath
 
 from buildtool.errors import PlanError
@@ -635,3 +635,12 @@ def switched(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> LinkPla
             (name, lib) for name, lib in plan.registrations if lib in kept and name not in dropped
         ),
     )
+
+
+_CMAKE_TRUE = ("1", "ON", "YES", "TRUE", "Y")
+
+
+def switches_from_defines(defines: Iterable[tuple[str, str]]) -> dict[str, bool]:
+    """``-D NAME=VALUE`` entries as option values, read the way CMake reads booleans (entries
+    that are not recipe options are ignored by ``switched``)."""
+    return {name: value.strip().upper() in _CMAKE_TRUE for name, value in defines}

@@ -676,3 +676,29 @@ def test_extension_refusals(tmp_path: Path, run_cli: CliRunner, extra: str, mess
     result = run_cli("configure", "--check", "--recipe", str(recipe))
     assert result.exit_code == 2
     assert result.stderr == f"error: {recipe}: {message}\n"
+
+
+def test_a_switched_off_option_leaves_its_targets_and_registrations_out_of_the_plan(
+    tmp_path: Path,
+) -> None:
+    from buildtool.cmake.configure import plan_recipe
+    from buildtool.plan import switched, switches_from_defines
+    from buildtool.recipe.load import load_recipe
+
+    recipe = write_project(
+        tmp_path,
+        MINIMAL.replace('sources = ["core/*.cc", "core/*.c"]', 'sources = ["core/*.cc"]')
+        + 'objects = ["fast"]\nregisters = ["core.main"]\n'
+        '[options.FAST]\ndefault = true\n[objects.fast]\nsources = ["core/*.c"]\n'
+        'registers = ["fast.kernel"]\nwhen = "FAST"\n'
+        '[executables.bench]\nsources = ["core/*.cc"]\nlinks = ["core"]\nwhen = "FAST"\n',
+    )
+    plan = plan_recipe(load_recipe(recipe))
+    assert switched(plan) is plan, "every option at its default (ON): nothing left out"
+    off = switched(plan, switches_from_defines([("FAST", "OFF"), ("CMAKE_BUILD_TYPE", "Debug")]))
+    assert [obj.name for obj in off.objects] == []
+    assert off.library("core").objects == ()
+    assert off.library("core").registers == ("core.main",)
+    assert off.registrations == (("core.main", "core"),)
+    assert [exe.name for exe in off.executables] == []
+    assert switched(plan, switches_from_defines([("FAST", "on")])) is plan

@@ -29,7 +29,7 @@ from buildtool.linkage.report import Report, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WheelVariant, has_split
-from buildtool.plan import LinkPlan
+from buildtool.plan import LinkPlan, switches_from_defines
 from buildtool.recipe.load import LoadedRecipe
 from buildtool.verification import WheelsRejected, policy_for_recipe, wheel_verifier
 
@@ -194,7 +194,8 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         build_root=request.build_dir,
         defines=request.defines,
     )
-    verify = wheel_verifier(request.loaded, _keep_report(workspace))
+    switches = switches_from_defines(request.defines)
+    verify = wheel_verifier(request.loaded, _keep_report(workspace), switches)
     try:
         built = wheel.build_wheels(wheel_request, verify=verify)
     except WheelsRejected as rejected:
