@@ -702,3 +702,31 @@ def test_a_switched_off_option_leaves_its_targets_and_registrations_out_of_the_p
     assert off.registrations == (("core.main", "core"),)
     assert [exe.name for exe in off.executables] == []
     assert switched(plan, switches_from_defines([("FAST", "on")])) is plan
+
+
+def test_libinfo_finds_the_headers_of_a_source_checkout(tmp_path: Path) -> None:
+    import importlib.util
+
+    from buildtool.cmake.configure import generated_files, plan_recipe
+    from buildtool.recipe.load import load_recipe
+
+    recipe = write_project(
+        tmp_path,
+        MINIMAL.replace(
+            "[project]\n", '[project]\npython-package-dir = "python/acme"\nheaders = ["include"]\n'
+        ),
+    )
+    (tmp_path / "include" / "acme").mkdir(parents=True)
+    (tmp_path / "python" / "acme").mkdir(parents=True)
+    loaded = load_recipe(recipe)
+    libinfo = tmp_path / "python" / "acme" / "libinfo.py"
+    libinfo.write_text(generated_files(loaded, plan_recipe(loaded))["python/acme/libinfo.py"])
+    spec = importlib.util.spec_from_file_location("acme_libinfo", libinfo)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.include_paths() == [tmp_path / "include"]
+    assert module.cmake_dir() is None
+    (tmp_path / "python" / "acme" / "include").mkdir()
+    assert module.include_paths() == [tmp_path / "python" / "acme" / "include"]
