@@ -730,3 +730,29 @@ def test_libinfo_finds_the_headers_of_a_source_checkout(tmp_path: Path) -> None:
     assert module.cmake_dir() is None
     (tmp_path / "python" / "acme" / "include").mkdir()
     assert module.include_paths() == [tmp_path / "python" / "acme" / "include"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"project(a)\n{INCLUDE_LINE}\n", True),
+        ('project(a)\ninclude("${CMAKE_CURRENT_LIST_DIR}/cmake/buildtool/targets.cmake")\n', True),
+        ("PROJECT(a)\nINCLUDE( ${PROJECT_SOURCE_DIR}/cmake/buildtool/targets.cmake )\n", True),
+        (f"project(a)\n# {INCLUDE_LINE}\n", False),
+        ("project(a)\ninclude(cmake/other/targets.cmake)\n", False),
+        (f"{INCLUDE_LINE}\nproject(a)\n", None),
+    ],
+)
+def test_the_include_of_the_targets_is_recognised(text: str, expected: bool | None) -> None:
+    from buildtool.cmake.generate import includes_targets
+
+    assert includes_targets(text, "cmake/buildtool/targets.cmake") is expected
+
+
+def test_an_unknown_c_standard_is_refused(tmp_path: Path, run_cli: CliRunner) -> None:
+    recipe = write_project(tmp_path, MINIMAL.replace("[project]\n", "[project]\nc-standard = 12\n"))
+    result = run_cli("configure", "--check", "--recipe", str(recipe))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {recipe}: project.c-standard: expected one of 90, 99, 11, 17, 23, found 12\n"
+    )

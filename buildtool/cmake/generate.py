@@ -308,14 +308,16 @@ def render_package_config(plan: LinkPlan, templates: Mapping[str, str]) -> str:
     )
 
 
+def _cmake_includes(plan: LinkPlan) -> str:
+    if not plan.project.cmake_include:
+        return ""
+    return "\n# Hand-written CMake (project.cmake-include), after every target exists.\n" + "".join(
+        f'include("${{BT_SOURCE_DIR}}/{path}")\n' for path in plan.project.cmake_include
+    )
+
+
 def render_cmakelists(plan: LinkPlan, templates: Mapping[str, str], recipe_digest: str) -> str:
     """The project's top-level CMakeLists.txt (generated mode)."""
-    includes = ""
-    if plan.project.cmake_include:
-        includes = "\n# Hand-written CMake (project.cmake-include), after every target exists.\n"
-        includes += "".join(
-            f'include("${{BT_SOURCE_DIR}}/{path}")\n' for path in plan.project.cmake_include
-        )
     return fill(
         templates["CMakeLists.txt.in"],
         {
@@ -326,7 +328,7 @@ def render_cmakelists(plan: LinkPlan, templates: Mapping[str, str], recipe_diges
             "PROJECT_VERSION": cmake_version(plan.project.version),
             "LANGUAGES": " ".join(plan.languages),
             "TARGETS": render_targets(plan, templates),
-            "CMAKE_INCLUDES": includes,
+            "CMAKE_INCLUDES": _cmake_includes(plan),
         },
     )
 
@@ -346,6 +348,7 @@ def render_targets_file(plan: LinkPlan, templates: Mapping[str, str], recipe_dig
             "UP": up,
             "LANGUAGES": " ".join(plan.languages),
             "TARGETS": render_targets(plan, templates),
+            "CMAKE_INCLUDES": _cmake_includes(plan),
         },
     )
 
@@ -375,7 +378,10 @@ def includes_targets(cmakelists: str, cmake_file: str) -> bool | None:
     """Whether a hand-written CMakeLists.txt includes ``cmake_file`` after its ``project()``:
     True, False (missing), or None (present but before ``project()``)."""
     code = "\n".join(line.split("#", 1)[0] for line in cmakelists.splitlines())
-    prefix = r"(\$\{(CMAKE_CURRENT_SOURCE_DIR|CMAKE_SOURCE_DIR|PROJECT_SOURCE_DIR)\}/)?"
+    variables = (
+        "CMAKE_CURRENT_SOURCE_DIR|CMAKE_CURRENT_LIST_DIR|CMAKE_SOURCE_DIR|PROJECT_SOURCE_DIR"
+    )
+    prefix = r"(\$\{(" + variables + r")\}/)?"
     pattern = r"\binclude\s*\(\s*\"?" + prefix + re.escape(cmake_file) + r"\"?\s*\)"
     found = re.search(pattern, code, re.IGNORECASE)
     if not found:

@@ -41,10 +41,10 @@ class ProjectSettings:
     none."""
 
     cxx_standard: int = 17
-    """C++ standard the targets compile with."""
+    """C++ standard the targets compile with (98, 11, 14, 17, 20, 23 or 26)."""
 
     c_standard: int = 11
-    """C standard the targets' C sources (``.c``) compile with."""
+    """C standard the targets' C sources (``.c``) compile with (90, 99, 11, 17 or 23)."""
 
     library_prefix: str = ""
     """Prefix of library file names: ``<prefix><library>`` gives ``lib<prefix><library>.so``.
@@ -69,8 +69,9 @@ class ProjectSettings:
     cmake_include: tuple[str, ...] = ()
     """Hand-written CMake files (root-relative) the generated root ``CMakeLists.txt`` includes
     after every target exists: the escape hatch for what the recipe has no key for
-    (``target_compile_definitions(demo_runtime PRIVATE ...)``). Generated mode only: in included
-    mode the project's own ``CMakeLists.txt`` is that place."""
+    (``target_compile_definitions(demo_runtime PRIVATE ...)``). Meant for generated mode; in
+    included mode the targets file includes them too, though the project's own
+    ``CMakeLists.txt`` (after its ``include``) is the natural place."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -126,6 +126,7 @@ def check_values(recipe: Recipe, source: str) -> None:
             f"expected numbers separated by dots (1.2.3), found {recipe.project.version!r}",
         )
     _check_definitions(recipe, source)
+    _check_standards(recipe, source)
     for key, file_name in _file_names(recipe):
         if "/" in file_name or "\\" in file_name or file_name in (".", ".."):
             raise RecipeError(source, key, f"expected a file name, found {file_name!r}")
@@ -140,3 +141,15 @@ def _check_definitions(recipe: Recipe, source: str) -> None:
                 )
         elif not value or value[0].isspace() or value[-1].isspace():
             raise RecipeError(source, key, f"expected a flag without outer spaces, found {value!r}")
+
+
+_STANDARDS = {"cxx-standard": (98, 11, 14, 17, 20, 23, 26), "c-standard": (90, 99, 11, 17, 23)}
+
+
+def _check_standards(recipe: Recipe, source: str) -> None:
+    project = recipe.project
+    for key, value in (("cxx-standard", project.cxx_standard), ("c-standard", project.c_standard)):
+        known = _STANDARDS[key]
+        if value not in known:
+            shown = ", ".join(str(standard) for standard in known)
+            raise RecipeError(source, f"project.{key}", f"expected one of {shown}, found {value}")
