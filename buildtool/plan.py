@@ -158,6 +158,8 @@ class ExtensionPlan:
     """Definitions and flags from the recipe."""
     requires_options: tuple[str, ...]
     """Every option that must be ON for it to build."""
+    binding: str = "c"
+    """``c`` or ``pybind11``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -534,6 +536,7 @@ def _extension_plan(planner: _Planner, name: str, module: Extension) -> Extensio
         link_closure=planner.closure(module.links),
         settings=_settings(module),
         requires_options=tuple(dict.fromkeys(options)),
+        binding=module.binding,
     )
 
 

@@ -230,6 +230,19 @@ ACME_FILES = {
         sources = ["ext/native.c"]
         links = ["core"]
         definitions = ["NATIVE_GREETING=7"]
+
+        [extensions._bound]
+        sources = ["ext/bound.cc"]
+        links = ["core"]
+        binding = "pybind11"
+        """,
+    "ext/bound.cc": """\
+        #include <pybind11/pybind11.h>
+        #include <string>
+        #include "acme/core.h"
+        PYBIND11_MODULE(_bound, m) {
+          m.def("crc", [](const std::string& text) { return acme_crc(text.c_str()); });
+        }
         """,
     "python/acme/__init__.py": """\
         \"\"\"acme: the libraries load with the package (base), the C API through _native.\"\"\"
@@ -573,10 +586,13 @@ def test_installed_headers_and_package_config_serve_a_downstream_project(
 
 LOAD_NATIVE = """
 import importlib.util, sys
-spec = importlib.util.spec_from_file_location("acme._native", sys.argv[1])
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-print(module.version())
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+print(load("acme._native", sys.argv[1]).version())
+print(load("acme._bound", sys.argv[2]).crc("acme"))
 """
 
 
@@ -594,16 +610,21 @@ def test_extension_module_is_built_for_this_interpreter_and_calls_the_library(
     module = acme.build_on / "python" / "acme" / f"_native{suffix}"
     assert runpath(module) == "$ORIGIN/../../lib"
     assert "libacme_core.so" in needed(module)
+    bound = module.with_name(f"_bound{suffix}")
+    assert runpath(bound) == "$ORIGIN/../../lib"
     loaded = subprocess.run(
-        [sys.executable, "-c", LOAD_NATIVE, module], capture_output=True, text=True, check=False
+        [sys.executable, "-c", LOAD_NATIVE, module, bound],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    assert loaded.stdout == "('1.4.2', 11)\n", loaded.stderr
+    assert loaded.stdout == f"('1.4.2', 11)\n{zlib.crc32(b'acme')}\n", loaded.stderr
 
 
 USE_THE_WHEEL = """
 import acme
-from acme import _native, libinfo
-print(_native.version())
+from acme import _bound, _native, libinfo
+print(_native.version(), _bound.crc("acme"))
 print([str(path.relative_to(libinfo.PACKAGE_DIR)) for path in libinfo.include_paths()])
 print(libinfo.cmake_dir().relative_to(libinfo.PACKAGE_DIR))
 """
@@ -644,7 +665,8 @@ def test_wheel_with_an_extension_is_tagged_for_the_interpreter_and_serves_downst
         env={**os.environ, "PYTHONPATH": str(site)},
         cwd=tmp_path,
     )
-    assert used.stdout == "('1.4.2', 11)\n['include']\nlib/cmake/acme\n", used.stderr
+    crc = zlib.crc32(b"acme")
+    assert used.stdout == f"('1.4.2', 11) {crc}\n['include']\nlib/cmake/acme\n", used.stderr
     build = build_downstream(tmp_path, site / "acme")
     down = subprocess.run([build / "down"], capture_output=True, text=True, check=True)
     assert down.stdout == "downstream 1.4.2 4\n"

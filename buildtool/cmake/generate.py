@@ -158,12 +158,15 @@ def _render_extensions(templates: Mapping[str, str], plan: LinkPlan) -> str:
         "# CPython extension modules of the package.\n",
         "find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)\n",
     ]
+    if any(module.binding == "pybind11" for module in plan.extensions):
+        parts.append("bt_find_pybind11()\n")
     for module in plan.extensions:
         body = fill(
             templates["extension.cmake.in"],
             {
                 "TARGET": module.target,
                 "NAME": module.name,
+                "BINDING": module.binding,
                 "SOURCES": _cmake_list(module.sources),
                 "LINKS": _cmake_list(_targets(plan, module.links)),
                 "SETTINGS": _settings(

@@ -160,8 +160,15 @@ def render_pyproject(
             "COMPONENTS": _toml_strings(dist.components),
             "DEFINES": defines,
             "PY_API": _py_api(plan, dist),
+            "BUILD_REQUIRES": _build_requires(plan, dist),
         },
     )
+
+
+def _build_requires(plan: LinkPlan, dist: Distribution) -> str:
+    """pybind11 joins the build requirements of a wheel with a pybind11 extension module."""
+    uses = dist.ships_package and any(m.binding == "pybind11" for m in plan.extensions)
+    return ', "pybind11>=2.10"' if uses else ""
 
 
 def _py_api(plan: LinkPlan, dist: Distribution) -> str:

@@ -12,7 +12,7 @@ from typing import Literal
 
 LoadMode = Literal["global", "local"]
 LauncherName = Literal["none", "ccache", "sccache", "distcc"]
-Binding = Literal["c"]
+Binding = Literal["c", "pybind11"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -211,8 +211,9 @@ class Extension:
     """Libraries of the recipe it links (required ones only: it ships with the package)."""
 
     binding: Binding = "c"
-    """How it is written: ``c`` (the CPython C API; built with CMake's FindPython3
-    ``Development.Module``)."""
+    """How it is written: ``c`` (the CPython C API), or ``pybind11`` (its headers, found through
+    the ``pybind11`` package of the interpreter that builds, which must have it installed). Built
+    with CMake's FindPython3 ``Development.Module`` either way."""
 
     definitions: tuple[str, ...] = ()
     """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources."""

@@ -289,10 +289,13 @@ endfunction()
 # RUNPATH $ORIGIN/lib (the package's libraries); in the build tree under python/<package>/, its
 # RUNPATH relative to <build>/lib.
 function(bt_extension name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODULE"
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODULE;BINDING"
     "SOURCES;LINKS;DEFINITIONS;INCLUDE_DIRS;COMPILE_OPTIONS;LINK_OPTIONS;EXTERNALS")
   bt_root_paths(ARG_SOURCES)
   Python3_add_library(${name} MODULE WITH_SOABI ${ARG_SOURCES})
+  if(ARG_BINDING STREQUAL "pybind11")
+    target_link_libraries(${name} PRIVATE pybind11::headers)
+  endif()
   bt_settings(${name} PRIVATE
     DEFINITIONS ${ARG_DEFINITIONS}
     INCLUDE_DIRS ${ARG_INCLUDE_DIRS}
@@ -310,3 +313,19 @@ function(bt_extension name)
     install(TARGETS ${name} LIBRARY DESTINATION "${BT_PACKAGE}" COMPONENT python)
   endif()
 endfunction()
+
+# pybind11's CMake package, from the pybind11 package of the interpreter that builds (a macro:
+# find_package must define its targets and variables in the caller's scope).
+macro(bt_find_pybind11)
+  if(NOT pybind11_DIR)
+    execute_process(
+      COMMAND "${Python3_EXECUTABLE}" -c "import pybind11; print(pybind11.get_cmake_dir())"
+      OUTPUT_VARIABLE pybind11_DIR OUTPUT_STRIP_TRAILING_WHITESPACE
+      RESULT_VARIABLE bt_pybind11_result ERROR_QUIET)
+    if(NOT bt_pybind11_result EQUAL 0)
+      message(FATAL_ERROR "binding = \"pybind11\" needs the pybind11 package for "
+        "${Python3_EXECUTABLE}: pip install pybind11")
+    endif()
+  endif()
+  find_package(pybind11 CONFIG REQUIRED)
+endmacro()
