@@ -778,3 +778,29 @@ def test_an_unknown_c_standard_is_refused(tmp_path: Path, run_cli: CliRunner) ->
     assert result.stderr == (
         f"error: {recipe}: project.c-standard: expected one of 90, 99, 11, 17, 23, found 12\n"
     )
+
+
+def test_cmake_file_changes_where_the_targets_go(tmp_path: Path, run_cli: CliRunner) -> None:
+    recipe = write_project(
+        tmp_path,
+        MINIMAL.replace("[project]\n", '[project]\ncmake-file = "build-support/acme.cmake"\n'),
+        HAND_WRITTEN_CMAKELISTS,
+    )
+    result = run_cli("configure", "--check", "--recipe", str(recipe))
+    assert result.exit_code == 2
+    assert "add the line `include(build-support/acme.cmake)`" in result.stderr
+    with (tmp_path / "CMakeLists.txt").open("a") as stream:
+        stream.write("include(build-support/acme.cmake)\n")
+    from buildtool.cmake.configure import generated_files, plan_recipe
+    from buildtool.recipe.load import load_recipe
+
+    loaded = load_recipe(recipe)
+    files = generated_files(loaded, plan_recipe(loaded))
+    assert sorted(files) == ["build-support/acme.cmake", "cmake/buildtool/buildtool.cmake"]
+    assert '"${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE' in files["build-support/acme.cmake"]
+    bad = write_project(
+        tmp_path / "bad", MINIMAL.replace("[project]\n", '[project]\ncmake-file = "x.txt"\n')
+    )
+    refused = run_cli("configure", "--check", "--recipe", str(bad))
+    assert refused.exit_code == 2
+    assert "project.cmake-file: expected a root-relative path ending in .cmake" in refused.stderr

@@ -127,6 +127,7 @@ def check_values(recipe: Recipe, source: str) -> None:
         )
     _check_definitions(recipe, source)
     _check_standards(recipe, source)
+    _check_cmake_file(recipe.project.cmake_file, source)
     for key, file_name in _file_names(recipe):
         if "/" in file_name or "\\" in file_name or file_name in (".", ".."):
             raise RecipeError(source, key, f"expected a file name, found {file_name!r}")
@@ -153,3 +154,17 @@ def _check_standards(recipe: Recipe, source: str) -> None:
         if value not in known:
             shown = ", ".join(str(standard) for standard in known)
             raise RecipeError(source, f"project.{key}", f"expected one of {shown}, found {value}")
+
+
+_RESERVED_CMAKE_FILES = ("CMakeLists.txt", "cmake/buildtool/buildtool.cmake")
+"""The project's own root file, and the helpers buildtool writes beside the targets."""
+
+
+def _check_cmake_file(cmake_file: str, source: str) -> None:
+    if not cmake_file.endswith(".cmake") or cmake_file in _RESERVED_CMAKE_FILES:
+        raise RecipeError(
+            source,
+            "project.cmake-file",
+            "expected a root-relative path ending in .cmake other than "
+            f"{_RESERVED_CMAKE_FILES[1]}, found {cmake_file!r}",
+        )
