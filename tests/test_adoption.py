@@ -804,3 +804,22 @@ def test_cmake_file_changes_where_the_targets_go(tmp_path: Path, run_cli: CliRun
     refused = run_cli("configure", "--check", "--recipe", str(bad))
     assert refused.exit_code == 2
     assert "project.cmake-file: expected a root-relative path ending in .cmake" in refused.stderr
+
+
+def test_an_external_under_an_option_is_guarded_and_skipped_by_its_users(tmp_path: Path) -> None:
+    from buildtool.cmake.configure import generated_files, plan_recipe
+    from buildtool.recipe.load import load_recipe
+
+    recipe = write_project(
+        tmp_path,
+        MINIMAL + 'externals = ["llvm"]\n[options.USE_LLVM]\nhelp = "Link LLVM"\n'
+        '[externals.llvm]\nfind-package = "LLVM"\nlink = ["LLVM"]\nwhen = "USE_LLVM"\n',
+    )
+    loaded = load_recipe(recipe)
+    text = generated_files(loaded, plan_recipe(loaded))["CMakeLists.txt"]
+    assert 'option(USE_LLVM "Link LLVM" OFF)' in text
+    assert "if(USE_LLVM)\n  bt_external(acme_external_llvm\n    FIND_PACKAGE\n      LLVM\n" in text
+    assert "\nbt_library(acme_core\n" in text, "the library itself stays unconditional"
+    assert "  EXTERNALS\n    acme_external_llvm)" in text
+    helpers = generated_files(loaded, plan_recipe(loaded))["cmake/buildtool/buildtool.cmake"]
+    assert "    if(TARGET ${external})\n      target_link_libraries(${target} ${scope}" in helpers
