@@ -8,10 +8,56 @@ plan, so they cannot disagree about the split.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import PurePosixPath
 
 from buildtool.errors import PlanError
-from buildtool.recipe.model import Executable, ProjectSettings, Recipe, SharedLibrary
+from buildtool.recipe.model import (
+    Executable,
+    Extension,
+    ObjectLibrary,
+    ProjectSettings,
+    Recipe,
+    SharedLibrary,
+)
+
+C_SUFFIXES = (".c",)
+"""Sources compiled as C."""
+CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
+"""Sources compiled as C++."""
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
+"""Listed sources that are not compiled (headers, shown by IDEs)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetSettings:
+    """What the recipe adds to one target's compile and link (see the model's docs)."""
+
+    definitions: tuple[str, ...] = ()
+    """Compile definitions; PUBLIC on libraries."""
+    private_definitions: tuple[str, ...] = ()
+    """Compile definitions of a library's own sources only."""
+    include_dirs: tuple[str, ...] = ()
+    """Include folders, root-relative (libraries keep theirs in ``LibraryPlan.include_dirs``)."""
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags."""
+    link_options: tuple[str, ...] = ()
+    """Linker flags."""
+    externals: tuple[str, ...] = ()
+    """Externals it compiles and links against (libraries: ``LibraryPlan.externals``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OptionPlan:
+    """A CMake option the recipe declares (``[options.NAME]``)."""
+
+    name: str
+    """Option and CMake cache variable name (``USE_ZLIB``)."""
+    default: bool
+    """ON when nobody sets it."""
+    help: str
+    """Its help string."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +65,7 @@ class LibraryPlan:
     """One shared library as it will be built and checked."""
 
     name: str
-    """Recipe name, also the CMake target name (``runtime``)."""
+    """Recipe name (``runtime``); the CMake target is ``target``, its ALIAS ``<name>::<name>``."""
     output_name: str
     """CMake OUTPUT_NAME (``demo_runtime``)."""
     file_name: str
@@ -48,6 +94,12 @@ class LibraryPlan:
     """Export macro of its public API (``DEMO_RUNTIME_API``)."""
     include_dirs: tuple[str, ...]
     """Public include folders, root-relative."""
+    target: str = ""
+    """CMake target name: ``<library-prefix><name>`` (``demo_runtime``)."""
+    settings: TargetSettings = TargetSettings()
+    """Definitions and flags from the recipe."""
+    when: str = ""
+    """The recipe option it is built under (``when``); empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,6 +111,14 @@ class ObjectPlan:
     owner: str
     registers: tuple[str, ...]
     build_info: bool
+    target: str = ""
+    """CMake target name: ``<library-prefix><name>``."""
+    settings: TargetSettings = TargetSettings()
+    """Definitions and flags from the recipe."""
+    requires_options: tuple[str, ...] = ()
+    """Every option that must be ON for it to build (its owner's and its own ``when``)."""
+    when: str = ""
+    """Its own ``when`` option; empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +134,32 @@ class ExecutablePlan:
     args: tuple[str, ...]
     requires_options: tuple[str, ...]
     allowed_needed: tuple[str, ...]
+    target: str = ""
+    """CMake target name: ``<library-prefix><name>``; the file (and the test) keep ``name``."""
+    settings: TargetSettings = TargetSettings()
+    """Definitions and flags from the recipe."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtensionPlan:
+    """A CPython extension module of the package."""
+
+    name: str
+    """Module name inside the package (``_native`` gives ``<package>._native``)."""
+    target: str
+    """CMake target name: ``<library-prefix><name>``."""
+    sources: tuple[str, ...]
+    """Root-relative source files."""
+    links: tuple[str, ...]
+    """Libraries it links."""
+    link_closure: tuple[str, ...]
+    """Every library it links, directly or through PUBLIC links."""
+    settings: TargetSettings
+    """Definitions and flags from the recipe."""
+    requires_options: tuple[str, ...]
+    """Every option that must be ON for it to build."""
+    binding: str = "c"
+    """``c`` or ``pybind11``."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +169,16 @@ class ExternalPlan:
     name: str
     link: tuple[str, ...]
     find_package: str
+    target: str = ""
+    """CMake INTERFACE target that carries it: ``<library-prefix>external_<name>``."""
+    version: str = ""
+    """Least version of ``find_package``."""
+    components: tuple[str, ...] = ()
+    """Components of ``find_package``."""
+    pkg_config: str = ""
+    """pkg-config module spec; empty for none."""
+    when: str = ""
+    """The recipe option it is used under; empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,9 +193,18 @@ class LinkPlan:
     externals: tuple[ExternalPlan, ...]
     registrations: tuple[tuple[str, str], ...]
     """(registered name, library that must hold it), sorted by name."""
+    switches: tuple[OptionPlan, ...] = ()
+    """The recipe's own options (``[options.NAME]``), by name."""
+    languages: tuple[str, ...] = ("CXX",)
+    """CMake languages the sources need (``C``, ``CXX``)."""
+    extensions: tuple[ExtensionPlan, ...] = ()
+    """CPython extension modules of the package, by name."""
 
     def library(self, name: str) -> LibraryPlan:
         return next(lib for lib in self.libraries if lib.name == name)
+
+    def object(self, name: str) -> ObjectPlan:
+        return next(obj for obj in self.objects if obj.name == name)
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -140,10 +245,85 @@ class _Planner:
             self.check_references(f"libraries.{name}.links", lib.links, recipe.libraries)
             self.check_references(f"libraries.{name}.objects", lib.objects, recipe.objects)
             self.check_references(f"libraries.{name}.externals", lib.externals, recipe.externals)
+            self.check_when(f"libraries.{name}", lib.when)
+        for name, obj in recipe.objects.items():
+            self.check_references(f"objects.{name}.externals", obj.externals, recipe.externals)
+            self.check_when(f"objects.{name}", obj.when)
         for table, entries in (("executables", recipe.executables), ("tests", recipe.tests)):
             for name, exe in entries.items():
                 self.check_references(f"{table}.{name}.links", exe.links, recipe.libraries)
+                self.check_references(f"{table}.{name}.externals", exe.externals, recipe.externals)
                 self.check_no_as_needed(f"{table}.{name}", exe)
+                self.check_when(f"{table}.{name}", exe.when)
+        for name, ext in recipe.externals.items():
+            self.check_when(f"externals.{name}", ext.when)
+        for name, module in recipe.extensions.items():
+            self.check_references(f"extensions.{name}.links", module.links, recipe.libraries)
+            self.check_references(
+                f"extensions.{name}.externals", module.externals, recipe.externals
+            )
+            self.check_when(f"extensions.{name}", module.when)
+        self.check_extensions()
+
+    def check_extensions(self) -> None:
+        recipe = self.recipe
+        for name, module in sorted(recipe.extensions.items()):
+            if not recipe.project.python_package_dir:
+                raise self.refuse(
+                    f"extensions.{name}",
+                    "an extension module belongs to the Python package: set "
+                    "project.python-package-dir",
+                )
+            for index, linked in enumerate(module.links):
+                if recipe.libraries[linked].optional:
+                    raise self.refuse(
+                        f"extensions.{name}.links[{index}]",
+                        f"extension {name!r} ships with the Python package (the runtime wheel) "
+                        f"but links optional library {linked!r}, which a runtime-only install "
+                        "lacks; link required libraries only",
+                    )
+
+    def check_when(self, key: str, when: str) -> None:
+        if not when or when in self.recipe.options:
+            return
+        known = sorted(self.recipe.options)
+        close = difflib.get_close_matches(when, known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        declared = ", ".join(known) or "none"
+        raise self.refuse(
+            f"{key}.when",
+            f"unknown option {when!r}{hint} (declared in [options]: {declared}); declare it as "
+            f"[options.{when}]",
+        )
+
+    def check_suffixes(self) -> tuple[str, ...]:
+        """Every source must be C, C++ or a header; returns the CMake languages they need."""
+        known = C_SUFFIXES + CXX_SUFFIXES + HEADER_SUFFIXES
+        has_c = False
+        for key, files in sorted(self.sources.items()):
+            for path in files:
+                suffix = PurePosixPath(path).suffix
+                has_c = has_c or suffix in C_SUFFIXES
+                if suffix not in known:
+                    raise self.refuse(
+                        key,
+                        f"{path}: the generated build cannot compile {suffix or 'suffix-less'!r} "
+                        f"sources (C: {', '.join(C_SUFFIXES)}; C++: {', '.join(CXX_SUFFIXES)}; "
+                        f"headers: {', '.join(HEADER_SUFFIXES)}); narrow the glob, or build it "
+                        "in hand-written CMake (project.cmake-include)",
+                    )
+        return ("C", "CXX") if has_c else ("CXX",)
+
+    def requires(self, name: str) -> list[str]:
+        """Options that must be ON for library ``name``: optional ones' and ``when`` ones'."""
+        options: list[str] = []
+        for other in (name, *self.closure((name,))):
+            lib = self.recipe.libraries[other]
+            if lib.optional:
+                options.append(option_name(self.recipe.project, other))
+            if lib.when:
+                options.append(lib.when)
+        return list(dict.fromkeys(options))
 
     def check_no_as_needed(self, key: str, exe: Executable) -> None:
         for index, name in enumerate(exe.no_as_needed):
@@ -269,11 +449,6 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
     project = planner.recipe.project
     output = f"{project.library_prefix}{name}"
     closure = planner.closure(lib.links)
-    options = [
-        option_name(project, other)
-        for other in (name, *closure)
-        if planner.recipe.libraries[other].optional
-    ]
     registers = list(lib.registers)
     for obj in lib.objects:
         registers.extend(planner.recipe.objects[obj].registers)
@@ -290,19 +465,50 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
         optional=lib.optional,
         load=lib.load,
         option=option_name(project, name) if lib.optional else "",
-        requires_options=tuple(dict.fromkeys(options)),
+        requires_options=tuple(planner.requires(name)),
         export_macro=f"{output.upper()}_API",
         include_dirs=lib.include_dirs,
+        target=output,
+        settings=TargetSettings(
+            definitions=lib.definitions,
+            private_definitions=lib.private_definitions,
+            compile_options=lib.compile_options,
+            link_options=lib.link_options,
+        ),
+        when=lib.when,
+    )
+
+
+def _settings(entry: ObjectLibrary | Executable | Extension) -> TargetSettings:
+    return TargetSettings(
+        definitions=entry.definitions,
+        include_dirs=entry.include_dirs,
+        compile_options=entry.compile_options,
+        link_options=entry.link_options,
+        externals=entry.externals,
+    )
+
+
+def _object_plan(planner: _Planner, name: str, obj: ObjectLibrary, owner: str) -> ObjectPlan:
+    requires = planner.requires(owner) + ([obj.when] if obj.when else [])
+    return ObjectPlan(
+        name=name,
+        sources=planner.sources.get(f"objects.{name}.sources", ()),
+        owner=owner,
+        registers=obj.registers,
+        build_info=obj.build_info,
+        target=f"{planner.recipe.project.library_prefix}{name}",
+        settings=_settings(obj),
+        requires_options=tuple(dict.fromkeys(requires)),
+        when=obj.when,
     )
 
 
 def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) -> ExecutablePlan:
     closure = planner.closure(exe.links)
-    options = [
-        option_name(planner.recipe.project, lib)
-        for lib in closure
-        if planner.recipe.libraries[lib].optional
-    ]
+    options = [option for lib in exe.links for option in planner.requires(lib)]
+    if exe.when:
+        options.append(exe.when)
     return ExecutablePlan(
         name=name,
         sources=planner.sources.get(f"{table}.{name}.sources", ()),
@@ -313,6 +519,24 @@ def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) 
         args=exe.args,
         requires_options=tuple(dict.fromkeys(options)),
         allowed_needed=exe.allowed_needed,
+        target=f"{planner.recipe.project.library_prefix}{name}",
+        settings=_settings(exe),
+    )
+
+
+def _extension_plan(planner: _Planner, name: str, module: Extension) -> ExtensionPlan:
+    options = [option for lib in module.links for option in planner.requires(lib)]
+    if module.when:
+        options.append(module.when)
+    return ExtensionPlan(
+        name=name,
+        target=f"{planner.recipe.project.library_prefix}{name}",
+        sources=planner.sources.get(f"extensions.{name}.sources", ()),
+        links=module.links,
+        link_closure=planner.closure(module.links),
+        settings=_settings(module),
+        requires_options=tuple(dict.fromkeys(options)),
+        binding=module.binding,
     )
 
 
@@ -322,6 +546,7 @@ def make_plan(
     """Check every rule of the split and lay it out; raises ``PlanError`` naming the key."""
     planner = _Planner(recipe, source, sources or {})
     planner.check_all_references()
+    languages = planner.check_suffixes()
     order = planner.link_order()
     planner.check_optional_links()
     owners = planner.owners()
@@ -337,19 +562,88 @@ def make_plan(
         recipe_source=source,
         libraries=tuple(_library_plan(planner, name, recipe.libraries[name]) for name in order),
         objects=tuple(
-            ObjectPlan(
-                name=name,
-                sources=planner.sources.get(f"objects.{name}.sources", ()),
-                owner=owners[name],
-                registers=obj.registers,
-                build_info=obj.build_info,
-            )
+            _object_plan(planner, name, obj, owners[name])
             for name, obj in sorted(recipe.objects.items())
         ),
         executables=tuple(executables),
         externals=tuple(
-            ExternalPlan(name=name, link=ext.link, find_package=ext.find_package)
+            ExternalPlan(
+                name=name,
+                link=ext.link,
+                find_package=ext.find_package,
+                target=f"{recipe.project.library_prefix}external_{name}",
+                version=ext.version,
+                components=ext.components,
+                pkg_config=ext.pkg_config,
+                when=ext.when,
+            )
             for name, ext in sorted(recipe.externals.items())
         ),
         registrations=registrations,
+        switches=tuple(
+            OptionPlan(name=name, default=option.default, help=option.help)
+            for name, option in sorted(recipe.options.items())
+        ),
+        languages=languages,
+        extensions=tuple(
+            _extension_plan(planner, name, module)
+            for name, module in sorted(recipe.extensions.items())
+        ),
     )
+
+
+def switch_values(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> dict[str, bool]:
+    """Every recipe option's value: its default, unless ``given`` (a configure's) sets it."""
+    values = {switch.name: switch.default for switch in plan.switches}
+    values.update({name: on for name, on in (given or {}).items() if name in values})
+    return values
+
+
+def switched(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> LinkPlan:
+    """The plan as a build with these option values has it: every library, object library and
+    executable whose ``when`` (or whose links' ``when``) is OFF left out, with its
+    registrations, so none of them is expected anywhere."""
+    off = {name for name, on in switch_values(plan, given).items() if not on}
+    if not off:
+        return plan
+
+    def built(requires: Sequence[str]) -> bool:
+        return not off.intersection(requires)
+
+    objects = tuple(obj for obj in plan.objects if built(obj.requires_options))
+    kept_objects = {obj.name for obj in objects}
+    dropped = {
+        name for obj in plan.objects if obj.name not in kept_objects for name in obj.registers
+    }
+    libraries = []
+    for lib in plan.libraries:
+        if not built(lib.requires_options):
+            dropped.update(lib.registers)
+            continue
+        libraries.append(
+            dataclasses.replace(
+                lib,
+                objects=tuple(name for name in lib.objects if name in kept_objects),
+                registers=tuple(name for name in lib.registers if name not in dropped),
+            )
+        )
+    kept = {lib.name for lib in libraries}
+    return dataclasses.replace(
+        plan,
+        libraries=tuple(libraries),
+        objects=objects,
+        executables=tuple(exe for exe in plan.executables if built(exe.requires_options)),
+        extensions=tuple(mod for mod in plan.extensions if built(mod.requires_options)),
+        registrations=tuple(
+            (name, lib) for name, lib in plan.registrations if lib in kept and name not in dropped
+        ),
+    )
+
+
+_CMAKE_TRUE = ("1", "ON", "YES", "TRUE", "Y")
+
+
+def switches_from_defines(defines: Iterable[tuple[str, str]]) -> dict[str, bool]:
+    """``-D NAME=VALUE`` entries as option values, read the way CMake reads booleans (entries
+    that are not recipe options are ignored by ``switched``)."""
+    return {name: value.strip().upper() in _CMAKE_TRUE for name, value in defines}

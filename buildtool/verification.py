@@ -6,7 +6,7 @@ This module sits above both ``linkage`` (which knows nothing of recipes or plans
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -79,8 +79,15 @@ def _executable_rule(plan: LinkPlan, exe: ExecutablePlan, verify: VerifySettings
     )
 
 
-def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> LinkagePolicy:
-    """The policy a recipe implies: links, ownership, registrations, budgets."""
+def policy_from_plan(
+    plan: LinkPlan, verify: VerifySettings, switches: Mapping[str, bool] | None = None
+) -> LinkagePolicy:
+    """The policy a recipe implies: links, ownership, registrations, budgets. ``switches`` are
+    the recipe options' values of the build checked (defaults otherwise): what an OFF option
+    leaves out (``when``) is expected nowhere."""
+    from buildtool.plan import switched
+
+    plan = switched(plan, switches)
     return LinkagePolicy(
         source=plan.recipe_source,
         package=plan.project.package,
@@ -91,7 +98,9 @@ def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> LinkagePolicy:
     )
 
 
-def policy_for_recipe(loaded: LoadedRecipe | None) -> LinkagePolicy:
+def policy_for_recipe(
+    loaded: LoadedRecipe | None, switches: Mapping[str, bool] | None = None
+) -> LinkagePolicy:
     """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
     if loaded is None:
         return LinkagePolicy.empty()
@@ -103,32 +112,41 @@ def policy_for_recipe(loaded: LoadedRecipe | None) -> LinkagePolicy:
     # A policy-only recipe describes binaries built elsewhere: there are no sources to expand.
     sources = expand_sources(loaded) if has_sources else {}
     plan = make_plan(recipe, loaded.source, sources)
-    return policy_for_plan(plan, loaded)
+    return policy_for_plan(plan, loaded, switches)
 
 
-def policy_for_plan(plan: LinkPlan, loaded: LoadedRecipe) -> LinkagePolicy:
-    return policy_from_plan(plan, loaded.recipe.verify)
+def policy_for_plan(
+    plan: LinkPlan, loaded: LoadedRecipe, switches: Mapping[str, bool] | None = None
+) -> LinkagePolicy:
+    return policy_from_plan(plan, loaded.recipe.verify, switches)
 
 
-def verify_wheels(wheels: Sequence[Path], plan: LinkPlan, loaded: LoadedRecipe) -> Report:
+def verify_wheels(
+    wheels: Sequence[Path],
+    plan: LinkPlan,
+    loaded: LoadedRecipe,
+    switches: Mapping[str, bool] | None = None,
+) -> Report:
     """All wheels of a variant together, as they are installed; raises ``WheelsRejected`` (with
     the report) when any check fails. ``buildtool wheel`` and ``buildtool ci`` both call this on
     the staged wheels, before anything is published."""
-    report = verify_paths(wheels, policy_for_plan(plan, loaded))
+    report = verify_paths(wheels, policy_for_plan(plan, loaded, switches))
     if report.failed:
         raise WheelsRejected(report)
     return report
 
 
 def wheel_verifier(
-    loaded: LoadedRecipe, on_report: Callable[[Report], None]
+    loaded: LoadedRecipe,
+    on_report: Callable[[Report], None],
+    switches: Mapping[str, bool] | None = None,
 ) -> Callable[[Sequence[Path], LinkPlan], None]:
     """What ``build_wheels`` runs on the staged wheels before it publishes them: ``verify_wheels``,
     with the report handed to ``on_report`` whether it passed or not."""
 
     def verify(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
         try:
-            report = verify_wheels(wheels, plan, loaded)
+            report = verify_wheels(wheels, plan, loaded, switches)
         except WheelsRejected as rejected:
             on_report(rejected.report)
             raise

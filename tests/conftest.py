@@ -98,7 +98,7 @@ def duplicate_gemm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_with_edited_cmake(
         tmp_path_factory.mktemp("dup"),
         "compiler/build.cc",
-        "compiler/build.cc\n      $<TARGET_OBJECTS:gemm>",
+        "compiler/build.cc\n      $<TARGET_OBJECTS:demo_gemm>",
     )
 
 

@@ -46,19 +46,19 @@ def test_no_as_needed_is_scoped_to_the_named_library() -> None:
     helpers = demo_files()["cmake/buildtool/buildtool.cmake"]
     assert '"LINKER:--push-state,--no-as-needed" "<LINK_ITEM>" "LINKER:--pop-state"' in helpers
     text = demo_files()["CMakeLists.txt"]
-    minrpc = text[text.index("bt_executable(minrpc") :]
-    assert "NO_AS_NEEDED\n    runtime\n" in minrpc
+    minrpc = text[text.index("bt_executable(demo_minrpc") :]
+    assert "NO_AS_NEEDED\n    demo_runtime\n" in minrpc
 
 
 def test_optional_library_and_its_dependents_are_guarded() -> None:
     text = demo_files()["CMakeLists.txt"]
     assert 'option(DEMO_BUILD_COMPILER "Build the optional library' in text
-    assert "if(DEMO_BUILD_COMPILER)\n  bt_library(compiler" in text
-    assert "if(DEMO_BUILD_COMPILER)\n  bt_executable(cpptest TEST" in text
-    assert "if(DEMO_BUILD_COMPILER)\n  bt_object_library(libinfo" in text
+    assert "if(DEMO_BUILD_COMPILER)\n  bt_library(demo_compiler" in text
+    assert "if(DEMO_BUILD_COMPILER)\n  bt_executable(demo_cpptest TEST" in text
+    assert "if(DEMO_BUILD_COMPILER)\n  bt_object_library(demo_libinfo" in text
     # Required libraries start at column 0: no option can turn them off.
-    assert "\nbt_library(runtime" in text
-    assert "\nbt_library(ffi" in text
+    assert "\nbt_library(demo_runtime" in text
+    assert "\nbt_library(demo_ffi" in text
 
 
 def test_fill_refuses_missing_and_unused_values() -> None:

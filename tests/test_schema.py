@@ -44,3 +44,11 @@ def test_schema_keys_use_toml_spelling() -> None:
     assert "no-as-needed" in properties
     assert "no_as_needed" not in properties
     assert recipe_schema()["$defs"]["ProjectSettings"]["required"] == ["name"]
+
+
+def test_committed_recipe_reference_is_current() -> None:
+    from buildtool.recipe.schema import render_recipe_doc
+    from tests.conftest import REPO
+
+    committed = (REPO / "docs" / "recipe.md").read_text(encoding="utf-8")
+    assert committed == render_recipe_doc(), "regenerate docs/recipe.md (command in its header)"

@@ -106,7 +106,9 @@ def test_duplicate_object_without_recipe(duplicate_gemm_build: Path) -> None:
 
 
 def test_minrpc_without_no_as_needed(tmp_path: Path) -> None:
-    build_dir = build_with_edited_cmake(tmp_path, "NO_AS_NEEDED\n    runtime\n", "NO_AS_NEEDED\n")
+    build_dir = build_with_edited_cmake(
+        tmp_path, "NO_AS_NEEDED\n    demo_runtime\n", "NO_AS_NEEDED\n"
+    )
     report = verify(build_dir)
     assert ids(report) == {("BT101", "minrpc")}
     finding = report.findings[0]

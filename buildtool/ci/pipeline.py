@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 from buildtool import process
 from buildtool.cmake import configure
-from buildtool.cmake.run import ctest_command
+from buildtool.cmake.run import cached_switches, ctest_command
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.baseline import Baseline
@@ -30,7 +30,7 @@ from buildtool.linkage.report import Report, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WheelVariant, has_split
-from buildtool.plan import LinkPlan
+from buildtool.plan import LinkPlan, switches_from_defines
 from buildtool.recipe.load import LoadedRecipe
 from buildtool.verification import WheelsRejected, policy_for_recipe, wheel_verifier
 
@@ -210,8 +210,9 @@ def _outcome(report: Report) -> StepOutcome:
 
 
 def step_verify_build(workspace: Workspace) -> StepOutcome:
-    policy = policy_for_recipe(workspace.request.loaded)
     request = workspace.request
+    switches = cached_switches(request.build_dir, [s.name for s in workspace.plan.switches])
+    policy = policy_for_recipe(request.loaded, switches)
     return _outcome(verify_paths([request.build_dir], policy, baseline=request.baseline))
 
 
@@ -233,7 +234,8 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         build_root=request.build_dir,
         defines=request.defines,
     )
-    verify = wheel_verifier(request.loaded, _keep_report(workspace))
+    switches = switches_from_defines(request.defines)
+    verify = wheel_verifier(request.loaded, _keep_report(workspace), switches)
     try:
         built = wheel.build_wheels(wheel_request, verify=verify)
     except WheelsRejected as rejected:

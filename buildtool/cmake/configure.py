@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
 from buildtool import process
 from buildtool.cmake import run as cmake
-from buildtool.cmake.generate import render_build_files
-from buildtool.errors import ChecksFailed, RecipeError, UsageError
+from buildtool.cmake.generate import (
+    CMAKELISTS,
+    GENERATED_MARKER,
+    CMakeMode,
+    includes_targets,
+    is_generated,
+    render_build_files,
+)
+from buildtool.errors import ChecksFailed, InputError, RecipeError, UsageError
 from buildtool.fsutil import folder_lock, write_atomic
 from buildtool.packaging.distributions import full_project_dir, render_pyprojects
 from buildtool.packaging.loader import render_loader
@@ -40,7 +48,9 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
             "sources can verify binaries built elsewhere but cannot generate a build"
         )
     header_plan = _with_header_source(plan, loaded)
-    files = render_build_files(header_plan, read_templates(), loaded.digest)
+    _check_cmake_includes(loaded)
+    mode = cmake_mode(loaded.root)
+    files = render_build_files(header_plan, read_templates(), loaded.digest, mode)
     files.update(render_loader(header_plan, package_templates("loader")))
     files.update(
         render_pyprojects(
@@ -51,6 +61,78 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
         )
     )
     return files
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: cannot read it: {error}") from None
+
+
+def cmake_mode(root: Path) -> CMakeMode:
+    """``generated`` without a root CMakeLists.txt or with one buildtool wrote; else ``included``
+    (the project's own CMakeLists.txt includes the generated targets)."""
+    text = _read_text(root / CMAKELISTS)
+    return "generated" if text is None or is_generated(text) else "included"
+
+
+def _check_cmake_includes(loaded: LoadedRecipe) -> None:
+    project = loaded.recipe.project
+    for index, path in enumerate(project.cmake_include):
+        if not (loaded.root / path).is_file():
+            raise RecipeError(
+                loaded.source,
+                f"project.cmake-include[{index}]",
+                f"expected a CMake file, found nothing at {loaded.root / path}",
+            )
+    for index, path in enumerate(project.headers):
+        if not (loaded.root / path).is_dir():
+            raise RecipeError(
+                loaded.source,
+                f"project.headers[{index}]",
+                f"expected a folder of headers, found nothing at {loaded.root / path}",
+            )
+
+
+def check_included_mode(loaded: LoadedRecipe) -> None:
+    """In included mode the project's CMakeLists.txt must include the generated targets after
+    its ``project()``; raise ``InputError`` naming the exact line to add otherwise."""
+    cmakelists = loaded.root / CMAKELISTS
+    text = _read_text(cmakelists)
+    if text is None or is_generated(text):
+        return
+    cmake_file = loaded.recipe.project.cmake_file
+    found = includes_targets(text, cmake_file)
+    line = f"include({cmake_file})"
+    if found is None:
+        raise InputError(
+            f"{cmakelists}: `{line}` comes before project(); move it after the project's own "
+            "project(), option() and find_package() calls, then run `buildtool configure` again"
+        )
+    if not found:
+        raise InputError(
+            f"{cmakelists}: hand-written (no '{GENERATED_MARKER}' header), so buildtool writes "
+            f"the targets to {cmake_file} and leaves this file alone; add the line `{line}` "
+            "after its project(), option() and find_package() calls, then run `buildtool "
+            "configure` again"
+        )
+
+
+def refuse_hand_written(loaded: LoadedRecipe, files: Mapping[str, str]) -> None:
+    """Raise ``InputError`` when a generated file would replace one buildtool did not write."""
+    for relative in sorted(files):
+        path = loaded.root / relative
+        text = _read_text(path) if path.is_file() else None
+        if text is not None and not is_generated(text):
+            raise InputError(
+                f"{path}: exists and was not written by buildtool (no '{GENERATED_MARKER}' "
+                "header in its first lines), and buildtool never replaces such a file; move it "
+                "away or rename it (buildtool generates this one), then run `buildtool "
+                "configure` again"
+            )
 
 
 def recipe_is_root_pyproject(loaded: LoadedRecipe) -> bool:
@@ -91,7 +173,11 @@ def _inside_root(loaded: LoadedRecipe, relative: str) -> Path:
 
 
 def write_generated(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]:
-    """Write the generated files that changed; return their root-relative paths."""
+    """Write the generated files that changed; return their root-relative paths. Nothing is
+    written when a file in the way is hand-written or the project's CMakeLists.txt lacks the
+    include of the targets."""
+    check_included_mode(loaded)
+    refuse_hand_written(loaded, files)
     changed = stale_files(loaded, files)
     for relative in changed:
         write_atomic(_inside_root(loaded, relative), files[relative])
@@ -102,6 +188,8 @@ def write_generated(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]
 def check_generated(loaded: LoadedRecipe) -> None:
     """``configure --check``: raise ``ChecksFailed`` naming every stale generated file."""
     files = generated_files(loaded, plan_recipe(loaded))
+    check_included_mode(loaded)
+    refuse_hand_written(loaded, files)
     stale = stale_files(loaded, files)
     if stale:
         listed = ", ".join(str(loaded.root / name) for name in stale)
@@ -115,6 +203,12 @@ def variant_defines(plan: LinkPlan, variant: Variant) -> dict[str, str]:
     """Explicit ON/OFF for every optional library, so a reconfigure switches variants cleanly."""
     value = "ON" if variant == "full" else "OFF"
     return {option: value for option in plan.options}
+
+
+def python_defines(plan: LinkPlan) -> dict[str, str]:
+    """Extension modules are built for the interpreter running buildtool unless ``-D`` says
+    otherwise (``Python3_EXECUTABLE``); scikit-build-core sets it for wheel builds itself."""
+    return {"Python3_EXECUTABLE": sys.executable} if plan.extensions else {}
 
 
 def _remove_disabled_outputs(plan: LinkPlan, build_dir: Path, variant: Variant) -> None:
@@ -138,7 +232,7 @@ def configure(
     """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja."""
     plan = plan_recipe(loaded)
     write_generated(loaded, generated_files(loaded, plan))
-    defines = {**variant_defines(plan, variant), **(extra_defines or {})}
+    defines = {**variant_defines(plan, variant), **python_defines(plan), **(extra_defines or {})}
     with folder_lock(build_dir, "configure"):
         cmake.write_file_api_query(build_dir)
         process.run(cmake.configure_command(loaded.root, build_dir, defines))

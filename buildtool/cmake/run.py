@@ -99,3 +99,23 @@ def read_targets(build_dir: Path) -> tuple[Target, ...]:
 def build_command(build_dir: Path, targets: Sequence[str] = ()) -> list[str | Path]:
     """ninja with its own progress lines (``[3/12] Building CXX object ...``)."""
     return [ninja_executable(), "-C", build_dir, *targets]
+
+
+_TRUE = ("1", "ON", "YES", "TRUE", "Y")
+
+
+def cached_switches(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:
+    """The boolean values ``names`` have in a configured folder's ``CMakeCache.txt`` (those it
+    holds); nothing when the folder was never configured."""
+    try:
+        lines = (build_dir / "CMakeCache.txt").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return {}
+    wanted = set(names)
+    values: dict[str, bool] = {}
+    for line in lines:
+        key, sep, value = line.partition("=")
+        name = key.split(":", 1)[0]
+        if sep and name in wanted:
+            values[name] = value.strip().upper() in _TRUE
+    return values

@@ -112,6 +112,18 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
     return load_recipe(path, str(path))
 
 
+def _switches(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, bool]:
+    """The recipe options' values of the configured build folders among ``paths``."""
+    if loaded is None or not loaded.recipe.options:
+        return {}
+    from buildtool.cmake.run import cached_switches
+
+    values: dict[str, bool] = {}
+    for path in paths:
+        values.update(cached_switches(path, list(loaded.recipe.options)))
+    return values
+
+
 def _render(report: Report, output_format: str, colour: bool) -> str:
     if output_format == "json":
         return render_json(report)
@@ -134,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
         from buildtool.linkage.baseline import load_baseline
 
         baseline = load_baseline(args.baseline)  # before the work: a bad file fails fast
-    policy = policy_for_recipe(_recipe(args))
+    loaded = _recipe(args)
+    policy = policy_for_recipe(loaded, _switches(paths, loaded))
     report = verify_paths(
         paths, policy, ld_library_path, args.jobs, elf_reader=args.reader, baseline=baseline
     )

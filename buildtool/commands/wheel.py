@@ -11,6 +11,7 @@ from buildtool.commands.common import add_launcher_option, add_recipe_option, re
 from buildtool.linkage.report import Report, render_text
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WHEEL_VARIANTS
+from buildtool.plan import switches_from_defines
 from buildtool.verification import wheel_verifier
 
 log = logging.getLogger("buildtool")
@@ -70,5 +71,6 @@ def run(args: argparse.Namespace) -> int:
         sdist=args.sdist,
         defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
     )
-    wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report))
+    switches = switches_from_defines(request.defines)
+    wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report, switches))
     return 0

@@ -159,7 +159,28 @@ def render_pyproject(
             "PACKAGE": plan.project.package,
             "COMPONENTS": _toml_strings(dist.components),
             "DEFINES": defines,
+            "PY_API": _py_api(plan, dist),
+            "BUILD_REQUIRES": _build_requires(plan, dist),
         },
+    )
+
+
+def _build_requires(plan: LinkPlan, dist: Distribution) -> str:
+    """pybind11 joins the build requirements of a wheel with a pybind11 extension module."""
+    uses = dist.ships_package and any(m.binding == "pybind11" for m in plan.extensions)
+    return ', "pybind11>=2.10"' if uses else ""
+
+
+def _py_api(plan: LinkPlan, dist: Distribution) -> str:
+    """``py3`` unless the wheel holds CPython extension modules (then the interpreter's tag)."""
+    if dist.ships_package and plan.extensions:
+        return (
+            "# The package holds CPython extension modules: the wheel is tagged for the "
+            "interpreter.\n"
+        )
+    return (
+        "# The libraries are loaded through ctypes, not imported: any Python 3 on this platform "
+        'can use them.\nwheel.py-api = "py3"\n'
     )
 
 

@@ -65,6 +65,9 @@ def render_loader(plan: LinkPlan, templates: Mapping[str, str]) -> dict[str, str
         "LIBRARIES": _libraries_literal(plan),
         "RUNTIME": runtime_library(plan).name,
         "WORKTREE_LEVELS": str(worktree_levels(project.python_package_dir)),
+        "NAME": project.name,
+        "HEADER_DIRS": "".join(f'"{folder}", ' for folder in project.headers).rstrip(" "),
+        "ROOT_LEVELS": str(len(PurePosixPath(project.python_package_dir).parts)),
     }
     folder = PurePosixPath(project.python_package_dir)
     files = {}

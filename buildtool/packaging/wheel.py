@@ -194,14 +194,39 @@ def repair_wheel(wheel: Path, dest: Path, plan: LinkPlan, platform_tag: str) -> 
 
 
 def python_package_files(loaded: LoadedRecipe) -> frozenset[str]:
-    """Wheel paths of the Python package's files, as CMake installs them."""
+    """Wheel paths of the Python package's files, as CMake installs them (with the public
+    headers of ``project.headers``, which install with the package)."""
     project = loaded.recipe.project
     folder = loaded.root / project.python_package_dir
-    return frozenset(
+    files = {
         str(PurePosixPath(project.package) / path.relative_to(folder).as_posix())
         for path in folder.rglob("*")
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
-    )
+    }
+    for headers in project.headers:
+        top = loaded.root / headers
+        files.update(
+            f"{project.package}/include/{path.relative_to(top).as_posix()}"
+            for path in top.rglob("*")
+            if path.is_file()
+        )
+    return frozenset(files)
+
+
+def built_package_files(plan: LinkPlan, dist: Distribution) -> set[str]:
+    """What the build adds to the package of a wheel that ships it: extension modules (for this
+    interpreter), and with ``project.headers`` the export headers of its libraries and the CMake
+    package config."""
+    package = plan.project.package
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    files = {f"{package}/{module.name}{suffix}" for module in plan.extensions}
+    if plan.project.headers:
+        name = plan.project.name
+        files.add(f"{package}/lib/cmake/{name}/{name}Config.cmake")
+        files.update(
+            f"{package}/include/{plan.library(lib).output_name}_export.h" for lib in dist.libraries
+        )
+    return files
 
 
 def expected_files(plan: LinkPlan, dist: Distribution, package_files: frozenset[str]) -> set[str]:
@@ -209,7 +234,9 @@ def expected_files(plan: LinkPlan, dist: Distribution, package_files: frozenset[
     libraries = {
         f"{plan.project.package}/lib/{plan.library(name).file_name}" for name in dist.libraries
     }
-    return libraries | (set(package_files) if dist.ships_package else set())
+    if not dist.ships_package:
+        return libraries
+    return libraries | set(package_files) | built_package_files(plan, dist)
 
 
 def _is_own_library_copy(member: str, plan: LinkPlan) -> bool:

@@ -16,6 +16,7 @@ rather than a name of letters, digits and ``_``; written quoted in TOML."""
 
 LoadMode = Literal["global", "local"]
 LauncherName = Literal["none", "ccache", "sccache", "distcc"]
+Binding = Literal["c", "pybind11"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,11 +45,37 @@ class ProjectSettings:
     none."""
 
     cxx_standard: int = 17
-    """C++ standard the targets compile with."""
+    """C++ standard the targets compile with (98, 11, 14, 17, 20, 23 or 26)."""
+
+    c_standard: int = 11
+    """C standard the targets' C sources (``.c``) compile with (90, 99, 11, 17 or 23)."""
 
     library_prefix: str = ""
     """Prefix of library file names: ``<prefix><library>`` gives ``lib<prefix><library>.so``.
     Defaults to ``<package>_``."""
+
+    cmake_file: str = "cmake/buildtool/targets.cmake"
+    """Where the targets go when the project root has a hand-written ``CMakeLists.txt``
+    (*included* mode): that file must call ``include(<cmake-file>)`` after its own
+    ``project()``, ``option()`` and ``find_package()`` calls. Unused when buildtool generates
+    the root ``CMakeLists.txt`` itself (*generated* mode: no root ``CMakeLists.txt`` yet, or one
+    buildtool wrote)."""
+
+    headers: tuple[str, ...] = ()
+    """Public header folders (root-relative) to install: into wheels under
+    ``<package>/include/``, with a CMake package config at
+    ``<package>/lib/cmake/<name>/<name>Config.cmake`` defining the imported targets
+    ``<name>::<library>`` of the libraries installed beside it, so a downstream CMake project
+    does ``find_package(<name> CONFIG)`` with ``CMAKE_PREFIX_PATH=<site-packages>/<package>``
+    (``cmake --install`` gives the same layout under its prefix). The generated ``libinfo``
+    offers ``include_paths()`` and ``cmake_dir()``."""
+
+    cmake_include: tuple[str, ...] = ()
+    """Hand-written CMake files (root-relative) the generated root ``CMakeLists.txt`` includes
+    after every target exists: the escape hatch for what the recipe has no key for
+    (``target_compile_definitions(demo_runtime PRIVATE ...)``). Meant for generated mode; in
+    included mode the targets file includes them too, though the project's own
+    ``CMakeLists.txt`` (after its ``include``) is the natural place."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +111,23 @@ class SharedLibrary:
     include_dirs: tuple[str, ...] = ("include",)
     """Public include folders, relative to the project root."""
 
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``), PUBLIC: the library's own sources, its
+    object libraries and whoever links it see them."""
+
+    private_definitions: tuple[str, ...] = ()
+    """Compile definitions for the library's own sources and object libraries only."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags for its sources and object libraries (``-Wall``), PRIVATE."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags of the library's link (``-Wl,--defsym=x=y``, ``LINKER:-z,defs``)."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: the library is built only while that option is ON
+    (whatever links it only then, too). Empty: always."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ObjectLibrary:
@@ -97,6 +141,25 @@ class ObjectLibrary:
 
     build_info: bool = False
     """Compile with the build-info definitions (version, git commit, compiler, build type)."""
+
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include folders of its sources, relative to the project root."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags of its sources (``-Wall``)."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags (``-Wl,--defsym=x=y``); they go on the owner's link."""
+
+    externals: tuple[str, ...] = ()
+    """Externals (``[externals.<name>]``) it compiles and links against (the owner links them)."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: built only while that option is ON; its registrations
+    are then expected nowhere. Empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,6 +183,60 @@ class Executable:
     """Verification: the only non-system libraries it may need (file names or globs); empty means
     exactly its ``links`` and what they link."""
 
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include folders of its sources, relative to the project root."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags of its sources (``-Wall``)."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags (``-Wl,--defsym=x=y``)."""
+
+    externals: tuple[str, ...] = ()
+    """Externals (``[externals.<name>]``) it compiles and links against."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: built only while that option is ON. Empty: always."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Extension:
+    """An ``[extensions.<name>]`` table: a CPython extension module ``<package>.<name>``,
+    installed beside the package's ``__init__.py`` with RUNPATH ``$ORIGIN/lib`` (the package's
+    libraries). Wheels holding one are tagged for the interpreter that built them."""
+
+    sources: tuple[str, ...] = ()
+    """Source files or globs, relative to the project root."""
+
+    links: tuple[str, ...] = ()
+    """Libraries of the recipe it links (required ones only: it ships with the package)."""
+
+    binding: Binding = "c"
+    """How it is written: ``c`` (the CPython C API), or ``pybind11`` (its headers, found through
+    the ``pybind11`` package of the interpreter that builds, which must have it installed). Built
+    with CMake's FindPython3 ``Development.Module`` either way."""
+
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include folders of its sources, relative to the project root."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags of its sources."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags of its link."""
+
+    externals: tuple[str, ...] = ()
+    """Externals (``[externals.<name>]``) it compiles and links against."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: built only while that option is ON. Empty: always."""
+
 
 @dataclasses.dataclass(frozen=True)
 class External:
@@ -129,7 +246,35 @@ class External:
     """Items passed to ``target_link_libraries`` (``dl``, ``Threads::Threads``, a path)."""
 
     find_package: str = ""
-    """CMake package to find first (``Threads``); empty for none."""
+    """CMake package to find first (``Threads``); empty for none. Link its imported targets
+    with ``link`` (``Threads::Threads``)."""
+
+    version: str = ""
+    """Least version of ``find-package`` (``find_package(<pkg> <version> REQUIRED)``)."""
+
+    components: tuple[str, ...] = ()
+    """Components of ``find-package`` (``find_package(<pkg> REQUIRED COMPONENTS ...)``)."""
+
+    pkg_config: str = ""
+    """A pkg-config module, with an optional version constraint (``zlib >= 1.2``): found with
+    CMake's FindPkgConfig and linked as its imported target (flags, include folders and
+    libraries). Empty for none."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: looked for and linked only while that option is ON (the
+    targets listing it build without it otherwise). Empty: always."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOption:
+    """An ``[options.<NAME>]`` table: a CMake ``option()`` the project's build can switch
+    (``-D NAME=OFF``); ``when = "NAME"`` ties targets and externals to it."""
+
+    default: bool = False
+    """Whether it is ON when nobody sets it."""
+
+    help: str = ""
+    """What it switches, shown by ``cmake -LH`` and in the CMake GUI."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -233,6 +378,12 @@ class Recipe:
 
     externals: dict[str, External] = dataclasses.field(default_factory=dict)
     """Libraries from outside the recipe, by name."""
+
+    extensions: dict[str, Extension] = dataclasses.field(default_factory=dict)
+    """CPython extension modules of the package, by module name (``_native``)."""
+
+    options: dict[str, BuildOption] = dataclasses.field(default_factory=dict)
+    """CMake options of the build, by name (``USE_ZLIB``); see ``when``."""
 
     build: BuildSettings = dataclasses.field(default_factory=BuildSettings)
     """How the compiles run (a compiler launcher)."""

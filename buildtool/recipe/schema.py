@@ -115,3 +115,48 @@ def recipe_schema() -> dict[str, Any]:
 def render_schema() -> str:
     """The schema as committed: sorted keys would lose field order, so only indentation is fixed."""
     return json.dumps(recipe_schema(), indent=2) + "\n"
+
+
+def _type_text(entry: dict[str, Any]) -> str:
+    if "$ref" in entry:
+        return f"table `{entry['$ref'].rsplit('/', 1)[-1]}`"
+    if "enum" in entry:
+        return " \\| ".join(f"`{json.dumps(choice)}`" for choice in entry["enum"])
+    if entry.get("type") == "array":
+        return f"array of {_type_text(entry['items'])}"
+    if entry.get("type") == "object" and "additionalProperties" in entry:
+        item = entry["additionalProperties"]
+        return f"tables by name: {_type_text(item)}" if "$ref" in item else "table of numbers"
+    return str(entry.get("type", ""))
+
+
+def _markdown(text: str) -> str:
+    return " ".join(text.replace("``", "`").split()).replace("|", "\\|")
+
+
+def _table_section(title: str, schema: dict[str, Any]) -> str:
+    lines = [f"## {title}", "", _markdown(schema.get("description", "")), ""]
+    lines += ["| key | type | default | meaning |", "|---|---|---|---|"]
+    required = set(schema.get("required", ()))
+    for key, entry in schema["properties"].items():
+        default = "required" if key in required else f"`{json.dumps(entry.get('default'))}`"
+        if "$ref" in entry:
+            default = ""
+        row = [f"`{key}`", _type_text(entry), default, _markdown(entry.get("description", ""))]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def render_recipe_doc() -> str:
+    """``docs/recipe.md``: every table and key of the recipe, from the model's docstrings."""
+    schema = recipe_schema()
+    parts = [
+        "# Recipe reference\n\n"
+        "Generated from `buildtool/recipe/model.py` (the field docstrings); do not edit. "
+        'Regenerate with\n`python -c "from buildtool.recipe.schema import render_recipe_doc as r; '
+        "open('docs/recipe.md', 'w').write(r())\"`.\nThe same reference as JSON Schema: "
+        "`buildtool schema` (`buildtool/schemas/recipe.schema.json`).\n",
+        _table_section("The recipe (top level)", schema),
+    ]
+    parts += [_table_section(f"`{name}`", entry) for name, entry in schema["$defs"].items()]
+    return "\n".join(parts)

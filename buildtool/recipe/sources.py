@@ -24,6 +24,7 @@ def _source_arrays(loaded: LoadedRecipe) -> Iterator[tuple[str, tuple[str, ...]]
         "objects": recipe.objects,
         "executables": recipe.executables,
         "tests": recipe.tests,
+        "extensions": recipe.extensions,
     }
     for table, entries in tables.items():
         for name, entry in entries.items():

@@ -37,6 +37,15 @@ LIBRARIES: tuple[tuple[str, str, str, bool], ...] = (
 RUNTIME = "runtime"
 """The library that decides the folder: the last required one in link order."""
 
+NAME = "demo"
+"""The project's name: its CMake package is ``NAME`` (``find_package(NAME CONFIG)``)."""
+
+HEADER_DIRS: tuple[str, ...] = ()
+"""The recipe's public header folders, relative to the project root (``project.headers``)."""
+
+ROOT_LEVELS = 2
+"""How many folders above the package the project root is, in a source checkout."""
+
 WORKTREE_LEVELS = 3
 """How many folders above the package may hold a source checkout's ``build/lib``."""
 
@@ -132,3 +141,20 @@ def libraries_to_load(
         if path is not None and not (optional and runtime_only):
             selected.append((name, path, mode))
     return selected
+
+
+def include_paths() -> list[Path]:
+    """Folders holding the public C/C++ headers: ``<package>/include/`` where a wheel installed
+    them, else the recipe's header folders in a source checkout; empty when there are none."""
+    installed = PACKAGE_DIR / "include"
+    if installed.is_dir():
+        return [installed]
+    root = PACKAGE_DIR.parents[ROOT_LEVELS - 1]
+    return [root / folder for folder in HEADER_DIRS if (root / folder).is_dir()]
+
+
+def cmake_dir() -> Path | None:
+    """The folder of ``NAME``Config.cmake in an installed wheel (pass it as ``NAME_DIR``, or its
+    package folder as ``CMAKE_PREFIX_PATH``); None where no wheel installed one."""
+    folder = PACKAGE_DIR / "lib" / "cmake" / NAME
+    return folder if (folder / f"{NAME}Config.cmake").is_file() else None
