@@ -43,7 +43,8 @@ def demo(session: nox.Session) -> None:
 
 @nox.session
 def schema(session: nox.Session) -> None:
-    """Regenerate the committed recipe JSON Schema and docs/checks.md after a model change."""
+    """Regenerate the committed recipe JSON Schema, docs/recipe.md and docs/checks.md after a
+    model change."""
     session.install("-e", ".")
     with Path("buildtool/schemas/recipe.schema.json").open("w", encoding="utf-8") as handle:
         session.run("buildtool", "schema", stdout=handle)
@@ -52,6 +53,12 @@ def schema(session: nox.Session) -> None:
         "-c",
         "from buildtool.linkage.findings import render_checks_doc as r; "
         "open('docs/checks.md', 'w', encoding='utf-8').write(r())",
+    )
+    session.run(
+        "python",
+        "-c",
+        "from buildtool.recipe.schema import render_recipe_doc as r; "
+        "open('docs/recipe.md', 'w', encoding='utf-8').write(r())",
     )
 
 
