@@ -53,7 +53,8 @@ class CiRequest:
     launcher: str = "none"
     """The compiler launcher's name, for the report."""
     defines: tuple[tuple[str, str], ...] = ()
-    """Extra CMake cache entries for the configure and every wheel build (the launcher's)."""
+    """Extra CMake cache entries for the configure and every wheel build (the launcher's, then
+    ``-D NAME=VALUE``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,12 +240,15 @@ package = importlib.import_module(sys.argv[1])
 base = importlib.import_module(sys.argv[1] + ".base")
 listing = getattr(package, "list_global_functions", None)
 print(json.dumps({
-    "runtime_only": bool(base._RUNTIME_ONLY),
-    "loaded": sorted(base._LIBS),
+    "runtime_only": base.runtime_only(),
+    "loaded": sorted(base.loaded_libraries()),
     "names": sorted(listing()) if callable(listing) else None,
 }))
 """
-"""Imports the package in the fresh environment and prints what its generated loader did."""
+"""Imports the package in the fresh environment and prints what its generated loader did,
+through the loader's documented API (``base.loaded_libraries()``, ``base.runtime_only()``).
+The registered names are compared only when the package offers ``list_global_functions()``
+(a documented convention, TVM's name for it)."""
 SMOKE_SCRIPT_NAME = "buildtool_smoke_import.py"
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
@@ -12,8 +13,8 @@ from buildtool import process
 from buildtool.cmake import run as cmake
 from buildtool.cmake.generate import render_build_files
 from buildtool.errors import ChecksFailed, RecipeError, UsageError
-from buildtool.fsutil import folder_lock, write_atomic
-from buildtool.packaging.distributions import full_project_dir, render_pyprojects
+from buildtool.fsutil import folder_lock, is_hand_written, refuse_hand_written, write_atomic
+from buildtool.packaging.distributions import PYPROJECT, full_project_dir, render_pyprojects
 from buildtool.packaging.loader import render_loader
 from buildtool.plan import LinkPlan, make_plan
 from buildtool.recipe.load import LoadedRecipe
@@ -39,6 +40,7 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
             f"{loaded.source}: libraries.{buildable[0].name}.sources: empty; a recipe without "
             "sources can verify binaries built elsewhere but cannot generate a build"
         )
+    check_package_dir(loaded)
     header_plan = _with_header_source(plan, loaded)
     files = render_build_files(header_plan, read_templates(), loaded.digest)
     files.update(render_loader(header_plan, package_templates("loader")))
@@ -47,15 +49,35 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
             header_plan,
             loaded.recipe.wheel,
             package_templates("packaging"),
-            full_project_dir(recipe_is_root_pyproject(loaded), plan),
+            full_distribution_dir(loaded, plan),
         )
     )
     return files
 
 
-def recipe_is_root_pyproject(loaded: LoadedRecipe) -> bool:
-    """A recipe in ``<root>/pyproject.toml`` is the user's own: never generated over."""
-    return loaded.path == loaded.root / "pyproject.toml"
+def full_distribution_dir(loaded: LoadedRecipe, plan: LinkPlan) -> str:
+    """Root-relative folder of the full distribution's pyproject.toml.
+
+    The root, unless ``<root>/pyproject.toml`` is the project's own (hand-written, or holding the
+    recipe): that file is never modified, and the full distribution goes under ``packaging/``.
+    """
+    return full_project_dir(is_hand_written(loaded.root / PYPROJECT), plan)
+
+
+def check_package_dir(loaded: LoadedRecipe) -> None:
+    """The loader goes into ``python-package-dir``: it must be the package's existing folder."""
+    folder = loaded.recipe.project.python_package_dir
+    if not folder:
+        return
+    path = loaded.root / folder
+    if not (path / "__init__.py").is_file():
+        found = "a folder without __init__.py" if path.is_dir() else "nothing"
+        raise RecipeError(
+            loaded.source,
+            "project.python-package-dir",
+            f"expected the folder of the Python package (holding its __init__.py), found "
+            f"{found} at {path}",
+        )
 
 
 def _with_header_source(plan: LinkPlan, loaded: LoadedRecipe) -> LinkPlan:
@@ -91,8 +113,13 @@ def _inside_root(loaded: LoadedRecipe, relative: str) -> Path:
 
 
 def write_generated(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]:
-    """Write the generated files that changed; return their root-relative paths."""
+    """Write the generated files that changed; return their root-relative paths.
+
+    A file that exists without buildtool's generated header is never overwritten: that refusal
+    comes before anything is written.
+    """
     changed = stale_files(loaded, files)
+    refuse_hand_written(loaded.root / relative for relative in changed)
     for relative in changed:
         write_atomic(_inside_root(loaded, relative), files[relative])
         log.info("generated %s", loaded.root / relative)
@@ -137,11 +164,12 @@ def configure(
 ) -> tuple[cmake.Target, ...]:
     """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja."""
     plan = plan_recipe(loaded)
+    extra = cmake.environment_cmake_args(os.environ)
     write_generated(loaded, generated_files(loaded, plan))
     defines = {**variant_defines(plan, variant), **(extra_defines or {})}
     with folder_lock(build_dir, "configure"):
         cmake.write_file_api_query(build_dir)
-        process.run(cmake.configure_command(loaded.root, build_dir, defines))
+        process.run(cmake.configure_command(loaded.root, build_dir, defines, extra))
         _remove_disabled_outputs(plan, build_dir, variant)
         targets = cmake.read_targets(build_dir)
     for target in targets:

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 
 from buildtool import __version__
 from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan, ObjectPlan
+from buildtool.recipe.values import cmake_version
 
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
@@ -142,7 +143,7 @@ def render_cmakelists(plan: LinkPlan, templates: Mapping[str, str], recipe_diges
             "RECIPE": plan.recipe_source,
             "RECIPE_DIGEST": recipe_digest,
             "PROJECT_NAME": project.package,
-            "PROJECT_VERSION": project.version,
+            "PROJECT_VERSION": cmake_version(project.version),
             "CXX_STANDARD": str(project.cxx_standard),
             "PACKAGE": project.package,
             "ENV_PREFIX": project.env_prefix,
