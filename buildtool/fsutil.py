@@ -101,7 +101,7 @@ def is_hand_written(path: Path) -> bool:
     return not carries_generated_header(text)
 
 
-def refuse_hand_written(paths: Iterable[Path]) -> None:
+def refuse_to_overwrite(paths: Iterable[Path]) -> None:
     """Raise ``UsageError`` naming the first hand-written file among ``paths``."""
     for path in paths:
         if is_hand_written(path):

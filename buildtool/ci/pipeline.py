@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 from buildtool import process
 from buildtool.cmake import configure
 from buildtool.cmake.run import ctest_command
+from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.findings import Finding
@@ -336,12 +337,23 @@ STEPS: tuple[Step, ...] = (
 def run_step(step: Step, workspace: Workspace) -> StepResult:
     """Run one step, timed; a ``BuildtoolError`` makes it a failed step."""
     start = time.monotonic()
-    try:
-        outcome = step.run(workspace)
-    except BuildtoolError as error:
-        outcome = StepOutcome("failed", str(error))
+    with collecting_warnings() as warnings:
+        try:
+            outcome = step.run(workspace)
+        except BuildtoolError as error:
+            outcome = StepOutcome("failed", str(error))
     seconds = round(time.monotonic() - start, 2)
-    return StepResult(step.name, outcome.status, seconds, outcome.detail, outcome.findings)
+    detail = with_warnings(outcome.detail, warnings.lines)
+    if warnings.lines:
+        log.warning("%s: %s", step.name, warnings_summary(warnings.lines))
+    return StepResult(step.name, outcome.status, seconds, detail, outcome.findings)
+
+
+def with_warnings(detail: str, warnings: Sequence[str]) -> str:
+    """``detail`` with the number of warnings the step logged on its first line."""
+    first, newline, rest = detail.partition("\n")
+    count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} logged"
+    return f"{first}; {count}{newline}{rest}" if warnings else detail
 
 
 def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver) -> CiResult:

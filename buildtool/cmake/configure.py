@@ -13,7 +13,7 @@ from buildtool import process
 from buildtool.cmake import run as cmake
 from buildtool.cmake.generate import render_build_files
 from buildtool.errors import ChecksFailed, RecipeError, UsageError
-from buildtool.fsutil import folder_lock, is_hand_written, refuse_hand_written, write_atomic
+from buildtool.fsutil import folder_lock, is_hand_written, refuse_to_overwrite, write_atomic
 from buildtool.packaging.distributions import PYPROJECT, full_project_dir, render_pyprojects
 from buildtool.packaging.loader import render_loader
 from buildtool.plan import LinkPlan, make_plan
@@ -119,7 +119,7 @@ def write_generated(loaded: LoadedRecipe, files: Mapping[str, str]) -> list[str]
     comes before anything is written.
     """
     changed = stale_files(loaded, files)
-    refuse_hand_written(loaded.root / relative for relative in changed)
+    refuse_to_overwrite(loaded.root / relative for relative in changed)
     for relative in changed:
         write_atomic(_inside_root(loaded, relative), files[relative])
         log.info("generated %s", loaded.root / relative)

@@ -13,6 +13,7 @@ from buildtool.commands.common import (
     configure_defines,
     resolve_recipe,
 )
+from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.linkage.report import Report, render_text
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WHEEL_VARIANTS
@@ -76,5 +77,10 @@ def run(args: argparse.Namespace) -> int:
         sdist=args.sdist,
         defines=tuple(sorted(configure_defines(args, loaded).items())),
     )
-    wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report))
+    with collecting_warnings() as warnings:
+        wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report))
+    if warnings.lines:
+        log.warning("wheel: %s", warnings_summary(warnings.lines))
+    else:
+        log.info("wheel: no warnings from the builds, the repairs or the checks")
     return 0

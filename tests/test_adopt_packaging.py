@@ -25,6 +25,7 @@ from buildtool.cli import main
 from buildtool.cmake import configure
 from buildtool.cmake import run as cmake_run
 from buildtool.commands import ci as ci_command
+from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.fsutil import carries_generated_header, is_hand_written
 from buildtool.packaging import wheel
 from buildtool.recipe.load import find_default_recipe, load_recipe
@@ -364,3 +365,59 @@ def test_no_recipe_at_all_names_every_place_looked(
     result = run_cli("configure", "--check")
     assert result.exit_code == 2
     assert "./buildtool.toml, a [tool.buildtool] table in ./pyproject.toml" in result.stderr
+
+
+# --- warnings: counted and shown at every step ---------------------------------------------------
+
+
+def test_warning_collector_counts_tool_warnings_and_own_warnings() -> None:
+    log = logging.getLogger("buildtool")
+    with collecting_warnings() as warnings:
+        log.info("  a.cc:3:5: warning: unused variable 'x' [-Wunused-variable]")
+        log.info("  CMake Warning (dev) at CMakeLists.txt:4 (project):")
+        log.info("  [2/3] Building CXX object warning.cc.o")  # a file name, not a warning
+        log.info("a warning: in buildtool's own info line is not a tool's")
+        log.warning("verify-linkage skipped")
+        log.error("not a warning")
+    assert warnings.lines == [
+        "a.cc:3:5: warning: unused variable 'x' [-Wunused-variable]",
+        "CMake Warning (dev) at CMakeLists.txt:4 (project):",
+        "verify-linkage skipped",
+    ]
+    assert warnings_summary(warnings.lines, shown=1).splitlines() == [
+        "3 warnings:",
+        "  a.cc:3:5: warning: unused variable 'x' [-Wunused-variable]",
+        "  ... and 2 more",
+    ]
+
+
+@pytest.mark.integration
+def test_ci_step_counts_a_real_compiler_warning(tmp_path: Path) -> None:
+    source = tmp_path / "unused.c"
+    source.write_text("int f(void) { int unused; return 0; }\n", encoding="utf-8")
+
+    def compile_step(_workspace: pipeline.Workspace) -> pipeline.StepOutcome:
+        process.run(["cc", "-Wall", "-c", str(source), "-o", str(tmp_path / "unused.o")])
+        return pipeline.StepOutcome(detail="compiled")
+
+    step = pipeline.Step("compile", "compile with a warning", compile_step)
+    loaded = load_recipe(DEMO_RECIPE)
+    workspace = pipeline.Workspace(
+        pipeline.CiRequest(loaded, tmp_path, tmp_path), configure.plan_recipe(loaded)
+    )
+    result = pipeline.run_step(step, workspace)
+    assert result.status == "passed"
+    assert result.detail == "compiled; 1 warning logged"
+
+
+def test_wheel_shows_the_warnings_of_its_builds_even_when_quiet(
+    run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fake_wheels(_request: wheel.WheelRequest, **_: object) -> list[object]:
+        logging.getLogger("buildtool").info("  x.cc:1:1: warning: something odd")
+        return []
+
+    monkeypatch.setattr(wheel, "build_wheels", fake_wheels)
+    result = run_cli("-q", "wheel", "--recipe", str(DEMO_RECIPE))
+    assert result.exit_code == 0
+    assert "wheel: 1 warning:\n  x.cc:1:1: warning: something odd" in result.stderr
