@@ -15,6 +15,22 @@ from buildtool.errors import ToolFailed
 
 log = logging.getLogger("buildtool")
 
+BUILD_ENVIRONMENT = (
+    "CC",
+    "CXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "CMAKE_ARGS",
+    "CMAKE_PREFIX_PATH",
+    "PKG_CONFIG_PATH",
+)
+"""What a user sets to steer a build (the README lists them): compilers, their flags, extra CMake
+arguments (``CMAKE_ARGS``, split as a shell would) and where dependencies are found. CMake reads
+the compilers and flags when a build folder is first configured; a wheel build starts its folder
+afresh when any of them changed."""
+
 PASSED_ENVIRONMENT = (
     "PATH",
     "HOME",
@@ -25,18 +41,15 @@ PASSED_ENVIRONMENT = (
     "TMPDIR",
     "TERM",
     "SYSTEMROOT",
-    "CC",
-    "CXX",
-    "CFLAGS",
-    "CXXFLAGS",
-    "CPPFLAGS",
-    "LDFLAGS",
+    *BUILD_ENVIRONMENT,
     "SOURCE_DATE_EPOCH",
     "MACOSX_DEPLOYMENT_TARGET",
     "SDKROOT",
     "DEVELOPER_DIR",
 )
-"""Variables handed to tools as they are: what compilers and linkers need, nothing else."""
+"""Variables handed to tools as they are: what compilers, linkers and the build steering above
+need, nothing else (every other variable is left out, for builds that do not depend on who
+runs them)."""
 
 PASSED_PREFIXES = ("CCACHE_", "SCCACHE_", "DISTCC_", "PIP_", "NO_COLOR", "FORCE_COLOR")
 """Families of variables that configure the tools buildtool runs on purpose."""

@@ -740,6 +740,7 @@ def test_libinfo_finds_the_headers_of_a_source_checkout(tmp_path: Path) -> None:
     )
     (tmp_path / "include" / "acme").mkdir(parents=True)
     (tmp_path / "python" / "acme").mkdir(parents=True)
+    (tmp_path / "python" / "acme" / "__init__.py").write_text("", encoding="utf-8")
     loaded = load_recipe(recipe)
     libinfo = tmp_path / "python" / "acme" / "libinfo.py"
     libinfo.write_text(generated_files(loaded, plan_recipe(loaded))["python/acme/libinfo.py"])

@@ -255,6 +255,7 @@ print(json.dumps({
     "runtime_only": base._RUNTIME_ONLY,
     "lib_is_runtime": base._LIB is base._LIB_RUNTIME,
     "global": [s for s in ("demo_runtime_marker", "demo_compiler_marker") if hasattr(process, s)],
+    "api": [base.loaded_libraries(), base.runtime_only()],
 }))
 """
 
@@ -291,6 +292,8 @@ def test_real_load_modes_and_full_mode(checkout: Checkout) -> None:
     assert list(result["loaded"]) == ["ffi", "runtime", "compiler"]  # type: ignore[call-overload]
     assert result["runtime_only"] is False
     assert result["lib_is_runtime"] is False
+    # The documented API says the same as the internals.
+    assert result["api"] == [result["loaded"], False]
     # The runtime is RTLD_GLOBAL (its symbols are visible process-wide), the compiler RTLD_LOCAL.
     assert result["global"] == ["demo_runtime_marker"]
 
@@ -303,6 +306,7 @@ def test_real_runtime_only_when_compiler_is_absent(checkout: Checkout) -> None:
     assert list(result["loaded"]) == ["ffi", "runtime"]  # type: ignore[call-overload]
     assert result["runtime_only"] is True
     assert result["lib_is_runtime"] is True
+    assert result["api"] == [result["loaded"], True]
 
 
 @pytest.mark.integration

@@ -10,6 +10,7 @@ from buildtool.errors import PlanError, RecipeError
 from buildtool.plan import make_plan
 from buildtool.recipe.load import load_recipe, parse_recipe
 from buildtool.recipe.sources import expand_sources
+from buildtool.recipe.values import cmake_version
 from tests.conftest import DEMO_RECIPE, PACKAGES, CliRunner
 
 SAMPLES = sorted((PACKAGES / "recipes").glob("*.toml"))
@@ -102,3 +103,28 @@ def test_demo_recipe_plans_in_link_order() -> None:
 def test_plan_error_is_a_recipe_error() -> None:
     # The CLI maps both to exit 2; plan refusals must not escape as another kind.
     assert issubclass(PlanError, RecipeError)
+
+
+@pytest.mark.parametrize(
+    ("given", "normal", "cmake"),
+    [
+        ("0.19.dev0", "0.19.dev0", "0.19"),
+        ("1.0.0rc1", "1.0.0rc1", "1.0.0"),
+        ("1.0.0-RC1", "1.0.0rc1", "1.0.0"),
+        ("1.0.0+cu121", "1.0.0+cu121", "1.0.0"),
+        ("2.1.post3", "2.1.post3", "2.1"),
+        ("1.2.3.4.5", "1.2.3.4.5", "1.2.3.4"),
+    ],
+)
+def test_any_pep440_version_is_accepted_and_normalized(given: str, normal: str, cmake: str) -> None:
+    data = {"project": {"name": "v", "version": given}, "libraries": {"runtime": {}}}
+    recipe = parse_recipe(data, "v.toml")
+    assert recipe.project.version == normal
+    assert cmake_version(recipe.project.version) == cmake
+
+
+@pytest.mark.parametrize("given", ["1.0-rc1.x", "v 1", "1..2", "latest", ""])
+def test_a_version_pep440_refuses_is_named_by_its_key(given: str) -> None:
+    data = {"project": {"name": "v", "version": given}, "libraries": {"runtime": {}}}
+    with pytest.raises(RecipeError, match=r"^v\.toml: project\.version: expected a PEP 440"):
+        parse_recipe(data, "v.toml")

@@ -259,6 +259,7 @@ def test_symlinked_package_folder_leading_out_is_refused(tmp_path: Path) -> None
     root, outside = tmp_path / "root", tmp_path / "outside"
     (root / "src").mkdir(parents=True)
     outside.mkdir()
+    (outside / "__init__.py").write_text("")
     (root / "src" / "core.cc").write_text("int core;\n")
     (root / "python").symlink_to(outside)
     recipe = root / "recipe.toml"
@@ -269,7 +270,7 @@ def test_symlinked_package_folder_leading_out_is_refused(tmp_path: Path) -> None
     code, err = run_main("configure", "--recipe", str(recipe), "--build-dir", str(tmp_path / "b"))
     assert code == 2
     assert "python/base.py would be written outside the project root" in err
-    assert list(outside.iterdir()) == []
+    assert [path.name for path in outside.iterdir()] == ["__init__.py"]
 
 
 def test_glob_explosion_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 from buildtool import process
 from buildtool.cmake import configure
 from buildtool.cmake.run import cached_switches, ctest_command
+from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.baseline import Baseline
@@ -54,7 +55,8 @@ class CiRequest:
     launcher: str = "none"
     """The compiler launcher's name, for the report."""
     defines: tuple[tuple[str, str], ...] = ()
-    """Extra CMake cache entries for the configure and every wheel build (the launcher's)."""
+    """Extra CMake cache entries for the configure and every wheel build (the launcher's, then
+    ``-D NAME=VALUE``)."""
     baseline: Baseline | None = None
     """An earlier run's verify-linkage report: ``verify-build`` shows each library's change
     against it and enforces ``[verify] max-growth-percent`` (BT131)."""
@@ -282,12 +284,15 @@ package = importlib.import_module(sys.argv[1])
 base = importlib.import_module(sys.argv[1] + ".base")
 listing = getattr(package, "list_global_functions", None)
 print(json.dumps({
-    "runtime_only": bool(base._RUNTIME_ONLY),
-    "loaded": sorted(base._LIBS),
+    "runtime_only": base.runtime_only(),
+    "loaded": sorted(base.loaded_libraries()),
     "names": sorted(listing()) if callable(listing) else None,
 }))
 """
-"""Imports the package in the fresh environment and prints what its generated loader did."""
+"""Imports the package in the fresh environment and prints what its generated loader did,
+through the loader's documented API (``base.loaded_libraries()``, ``base.runtime_only()``).
+The registered names are compared only when the package offers ``list_global_functions()``
+(a documented convention, TVM's name for it)."""
 SMOKE_SCRIPT_NAME = "buildtool_smoke_import.py"
 
 
@@ -383,14 +388,23 @@ STEPS: tuple[Step, ...] = (
 def run_step(step: Step, workspace: Workspace) -> StepResult:
     """Run one step, timed; a ``BuildtoolError`` makes it a failed step."""
     start = time.monotonic()
-    try:
-        outcome = step.run(workspace)
-    except BuildtoolError as error:
-        outcome = StepOutcome("failed", str(error))
+    with collecting_warnings() as warnings:
+        try:
+            outcome = step.run(workspace)
+        except BuildtoolError as error:
+            outcome = StepOutcome("failed", str(error))
     seconds = round(time.monotonic() - start, 2)
-    return StepResult(
-        step.name, outcome.status, seconds, outcome.detail, outcome.findings, outcome.report
-    )
+    detail = with_warnings(outcome.detail, warnings.lines)
+    if warnings.lines:
+        log.warning("%s: %s", step.name, warnings_summary(warnings.lines))
+    return StepResult(step.name, outcome.status, seconds, detail, outcome.findings, outcome.report)
+
+
+def with_warnings(detail: str, warnings: Sequence[str]) -> str:
+    """``detail`` with the number of warnings the step logged on its first line."""
+    first, newline, rest = detail.partition("\n")
+    count = f"{len(warnings)} warning{'s' if len(warnings) != 1 else ''} logged"
+    return f"{first}; {count}{newline}{rest}" if warnings else detail
 
 
 def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver) -> CiResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,15 +14,14 @@ from buildtool import process
 from buildtool.cmake import run as cmake
 from buildtool.cmake.generate import (
     CMAKELISTS,
-    GENERATED_MARKER,
     CMakeMode,
     includes_targets,
     is_generated,
     render_build_files,
 )
 from buildtool.errors import ChecksFailed, InputError, RecipeError, UsageError
-from buildtool.fsutil import folder_lock, write_atomic
-from buildtool.packaging.distributions import full_project_dir, render_pyprojects
+from buildtool.fsutil import GENERATED_MARKER, folder_lock, is_hand_written, write_atomic
+from buildtool.packaging.distributions import PYPROJECT, full_project_dir, render_pyprojects
 from buildtool.packaging.loader import render_loader
 from buildtool.plan import LinkPlan, make_plan
 from buildtool.recipe.load import LoadedRecipe
@@ -47,6 +47,7 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
             f"{loaded.source}: libraries.{buildable[0].name}.sources: empty; a recipe without "
             "sources can verify binaries built elsewhere but cannot generate a build"
         )
+    check_package_dir(loaded)
     header_plan = _with_header_source(plan, loaded)
     _check_cmake_includes(loaded)
     mode = cmake_mode(loaded.root)
@@ -57,7 +58,7 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
             header_plan,
             loaded.recipe.wheel,
             package_templates("packaging"),
-            full_project_dir(recipe_is_root_pyproject(loaded), plan),
+            full_distribution_dir(loaded, plan),
         )
     )
     return files
@@ -135,9 +136,29 @@ def refuse_hand_written(loaded: LoadedRecipe, files: Mapping[str, str]) -> None:
             )
 
 
-def recipe_is_root_pyproject(loaded: LoadedRecipe) -> bool:
-    """A recipe in ``<root>/pyproject.toml`` is the user's own: never generated over."""
-    return loaded.path == loaded.root / "pyproject.toml"
+def full_distribution_dir(loaded: LoadedRecipe, plan: LinkPlan) -> str:
+    """Root-relative folder of the full distribution's pyproject.toml.
+
+    The root, unless ``<root>/pyproject.toml`` is the project's own (hand-written, or holding the
+    recipe): that file is never modified, and the full distribution goes under ``packaging/``.
+    """
+    return full_project_dir(is_hand_written(loaded.root / PYPROJECT), plan)
+
+
+def check_package_dir(loaded: LoadedRecipe) -> None:
+    """The loader goes into ``python-package-dir``: it must be the package's existing folder."""
+    folder = loaded.recipe.project.python_package_dir
+    if not folder:
+        return
+    path = loaded.root / folder
+    if not (path / "__init__.py").is_file():
+        found = "a folder without __init__.py" if path.is_dir() else "nothing"
+        raise RecipeError(
+            loaded.source,
+            "project.python-package-dir",
+            f"expected the folder of the Python package (holding its __init__.py), found "
+            f"{found} at {path}",
+        )
 
 
 def _with_header_source(plan: LinkPlan, loaded: LoadedRecipe) -> LinkPlan:
@@ -231,11 +252,12 @@ def configure(
 ) -> tuple[cmake.Target, ...]:
     """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja."""
     plan = plan_recipe(loaded)
+    extra = cmake.environment_cmake_args(os.environ)
     write_generated(loaded, generated_files(loaded, plan))
     defines = {**variant_defines(plan, variant), **python_defines(plan), **(extra_defines or {})}
     with folder_lock(build_dir, "configure"):
         cmake.write_file_api_query(build_dir)
-        process.run(cmake.configure_command(loaded.root, build_dir, defines))
+        process.run(cmake.configure_command(loaded.root, build_dir, defines, extra))
         _remove_disabled_outputs(plan, build_dir, variant)
         targets = cmake.read_targets(build_dir)
     for target in targets:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -49,9 +50,16 @@ class Target:
 
 
 def configure_command(
-    source_dir: Path, build_dir: Path, defines: Mapping[str, str]
+    source_dir: Path,
+    build_dir: Path,
+    defines: Mapping[str, str],
+    extra_args: Sequence[str] = (),
 ) -> list[str | Path]:
-    """The ``cmake`` configure command line, with PyPI's ninja as the generator's program."""
+    """The ``cmake`` configure command line, with PyPI's ninja as the generator's program.
+
+    ``extra_args`` (``CMAKE_ARGS``) come before the ``defines``, so buildtool's and the command
+    line's ``-D`` win over the environment's.
+    """
     command: list[str | Path] = [
         cmake_executable(),
         "-S",
@@ -61,9 +69,22 @@ def configure_command(
         "-G",
         "Ninja",
         f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
+        *extra_args,
     ]
     command += [f"-D{name}={value}" for name, value in sorted(defines.items())]
     return command
+
+
+def environment_cmake_args(environ: Mapping[str, str]) -> list[str]:
+    """``CMAKE_ARGS`` split as a shell would (scikit-build-core reads it the same way for wheels).
+
+    A value a shell could not split (an unclosed quote) is a usage error naming the variable.
+    """
+    value = environ.get("CMAKE_ARGS", "")
+    try:
+        return [arg for arg in shlex.split(value) if arg]
+    except ValueError as error:
+        raise UsageError(f"CMAKE_ARGS: cannot split {value!r} as a shell would: {error}") from None
 
 
 def write_file_api_query(build_dir: Path) -> None:

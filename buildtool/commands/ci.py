@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import TextIO
 
 from buildtool.ci import pipeline, reports
-from buildtool.cmake.launcher import chosen_launcher, resolve_launcher_defines
+from buildtool.cmake.launcher import chosen_launcher
 from buildtool.commands.common import (
     add_build_dir_option,
+    add_define_option,
     add_launcher_option,
     add_recipe_option,
+    configure_defines,
     resolve_recipe,
 )
 from buildtool.console import install_log_handler, paint, use_colour
@@ -34,6 +36,7 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
     add_build_dir_option(parser)
     add_launcher_option(parser)
+    add_define_option(parser)
     parser.add_argument(
         "--out-dir",
         type=Path,
@@ -139,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
         build_dir=args.build_dir,
         launcher=launcher,
-        defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
+        defines=tuple(sorted(configure_defines(args, loaded).items())),
         baseline=baseline,
     )
     # Usage errors above went to stderr; from here on one stream keeps folds and lines in order.

@@ -15,8 +15,8 @@ def add_recipe_option(parser: argparse.ArgumentParser) -> None:
         "--recipe",
         type=Path,
         metavar="FILE",
-        help="recipe TOML or a pyproject.toml with [tool.buildtool] "
-        "(default: ./pyproject.toml if it has one, else recipes/demo.toml, the bundled example)",
+        help="recipe TOML or a pyproject.toml with [tool.buildtool] (default: ./buildtool.toml, "
+        "else ./pyproject.toml if it has that table, else the only ./recipes/*.toml)",
     )
 
 
@@ -44,11 +44,14 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
 
 def resolve_recipe(args: argparse.Namespace) -> LoadedRecipe:
     """The recipe named by --recipe, or the default one."""
-    from buildtool.recipe.load import find_default_recipe, load_recipe
+    from buildtool.errors import UsageError
+    from buildtool.recipe.load import NO_RECIPE_FOUND, find_default_recipe, load_recipe
 
     path: Path | None = args.recipe
     if path is None:
         path = find_default_recipe(Path.cwd())
+    if path is None:
+        raise UsageError(NO_RECIPE_FOUND)
     return load_recipe(path, str(path))
 
 
@@ -68,7 +71,8 @@ def add_define_option(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="extra CMake cache entry (repeatable)",
+        help="extra CMake cache entry for the configure and every wheel build, passed to CMake "
+        "as it is (repeatable; wins over the recipe's and the environment's)",
     )
 
 

@@ -105,9 +105,8 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
 
     if args.recipe is not None:
         return load_recipe(args.recipe, str(args.recipe))
-    try:
-        path = find_default_recipe(Path.cwd())
-    except UsageError:
+    path = find_default_recipe(Path.cwd())  # several candidates: a usage error
+    if path is None:
         return None  # no recipe around: the generic checks still run
     return load_recipe(path, str(path))
 

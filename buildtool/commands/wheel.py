@@ -6,8 +6,14 @@ import argparse
 import logging
 from pathlib import Path
 
-from buildtool.cmake.launcher import resolve_launcher_defines
-from buildtool.commands.common import add_launcher_option, add_recipe_option, resolve_recipe
+from buildtool.commands.common import (
+    add_define_option,
+    add_launcher_option,
+    add_recipe_option,
+    configure_defines,
+    resolve_recipe,
+)
+from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.linkage.report import Report, render_text
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WHEEL_VARIANTS
@@ -20,6 +26,7 @@ log = logging.getLogger("buildtool")
 def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
     add_launcher_option(parser)
+    add_define_option(parser)
     parser.add_argument(
         "--variant",
         choices=WHEEL_VARIANTS,
@@ -69,8 +76,13 @@ def run(args: argparse.Namespace) -> int:
         out_dir=args.out_dir,
         build_root=args.build_root,
         sdist=args.sdist,
-        defines=tuple(sorted(resolve_launcher_defines(args.launcher, loaded).items())),
+        defines=tuple(sorted(configure_defines(args, loaded).items())),
     )
     switches = switches_from_defines(request.defines)
-    wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report, switches))
+    with collecting_warnings() as warnings:
+        wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report, switches))
+    if warnings.lines:
+        log.warning("wheel: %s", warnings_summary(warnings.lines))
+    else:
+        log.info("wheel: no warnings from the builds, the repairs or the checks")
     return 0

@@ -3,8 +3,10 @@
 A distribution's name cannot vary by a scikit-build-core config setting, so each distribution has
 its own pyproject.toml, generated into the project tree:
 
-- ``full``: ``<name>``, everything, from ``<root>/pyproject.toml`` (also the sdist's and what a
-  plain ``pip install <root>`` builds);
+- ``full``: ``<name>``, everything, from ``<root>/pyproject.toml`` (also what a plain
+  ``pip install <root>`` builds) -- unless the project has its own ``<root>/pyproject.toml``
+  (hand-written, or holding the recipe): that file is never touched, and the full distribution's
+  goes to ``<root>/packaging/<name>/pyproject.toml`` instead;
 - ``split``: ``<name>-runtime`` (the Python package and the required libraries, built with every
   optional library switched off) and ``<name>-compiler`` (only the optional libraries, requiring
   ``<name>-runtime==<version>``), from ``<root>/packaging/<distribution>/pyproject.toml`` with
@@ -114,9 +116,10 @@ def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
     return runtime, compiler
 
 
-def full_project_dir(recipe_is_root_pyproject: bool, plan: LinkPlan) -> str:
-    """Where the full distribution's pyproject.toml goes: the root, unless the recipe is there."""
-    if recipe_is_root_pyproject:
+def full_project_dir(root_pyproject_is_own: bool, plan: LinkPlan) -> str:
+    """Where the full distribution's pyproject.toml goes: the root, unless the project has its
+    own pyproject.toml there (hand-written, or the recipe itself)."""
+    if root_pyproject_is_own:
         return f"{PACKAGING_DIR}/{plan.project.name}"
     return "."
 

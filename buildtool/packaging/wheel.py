@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import logging
 import os
 import shutil
@@ -30,16 +31,16 @@ import pyproject_hooks
 from buildtool import process
 from buildtool.cmake import configure
 from buildtool.errors import ChecksFailed, UsageError
-from buildtool.fsutil import folder_lock
+from buildtool.fsutil import folder_lock, write_atomic
 from buildtool.packaging.distributions import (
     BUILD_BACKEND,
     Distribution,
     WheelVariant,
-    full_project_dir,
     has_split,
     variant_distributions,
 )
 from buildtool.packaging.loader import file_stem
+from buildtool.packaging.sdist import stage_sdist_tree
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import LoadedRecipe
 
@@ -75,7 +76,7 @@ class WheelRequest:
     sdist: bool = False
     """Also build the full distribution's sdist."""
     defines: tuple[tuple[str, str], ...] = ()
-    """Extra CMake cache entries for every wheel build (a compiler launcher)."""
+    """Extra CMake cache entries for every wheel build (the launcher's, then ``-D NAME=VALUE``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +122,30 @@ def skb_build_dir(build_root: Path, dist: Distribution) -> Path:
     return build_root.resolve() / "skb" / dist.name / "{wheel_tag}"
 
 
+ENVIRONMENT_STAMP = ".buildtool-environment.json"
+"""Beside a distribution's wheel build folders: the build environment they were configured in."""
+
+
+def start_afresh_if_environment_changed(folder: Path) -> None:
+    """Empty a distribution's wheel build ``folder`` when the build environment changed.
+
+    CMake reads the compilers and their flags (``CXXFLAGS``...) only when a build folder is first
+    configured, and keeps what ``CMAKE_ARGS`` once set in its cache: a rebuild in the same folder
+    would silently keep the old ones.
+    """
+    current = {name: os.environ.get(name, "") for name in process.BUILD_ENVIRONMENT}
+    stamp = folder / ENVIRONMENT_STAMP
+    try:
+        previous = json.loads(stamp.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        previous = None
+    if previous is not None and previous != current:
+        changed = sorted(name for name in current if previous.get(name, "") != current[name])
+        log.info("%s changed: building in %s from scratch", ", ".join(changed), folder)
+        shutil.rmtree(folder)
+    write_atomic(stamp, json.dumps(current, indent=2, sort_keys=True) + "\n")
+
+
 def build_raw_wheel(
     loaded: LoadedRecipe,
     dist: Distribution,
@@ -133,7 +158,9 @@ def build_raw_wheel(
     ``defines`` become ``cmake.define.<NAME>`` config settings, which scikit-build-core merges
     with the distribution's own ``cmake.define`` table.
     """
-    settings = {"build-dir": str(skb_build_dir(build_root, dist))}
+    build_dir = skb_build_dir(build_root, dist)
+    start_afresh_if_environment_changed(build_dir.parent)
+    settings = {"build-dir": str(build_dir)}
     settings.update({f"cmake.define.{name}": value for name, value in defines})
     log.info("building the %s wheel", dist.name)
     try:
@@ -285,11 +312,6 @@ def _check_request(request: WheelRequest, plan: LinkPlan) -> None:
             f"{recipe.source}: --variant split needs an optional library to leave out of the "
             "runtime wheel (set optional = true on one); use --variant full"
         )
-    if request.sdist and configure.recipe_is_root_pyproject(recipe):
-        raise UsageError(
-            f"{recipe.source}: --sdist builds from <root>/pyproject.toml, which here is the "
-            "recipe itself; build the sdist with your own packaging instead"
-        )
 
 
 @contextlib.contextmanager
@@ -313,12 +335,16 @@ def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, stagin
     return repaired
 
 
-def build_sdist(loaded: LoadedRecipe, plan: LinkPlan, dest: Path) -> Path:
-    """The full distribution's sdist (what ``pip install <sdist>`` builds everything from)."""
+def build_sdist(request: WheelRequest, plan: LinkPlan, staging: Path) -> Path:
+    """The full distribution's sdist (what ``pip install <sdist>`` builds everything from),
+    built from a staged copy of the project (``sdist.py``): the project's own files are never
+    modified, and the build and output folders stay out of it."""
+    dest = staging / "sdist"
     dest.mkdir(parents=True, exist_ok=True)
-    project_dir = full_project_dir(configure.recipe_is_root_pyproject(loaded), plan)
+    skip = [request.build_root, request.out_dir]
+    tree = stage_sdist_tree(request.loaded, plan, staging / "sdist-tree", skip)
     log.info("building the %s sdist", plan.project.name)
-    return dest / _hooks(loaded.root / project_dir).build_sdist(str(dest), {})
+    return dest / _hooks(tree).build_sdist(str(dest), {})
 
 
 def _publish(artifacts: Sequence[tuple[str, Path]], out_dir: Path) -> list[BuiltArtifact]:
@@ -338,7 +364,7 @@ def build_wheels(request: WheelRequest, verify: WheelVerifier | None = None) -> 
     plan = configure.plan_recipe(loaded)
     _check_request(request, plan)
     configure.write_generated(loaded, configure.generated_files(loaded, plan))
-    full_dir = full_project_dir(configure.recipe_is_root_pyproject(loaded), plan)
+    full_dir = configure.full_distribution_dir(loaded, plan)
     staged: list[tuple[str, Path]] = []
     with (
         folder_lock(request.build_root / "skb", "wheel"),
@@ -351,5 +377,5 @@ def build_wheels(request: WheelRequest, verify: WheelVerifier | None = None) -> 
         else:
             verify([wheel for _, wheel in staged], plan)
         if request.sdist:
-            staged.append((plan.project.name, build_sdist(loaded, plan, staging / "sdist")))
+            staged.append((plan.project.name, build_sdist(request, plan, staging)))
         return _publish(staged, request.out_dir)

@@ -21,7 +21,7 @@ from typing import Any
 
 from buildtool.errors import RecipeError, UsageError
 from buildtool.recipe.model import FreeKey, ProjectSettings, Recipe
-from buildtool.recipe.values import check_values
+from buildtool.recipe.values import check_values, normalized_version
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,7 +31,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ENV_PREFIX = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 _DISTRIBUTION = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
-DEFAULT_RECIPE = Path("recipes") / "demo.toml"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,7 +214,11 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
         )
     prefix = project.library_prefix or f"{package}_"
     return dataclasses.replace(
-        project, package=package, env_prefix=env_prefix, library_prefix=prefix
+        project,
+        package=package,
+        env_prefix=env_prefix,
+        library_prefix=prefix,
+        version=normalized_version(project.version, source),
     )
 
 
@@ -254,21 +257,39 @@ def load_recipe(path: Path, source: str | None = None) -> LoadedRecipe:
     return LoadedRecipe(recipe=recipe, source=shown, path=absolute, root=root, digest=digest)
 
 
-def find_default_recipe(cwd: Path) -> Path:
-    """``[tool.buildtool]`` in ./pyproject.toml, else the bundled example's recipe."""
+DEFAULT_RECIPE_NAME = "buildtool.toml"
+RECIPES_DIR = "recipes"
+
+
+def _has_tool_table(pyproject: Path) -> bool:
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    tool = data.get("tool")
+    return isinstance(tool, dict) and "buildtool" in tool
+
+
+def find_default_recipe(cwd: Path) -> Path | None:
+    """The recipe a command uses without ``--recipe``, or None when there is none.
+
+    In order: ``./buildtool.toml``; ``[tool.buildtool]`` in ``./pyproject.toml``; the only
+    ``./recipes/*.toml`` (several are a usage error listing them: which one is meant?).
+    """
+    own = cwd / DEFAULT_RECIPE_NAME
+    if own.is_file():
+        return own
     pyproject = cwd / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            data = {}
-        tool = data.get("tool")
-        if isinstance(tool, dict) and "buildtool" in tool:
-            return pyproject
-    example = cwd / DEFAULT_RECIPE
-    if example.is_file():
-        return example
-    raise UsageError(
-        "no recipe given and none found: pass --recipe FILE, add a [tool.buildtool] table to "
-        f"./pyproject.toml, or run from a buildtool checkout (which has {DEFAULT_RECIPE})"
-    )
+    if pyproject.is_file() and _has_tool_table(pyproject):
+        return pyproject
+    found = sorted((cwd / RECIPES_DIR).glob("*.toml"))
+    if len(found) > 1:
+        listed = ", ".join(str(Path(RECIPES_DIR) / path.name) for path in found)
+        raise UsageError(f"no recipe given and {len(found)} found: {listed}; pass --recipe FILE")
+    return found[0] if found else None
+
+
+NO_RECIPE_FOUND = (
+    f"no recipe given and none found: pass --recipe FILE, or add ./{DEFAULT_RECIPE_NAME}, a "
+    f"[tool.buildtool] table in ./pyproject.toml, or a single ./{RECIPES_DIR}/*.toml"
+)

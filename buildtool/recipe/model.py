@@ -35,7 +35,9 @@ class ProjectSettings:
     ``package`` in upper case."""
 
     version: str = "0.1.0"
-    """Version of the project, its wheels and its build-info."""
+    """Version of the project, its wheels and its build-info: any PEP 440 version (``1.2.3``,
+    ``0.19.dev0``, ``1.0.0rc1``, ``1.0.post1``, ``1.0.0+cu121``), normalized as ``packaging``
+    does; CMake's ``project(VERSION)`` gets its release numbers (``0.19``)."""
 
     root: str = "."
     """Project root relative to the recipe file: sources and generated files live under it."""

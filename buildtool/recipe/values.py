@@ -31,8 +31,33 @@ list separators, comments, parentheses and control characters (a newline starts 
 _DEFINITION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(=.*)?\Z", re.DOTALL)
 """``NAME`` or ``NAME=VALUE``, as ``target_compile_definitions`` takes them."""
 
-_VERSION = re.compile(r"[0-9]+(\.[0-9]+){0,3}\Z")
-"""What CMake's ``project(VERSION ...)`` accepts."""
+CMAKE_VERSION_PARTS = 4
+"""CMake's ``project(VERSION ...)`` takes at most four numbers and nothing else."""
+
+
+def normalized_version(version: str, source: str) -> str:
+    """``version`` in PEP 440's normal form (``1.0.0-rc1`` -> ``1.0.0rc1``): what wheel file
+    names, the metadata and the build info carry. Any PEP 440 version is accepted: dev, pre,
+    post and local ones (``0.19.dev0``, ``1.0.0rc1``, ``1.0.post2``, ``1.0.0+cu121``)."""
+    from packaging.version import InvalidVersion, Version  # here: only loading needs it
+
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        raise RecipeError(
+            source,
+            "project.version",
+            "expected a PEP 440 version (1.2.3, 0.19.dev0, 1.0.0rc1, 1.0.post1, 1.0.0+cu121), "
+            f"found {version!r}",
+        ) from None
+
+
+def cmake_version(version: str) -> str:
+    """The release numbers of a PEP 440 version, as CMake's ``project(VERSION)`` takes them
+    (``0.19.dev0`` -> ``0.19``; the full version goes into the build info as a string)."""
+    from packaging.version import Version
+
+    return ".".join(str(part) for part in Version(version).release[:CMAKE_VERSION_PARTS])
 
 
 def relative_path_problem(path: str) -> str | None:
@@ -139,12 +164,6 @@ def check_values(recipe: Recipe, source: str) -> None:
             raise RecipeError(
                 source, key, f"{special.group()!r} would break the generated CMake, in {text!r}"
             )
-    if not _VERSION.match(recipe.project.version):
-        raise RecipeError(
-            source,
-            "project.version",
-            f"expected numbers separated by dots (1.2.3), found {recipe.project.version!r}",
-        )
     _check_definitions(recipe, source)
     _check_standards(recipe, source)
     _check_cmake_file(recipe.project.cmake_file, source)

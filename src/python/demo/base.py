@@ -44,3 +44,16 @@ _RUNTIME_ONLY = not any(optional and name in _LIBS for name, _, _, optional in l
 
 _LIB = _LIB_RUNTIME if _RUNTIME_ONLY else list(_LIBS.values())[-1]
 """The last library loaded (the compiler), or the runtime in runtime-only mode."""
+
+
+def loaded_libraries() -> dict[str, str]:
+    """Every library this import loaded: recipe name -> the file's path, in load order.
+
+    Part of the loader's documented API (with ``runtime_only``), which ``buildtool ci`` checks.
+    """
+    return {name: str(library._name) for name, library in _LIBS.items()}
+
+
+def runtime_only() -> bool:
+    """Whether the package runs runtime-only (no optional library loaded)."""
+    return _RUNTIME_ONLY
