@@ -7,20 +7,27 @@ Each check is a small generator over a ``Subject`` (everything one run read and 
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 
 from buildtool.linkage.elf import LINKER_GENERATED, ElfFacts
 from buildtool.linkage.findings import Finding
-from buildtool.linkage.hardening import check_hardening
+from buildtool.linkage.hardening import check_hardening, search_path_problem
 from buildtool.linkage.inputs import BinaryFile
 from buildtool.linkage.policy import ObjectRule
-from buildtool.linkage.resolve import Closure, unresolved_against, unsatisfied_version_needs
+from buildtool.linkage.resolve import (
+    Closure,
+    expand_entries,
+    unresolved_against,
+    unsatisfied_version_needs,
+)
 from buildtool.linkage.subject import Subject
 
-GRAFT_SUFFIX = re.compile(r"-[0-9a-f]{8}(?=\.so)")
-"""auditwheel renames grafted copies ``libx.so`` -> ``libx-1a2b3c4d.so``."""
+GRAFT_SUFFIX = re.compile(r"(?:-[0-9a-f]{8})+(?=\.so)")
+"""auditwheel renames grafted copies ``libx.so`` -> ``libx-1a2b3c4d.so`` (a copy grafted twice,
+by two repairs, gets two hashes)."""
 
 PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
 """Python C-API symbols: the interpreter that loads an extension provides them."""
@@ -250,13 +257,26 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
                     )
 
 
-def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) -> Finding | None:
-    facts = subject.facts(binary)
+def _unresolved_in(subject: Subject, facts: ElfFacts, closure: Closure) -> set[str]:
     indexes = (subject.definitions(path, closure.objects[path]) for path in closure.load_order)
-    unresolved = {
+    return {
         key for key in unresolved_against(facts.undefined, indexes) if not PYTHON_API.match(key)
     }
-    versions = {f"{file} {version}" for file, version in unsatisfied_version_needs(facts, closure)}
+
+
+def _undefined_findings(
+    subject: Subject, binary: BinaryFile, contexts: Sequence[Closure]
+) -> Finding | None:
+    """Symbols (and versions) unresolved in every context ``binary`` is loaded in."""
+    facts = subject.facts(binary)
+    unresolved: set[str] | None = None
+    versions: set[str] | None = None
+    for closure in contexts:
+        if unresolved is None or unresolved:
+            found = _unresolved_in(subject, facts, closure)
+            unresolved = found if unresolved is None else unresolved & found
+        needs = {f"{file} {v}" for file, v in unsatisfied_version_needs(facts, closure)}
+        versions = needs if versions is None else versions & needs
     if not unresolved and not versions:
         return None
     parts = []
@@ -264,7 +284,10 @@ def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) 
         parts.append(f"{len(unresolved)} undefined: {_listed(unresolved)}")
     if versions:
         parts.append(f"versions not defined: {_listed(versions)}")
-    loaded = ", ".join(PurePosixPath(path).name for path in closure.load_order[1:])
+    first = contexts[0]
+    loaded = ", ".join(
+        PurePosixPath(path).name for path in first.load_order if path != str(binary.location)
+    )
     return Finding(
         "BT106",
         binary.display,
@@ -275,44 +298,90 @@ def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) 
 
 def check_undefined_symbols(subject: Subject) -> Iterator[Finding]:
     for binary in subject.files:
-        closure = subject.closures.get(binary.location)
-        if closure is None or closure.missing:
-            continue  # a missing NEEDED is its own finding; its symbols cannot be judged
-        finding = _undefined_findings(subject, binary, closure)
-        if finding:
-            yield finding
+        # a missing NEEDED is its own finding; its symbols cannot be judged in that context
+        contexts = [c for c in subject.contexts(binary) if not c.missing]
+        if contexts:
+            finding = _undefined_findings(subject, binary, contexts)
+            if finding:
+                yield finding
 
 
-def _is_ours(subject: Subject, name: str) -> bool:
-    return name in subject.in_input or name in subject.policy.project_files
+def _missing_in_contexts(
+    subject: Subject,
+) -> dict[tuple[str, str], tuple[BinaryFile, list[BinaryFile]]]:
+    """(input file, NEEDED name) that ld.so would not find in some root's load context -> the
+    file and the roots (the file itself when it is one): a dependency is judged where it is
+    loaded, with its loaders' inherited DT_RPATH and the SONAMEs they loaded before it."""
+    by_location = {str(b.location): b for b in subject.files}
+    missing: dict[tuple[str, str], tuple[BinaryFile, list[BinaryFile]]] = {}
+    for root in subject.roots:
+        closure = subject.closures.get(root.location)
+        for edge in closure.missing if closure else ():
+            requester = by_location.get(edge.requester)
+            if requester is not None:
+                key = (edge.requester, edge.needed)
+                missing.setdefault(key, (requester, []))[1].append(root)
+    return missing
+
+
+def _searched(facts: ElfFacts) -> str:
+    """What ld.so searched for a NEEDED entry of ``facts``, named as the file names it."""
+    if facts.runpath is not None:
+        own = f"RUNPATH {':'.join(facts.runpath) or '(empty)'}"
+    elif facts.rpath is not None:
+        own = f"RPATH {':'.join(facts.rpath) or '(empty)'} and its loaders' RPATH"
+    else:
+        own = "no RPATH or RUNPATH of its own, its loaders' RPATH"
+    return f"searched {own}, ld.so.cache and the default directories"
+
+
+def _context(binary: BinaryFile, roots: Sequence[BinaryFile]) -> str:
+    others = sorted({root.display for root in roots if root is not binary})
+    return f" (loaded by {_listed(others)})" if others else ""
+
+
+def _missing_finding(
+    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
+) -> Finding:
+    facts = subject.facts(binary)
+    evidence = _searched(facts) + _context(binary, roots)
+    message = f"needs {name}, which the dynamic loader would not find"
+    if subject.ships(binary, name):
+        return Finding("BT107", binary.display, message, evidence)
+    own = subject.input_of(binary)
+    own_dist = own.distribution if own else None
+    for provider in subject.other_providers(binary, name):
+        dist = provider.distribution
+        if dist is not None and own_dist is not None and dist.name in own_dist.requires:
+            return Finding(
+                "BT114",
+                binary.display,
+                f"needs {name}, found only when {dist.name} is imported first",
+                f"{name} ships in {dist.name}, which {own_dist.name} requires; ld.so matches a "
+                f"NEEDED name against the SONAMEs already loaded before it searches; {evidence}",
+            )
+        evidence += f"; {provider.label} has {name}, but "
+        evidence += f"{own_dist.name if own_dist else 'this input'} does not require it"
+    return Finding("BT108", binary.display, message, evidence)
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
-    for binary in subject.files:
-        closure = subject.closures.get(binary.location)
+    no_runpath: dict[str, tuple[BinaryFile, list[str], list[BinaryFile]]] = {}
+    for (location, name), (binary, roots) in _missing_in_contexts(subject).items():
         facts = subject.facts(binary)
-        missing = [
-            edge.needed
-            for edge in (closure.missing if closure else ())
-            if edge.requester == str(binary.location)
-        ]
-        ours = [name for name in missing if _is_ours(subject, name)]
-        if ours and facts.runpath is None and facts.rpath is None:
-            yield Finding(
-                "BT112",
-                binary.display,
-                f"needs {', '.join(ours)}, which ship with it, but has no RUNPATH",
-                "DT_RUNPATH and DT_RPATH absent",
-            )
-            missing = [name for name in missing if name not in ours]
-        for name in missing:
-            yield Finding(
-                "BT107" if _is_ours(subject, name) else "BT108",
-                binary.display,
-                f"needs {name}, which the dynamic loader would not find",
-                f"searched RUNPATH {':'.join(facts.runpath or ()) or '(none)'}, "
-                "ld.so.cache and the default directories",
-            )
+        if subject.ships(binary, name) and facts.runpath is None and facts.rpath is None:
+            entry = no_runpath.setdefault(location, (binary, [], []))
+            entry[1].append(name)
+            entry[2].extend(roots)
+            continue
+        yield _missing_finding(subject, binary, name, roots)
+    for binary, names, roots in no_runpath.values():
+        yield Finding(
+            "BT112",
+            binary.display,
+            f"needs {', '.join(names)}, which ship with it, but has no RUNPATH",
+            "DT_RUNPATH and DT_RPATH absent" + _context(binary, roots),
+        )
 
 
 def _bad_search_entry(entry: str) -> str | None:
@@ -321,8 +390,58 @@ def _bad_search_entry(entry: str) -> str | None:
     if entry.startswith(("$ORIGIN", "${ORIGIN}")):
         return None
     if entry.startswith("/"):
-        return "absolute"
+        return search_path_problem(entry) or "absolute"
     return "relative to the current directory"
+
+
+def _is_project_file(subject: Subject, binary: BinaryFile) -> bool:
+    """The recipe's own libraries and executables: they keep the strict ``$ORIGIN``-only rule."""
+    name = _name(binary)
+    return (
+        name in subject.policy.project_files or subject.policy.executable_by_file(name) is not None
+    )
+
+
+def _entry_consequence(subject: Subject, binary: BinaryFile, entry: str, tag: str) -> str | None:
+    """What an absolute entry does for ``binary``'s NEEDED closure: which NEEDED it resolves here,
+    or which missing NEEDED it would resolve on a machine that has the folder; None: nothing."""
+    closure = subject.closures.get(binary.location)
+    if closure is None:
+        return None
+    facts = subject.facts(binary)
+    folder = expand_entries((entry,), facts, str(binary.location.parent))[0]
+    own = str(binary.location)
+    # DT_RPATH (without DT_RUNPATH) serves the whole chain below the file; DT_RUNPATH its own needs
+    inherited = tag == "RPATH"
+    relevant = [e for e in closure.edges if inherited or e.requester == own]
+    resolved = sorted(
+        {e.needed for e in relevant if e.path and posixpath.dirname(e.path) == folder and
+         e.via in ("rpath", "runpath")}
+    )  # fmt: skip
+    if resolved:
+        return f"it is where {_listed(resolved)} resolve"
+    # a missing NEEDED the inputs ship is BT107 already: the entry would not be where it lies
+    missing = sorted({e.needed for e in relevant if e.path is None} - subject.in_input)
+    if missing:
+        return f"{_listed(missing)} would resolve from it on a machine that has the folder"
+    return None
+
+
+def _search_entry_finding(
+    subject: Subject, binary: BinaryFile, entry: str, tag: str, entries: tuple[str, ...]
+) -> Finding | None:
+    problem = _bad_search_entry(entry)
+    if problem is None:
+        return None
+    evidence = f"{tag}: {':'.join(entries)}"
+    if problem != "absolute" or _is_project_file(subject, binary):
+        return Finding("BT110", binary.display, f"{tag} entry {entry!r} is {problem}", evidence)
+    consequence = _entry_consequence(subject, binary, entry, tag)
+    if consequence:
+        message = f"{tag} entry {entry!r} is absolute and {consequence}"
+        return Finding("BT110", binary.display, message, evidence)
+    message = f"{tag} entry {entry!r} is an unused absolute entry: no NEEDED resolves from it"
+    return Finding("BT113", binary.display, message, evidence)
 
 
 def check_search_paths(subject: Subject) -> Iterator[Finding]:
@@ -331,14 +450,9 @@ def check_search_paths(subject: Subject) -> Iterator[Finding]:
         entries = facts.runpath if facts.runpath is not None else facts.rpath
         tag = "RUNPATH" if facts.runpath is not None else "RPATH"
         for entry in entries or ():
-            problem = _bad_search_entry(entry)
-            if problem:
-                yield Finding(
-                    "BT110",
-                    binary.display,
-                    f"{tag} entry {entry!r} is {problem}",
-                    f"{tag}: {':'.join(entries or ())}",
-                )
+            finding = _search_entry_finding(subject, binary, entry, tag, entries or ())
+            if finding:
+                yield finding
         if facts.rpath is not None and facts.runpath is None:
             yield Finding(
                 "BT111",
@@ -350,6 +464,34 @@ def check_search_paths(subject: Subject) -> Iterator[Finding]:
 
 def _grafted_name(binary: BinaryFile, facts: ElfFacts) -> str:
     return GRAFT_SUFFIX.sub("", facts.soname or _name(binary))
+
+
+def _is_grafted(facts: ElfFacts) -> bool:
+    return bool(facts.soname and GRAFT_SUFFIX.search(facts.soname))
+
+
+def _sameness(facts: ElfFacts) -> tuple[object, ...]:
+    """What two copies of one file have in common (the contents are not kept)."""
+    return (facts.soname, facts.file_size, facts.code_size, facts.sections, facts.needed,
+            facts.exported_count, facts.defined)  # fmt: skip
+
+
+def identical_copies(files: Iterable[BinaryFile]) -> dict[str, BinaryFile]:
+    """Display of each shared library that is the same file as an earlier one with its SONAME
+    in its folder (``libx.so``, ``libx.so.26``, ``libx.so.26.1.0`` shipped as three files) ->
+    that one: ld.so maps one of them, so they are one library and the rest is wasted space."""
+    first: dict[tuple[object, ...], BinaryFile] = {}
+    copies: dict[str, BinaryFile] = {}
+    for binary in sorted(files, key=lambda b: (len(b.display), b.display)):
+        facts = binary.facts
+        if facts is None or facts.file_type != "shared" or facts.soname is None:
+            continue
+        key = (binary.location.parent, *_sameness(facts))
+        if key in first:
+            copies[binary.display] = first[key]
+        else:
+            first[key] = binary
+    return copies
 
 
 def check_layout(subject: Subject) -> Iterator[Finding]:
@@ -380,19 +522,34 @@ def check_layout(subject: Subject) -> Iterator[Finding]:
             )
 
 
+def _harmless_copy(subject: Subject, first: BinaryFile, second: BinaryFile) -> bool:
+    """Two libraries with one (graft-free) SONAME that one process can hold without harm:
+    third-party copies grafted by repair tools (each wheel vendors its own), or one SONAME in
+    two inputs (ld.so maps the first one loaded and matches the other's users against it)."""
+    a, b = subject.facts(first), subject.facts(second)
+    if _is_grafted(a) and _is_grafted(b):
+        return True
+    return a.soname == b.soname and subject.input_of(first) is not subject.input_of(second)
+
+
 def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
-    seen: dict[str, BinaryFile] = {}
+    """BT122 keys on SONAME: files without one are modules, not copies of a library."""
+    same = identical_copies(subject.shared)
+    seen: dict[str, list[BinaryFile]] = {}
     for binary in sorted(subject.shared, key=lambda b: (len(b.display), b.display)):
-        key = _grafted_name(binary, subject.facts(binary))
-        if key in seen:
+        facts = subject.facts(binary)
+        if facts.soname is None or binary.display in same:
+            continue
+        key = _grafted_name(binary, facts)
+        earlier = [b for b in seen.get(key, []) if not _harmless_copy(subject, b, binary)]
+        if earlier:
             yield Finding(
                 "BT122",
                 binary.display,
-                f"is a second copy of {seen[key].display}",
-                f"both are {key} (SONAME {subject.facts(binary).soname or 'none'})",
+                f"is a second copy of {earlier[0].display}",
+                f"both are {key} (SONAMEs {subject.facts(earlier[0]).soname} and {facts.soname})",
             )
-        else:
-            seen[key] = binary
+        seen.setdefault(key, []).append(binary)
 
 
 def check_size_budgets(subject: Subject) -> Iterator[Finding]:

@@ -101,8 +101,11 @@ CHECKS: tuple[Check, ...] = (
         "BT110",
         "runpath-not-origin",
         "error",
-        "A RUNPATH/RPATH entry that is absolute, points into a build tree, is empty or '.': "
-        "the binary depends on where it was built or on the current directory.",
+        "A RUNPATH/RPATH entry the binary depends on that is not $ORIGIN-relative: an absolute "
+        "or build-tree folder that resolves a NEEDED entry (or would, on a machine that has the "
+        "folder), an entry relative to the current directory ('', '.', 'lib') or in a "
+        "world-writable folder. With a recipe, any non-$ORIGIN entry of the project's own "
+        "libraries and executables.",
         "Use $ORIGIN-relative entries only (CMake: BUILD_WITH_INSTALL_RPATH, INSTALL_RPATH "
         "$ORIGIN).",
     ),
@@ -121,6 +124,25 @@ CHECKS: tuple[Check, ...] = (
         "The file needs a project library that lies beside it (or in ../lib) but has no "
         "RUNPATH to find it.",
         "Set RUNPATH to $ORIGIN for libraries and $ORIGIN/../lib for executables in bin/.",
+    ),
+    Check(
+        "BT113",
+        "unused-absolute-search-entry",
+        "warning",
+        "An absolute RUNPATH/RPATH entry from which no NEEDED entry resolves (a folder of the "
+        "build machine, or one this machine lacks): ld.so tries it and moves on, but a machine "
+        "that has the folder would load whatever lies there first.",
+        "Drop the entry (patchelf --set-rpath, or CMake INSTALL_RPATH without it).",
+    ),
+    Check(
+        "BT114",
+        "needed-from-another-distribution",
+        "warning",
+        "A DT_NEEDED entry found only in another input wheel, which this wheel's Requires-Dist "
+        "names: ld.so finds it only when that distribution's library is already loaded (its "
+        "Python package imported first), as it matches NEEDED names against loaded SONAMEs.",
+        "Import the other package before loading this library (or point RUNPATH at its folder, "
+        "e.g. $ORIGIN/../../<other>/lib).",
     ),
     Check(
         "BT120",

@@ -45,6 +45,41 @@ class BinaryFile:
 
 
 @dataclasses.dataclass(frozen=True)
+class Distribution:
+    """The Python distribution a wheel input installs (its ``METADATA``)."""
+
+    name: str
+    """``Name``, normalized (PEP 503: lower case, runs of ``-_.`` as one ``-``)."""
+    requires: frozenset[str]
+    """Normalized names of its ``Requires-Dist`` entries (markers and extras ignored)."""
+
+
+def normalized(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def parse_metadata(text: str) -> Distribution | None:
+    """Name and Requires-Dist of a core metadata file (RFC 822 headers); None without a Name."""
+    name = ""
+    requires: set[str] = set()
+    for line in text.split("\n"):
+        if not line.strip():
+            break  # the headers end at the first empty line; the description follows
+        key, _, value = line.partition(":")
+        if key == "Name":
+            name = normalized(value.strip())
+        elif key == "Requires-Dist":
+            match = _REQUIREMENT_NAME.match(value)
+            if match:
+                requires.add(normalized(match.group(1)))
+    return Distribution(name, frozenset(requires)) if name else None
+
+
+@dataclasses.dataclass(frozen=True)
 class InputSet:
     """The ELF files of one PATH argument and the names they can be found by."""
 
@@ -54,6 +89,8 @@ class InputSet:
     files: tuple[BinaryFile, ...]
     aliases: dict[PurePosixPath, PurePosixPath]
     """Symlinks inside the input: link location -> target location (``libx.so -> libx.so.1``)."""
+    distribution: Distribution | None = None
+    """What a wheel input installs (None for other inputs, or a wheel without metadata)."""
 
     @property
     def in_wheel(self) -> bool:
@@ -84,10 +121,23 @@ def read_disk_file(path: Path, display: str, names: Collection[str]) -> BinaryFi
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if name not in SKIPPED_FOLDERS)
-        for name in sorted(files):
-            yield Path(folder) / name
+    """Files under ``root`` in ``os.walk``'s top-down order, sorted, without recursion (a folder
+    nested a thousand deep must not exhaust Python's stack)."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue  # unreadable or gone: os.walk skips it too
+        subfolders = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED_FOLDERS:
+                    subfolders.append(Path(entry.path))
+            else:
+                yield Path(entry.path)
+        pending.extend(reversed(subfolders))
 
 
 def _folder_roots(path: Path) -> tuple[str, list[Path]]:
@@ -172,7 +222,19 @@ def read_wheel(
         elif LIBRARY_NAME.search(name):
             location = PurePosixPath(f"/{name}")
             files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
-    return InputSet("wheel", str(path), tuple(files), {})
+    return InputSet("wheel", str(path), tuple(files), {}, _wheel_distribution(path))
+
+
+def _wheel_distribution(path: Path) -> Distribution | None:
+    """The wheel's ``*.dist-info/METADATA`` (already checked with every member)."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as archive:
+        names = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+        if len(names) != 1:
+            return None
+        text = archive.read(names[0]).decode("utf-8", "replace")
+    return parse_metadata(text)
 
 
 def read_input(path: Path, names: Collection[str], jobs: int | None = None) -> InputSet:

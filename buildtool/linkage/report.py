@@ -20,6 +20,9 @@ class SizeEntry:
     code_size: int
     exported_symbols: int
     budget: int | None
+    identical_to: str | None = None
+    """The library this file is a byte-for-byte copy of (one SONAME under several names): ld.so
+    maps one of them, so the file's size is wasted."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +86,13 @@ def render_text(report: Report, paint: Callable[[str, str], str] | None = None) 
                 f"  {entry.path}: {_megabytes(entry.file_size)} file, "
                 f"{_megabytes(entry.code_size)} code, {entry.exported_symbols} exported{budget}"
             )
+            if entry.identical_to:
+                lines.append(
+                    f"    identical to {entry.identical_to}: {_megabytes(entry.file_size)} wasted"
+                )
+        wasted = sum(entry.file_size for entry in report.sizes if entry.identical_to)
+        if wasted:
+            lines.append(f"  identical copies of one library: {_megabytes(wasted)} wasted")
     if not report.recipe:
         lines.append("no recipe: checks that need a linkage policy were skipped")
     verdict = _summary_line(report)

@@ -6,12 +6,12 @@ Its own module so that ``checks`` and ``hardening`` both depend on it and not on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import PurePosixPath
 
 from buildtool.linkage.elf import ElfFacts
-from buildtool.linkage.inputs import BinaryFile
+from buildtool.linkage.inputs import BinaryFile, InputSet
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.resolve import Closure, DefinitionIndex, index_object
 
@@ -39,6 +39,8 @@ class Subject:
     """Base names of every file (and symlink) in the inputs."""
     function_names: FunctionNames = digests_as_names
     """How duplicate-code findings name the functions two libraries share."""
+    sets: Sequence[InputSet] = ()
+    """The inputs the files came from (each wheel, folder or file given), in order."""
 
     def facts(self, binary: BinaryFile) -> ElfFacts:
         assert binary.facts is not None
@@ -54,20 +56,93 @@ class Subject:
         return closure is not None and str(b.location) in closure.objects
 
     def co_loaded(self, a: BinaryFile, b: BinaryFile) -> bool:
-        """Whether one process may load both: one needs the other, or a third needs both."""
-        loaders = self._loaders
+        """Whether one load context holds both: one root's closure loads them both."""
+        loaders = self._root_loaders
         return not loaders.get(str(a.location), frozenset()).isdisjoint(
             loaders.get(str(b.location), ())
         )
 
     @cached_property
-    def _loaders(self) -> dict[str, set[PurePosixPath]]:
+    def loaded_by_others(self) -> frozenset[str]:
+        """Locations of the files another input file loads (one that they do not load back)."""
+        loaded: set[str] = set()
+        for root, closure in self.closures.items():
+            for path in closure.load_order[1:]:
+                other = self.closures.get(PurePosixPath(path))
+                if other is None or str(root) not in other.objects:
+                    loaded.add(path)
+        return frozenset(loaded)
+
+    def is_root(self, binary: BinaryFile) -> bool:
+        """Whether ld.so starts a load context at ``binary``: an executable, a Python extension
+        module (a shared object without SONAME), a library the recipe's loader opens, or a
+        library nothing in the inputs loads."""
+        facts = self.facts(binary)
+        return (
+            facts.file_type != "shared"
+            or facts.soname is None
+            or binary.location.name in self.policy.project_files
+            or str(binary.location) not in self.loaded_by_others
+        )
+
+    @cached_property
+    def roots(self) -> tuple[BinaryFile, ...]:
+        return tuple(b for b in self.files if self.is_root(b))
+
+    def contexts(self, binary: BinaryFile) -> tuple[Closure, ...]:
+        """The closures ``binary`` is loaded in: those of the roots that load it (its own when
+        it is a root), in input order."""
+        roots = self._root_loaders.get(str(binary.location), set())
+        return tuple(
+            self.closures[root.location]
+            for root in self.roots
+            if root.location in roots and root.location in self.closures
+        )
+
+    @cached_property
+    def _root_loaders(self) -> dict[str, set[PurePosixPath]]:
         """Object path -> the roots whose closure loads it."""
         loaders: dict[str, set[PurePosixPath]] = {}
-        for root, closure in self.closures.items():
-            for path in closure.objects:
-                loaders.setdefault(path, set()).add(root)
+        for root in self.roots:
+            closure = self.closures.get(root.location)
+            for path in closure.objects if closure else ():
+                loaders.setdefault(path, set()).add(root.location)
         return loaders
+
+    @cached_property
+    def _set_of(self) -> dict[str, int]:
+        return {str(b.location): index for index, s in enumerate(self.sets) for b in s.files}
+
+    @cached_property
+    def _set_names(self) -> tuple[frozenset[str], ...]:
+        """Per input: every name its files can be found by (file names, symlinks, SONAMEs)."""
+        names = []
+        for entry in self.sets:
+            found = {b.location.name for b in entry.files}
+            found |= {b.facts.soname for b in entry.files if b.facts and b.facts.soname}
+            names.append(frozenset(found | {alias.name for alias in entry.aliases}))
+        return tuple(names)
+
+    def input_of(self, binary: BinaryFile) -> InputSet | None:
+        index = self._set_of.get(str(binary.location))
+        return None if index is None else self.sets[index]
+
+    def ships(self, binary: BinaryFile, name: str) -> bool:
+        """Whether ``binary``'s own input has a file found by ``name`` (the recipe's libraries
+        count as shipped too); without inputs, whether any input has it."""
+        if name in self.policy.project_files:
+            return True
+        index = self._set_of.get(str(binary.location))
+        return name in (self.in_input if index is None else self._set_names[index])
+
+    def other_providers(self, binary: BinaryFile, name: str) -> tuple[InputSet, ...]:
+        """The other inputs that have a file found by ``name``."""
+        own = self._set_of.get(str(binary.location))
+        return tuple(
+            entry
+            for index, entry in enumerate(self.sets)
+            if index != own and name in self._set_names[index]
+        )
 
     def definitions(self, path: str, facts: ElfFacts) -> DefinitionIndex:
         """The dynamic definitions of one loaded object, indexed once for every closure."""
