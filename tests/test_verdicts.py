@@ -301,3 +301,116 @@ def test_vendored_copies_with_different_graft_hashes_are_by_design(tmp_path: Pat
 
 def test_one_soname_in_two_wheels_is_mapped_once(wheels: Wheels) -> None:
     assert ids(check(wheels.beta, wheels.gamma)) == set()
+
+
+# --- 4. duplicate code that can collide ----------------------------------------------------------
+
+REGISTRY = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+static std::set<std::string>& names() { static std::set<std::string> all; return all; }
+extern "C" void registry_add(const char* name) {
+  if (!names().insert(name).second) { std::fprintf(stderr, "duplicate %s\\n", name); std::abort(); }
+}
+"""
+
+SHARED_REGISTRATION = """extern "C" void registry_add(const char*);
+namespace {
+__attribute__((noipa)) int kernel(int x) { return x * 2 + 1; }
+struct Registerer { Registerer() { if (kernel(1) == 3) registry_add("gemm"); } } registerer;
+}  // namespace
+"""
+
+PRIVATE_LIBRARY = """#include <cstdlib>
+#include <set>
+#include <string>
+namespace proto {
+std::set<std::string>& registry() { static std::set<std::string> all; return all; }
+void add(const char* name) { if (!registry().insert(name).second) std::abort(); }
+__attribute__((noipa)) int encode(int x) { return x * 3; }
+__attribute__((noipa)) int decode(int x) { return x / 3; }
+}  // namespace proto
+namespace {
+struct Registerer {
+  Registerer() { if (proto::decode(proto::encode(3)) == 3) proto::add("message"); }
+};
+Registerer registerer;
+}  // namespace
+"""
+
+MAIN = """extern "C" int one(); extern "C" int two();
+int main() { return one() + two() == 2 ? 0 : 1; }
+"""
+
+
+def cxx(folder: Path, out: str, sources: dict[str, str], *flags: str) -> Path:
+    for name, text in sources.items():
+        (folder / name).write_text(text)
+    command = ["g++", "-O2", "-o", str(folder / out), *sources, f"-L{folder}", *flags]
+    subprocess.run(command, cwd=folder, check=True, capture_output=True)
+    return folder / out
+
+
+def two_libraries(
+    folder: Path, shared_source: str, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so both linked with ``shared.cc``, and an executable that loads
+    both; returns the executable's run."""
+    folder.mkdir(parents=True)
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {
+            f"{name}.cc": f'extern "C" int {name}() {{ return 1; }}\n',
+            "shared.cc": shared_source,
+        }
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-lcore", *flags,
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo", "-lcore",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+def test_a_shared_registration_in_two_libraries_stays_bt103(tmp_path: Path) -> None:
+    run = two_libraries(tmp_path / "seed", SHARED_REGISTRATION)
+    assert run.returncode != 0  # the real abort
+    assert "duplicate gemm" in run.stderr
+    report = check(tmp_path / "seed")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "_GLOBAL__sub_I_shared.cc" in report.findings[0].evidence
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("-Wl,--version-script=api.map",), ("-fvisibility=hidden",)],
+    ids=["version-script", "hidden-visibility"],
+)
+def test_a_private_static_copy_in_each_library_is_a_warning(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    folder = tmp_path / "private"
+    folder.mkdir()
+    (folder / "api.map").write_text("{ global: one; two; local: *; };\n")
+    source = PRIVATE_LIBRARY
+    if flags == ("-fvisibility=hidden",):
+        source = source.replace("int encode", '__attribute__((visibility("hidden"))) int encode')
+    run = _private_build(folder, source, flags)
+    assert run.returncode == 0, run.stderr  # each library registers into its own registry
+    report = check(folder)
+    assert ids(report) == {("BT124", "libtwo.so")}
+    assert not report.failed
+    assert "_ZN5proto" in report.findings[0].evidence
+
+
+def _private_build(
+    folder: Path, source: str, flags: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
+               "{ return 1; }\n", "shared.cc": source}  # fmt: skip
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", *flags,
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)

@@ -179,6 +179,81 @@ def _stripped_exports(subject: Subject) -> dict[tuple[BinaryFile, BinaryFile], s
     return _shared_keys(subject, lambda facts: _exported_strong(facts, among)) if among else {}
 
 
+_INTERNAL_LINKAGE = re.compile(r"L[0-9]|_GLOBAL__N_")
+"""Marks of internal linkage in an Itanium-mangled name: ``L<length><name>`` (a ``static`` name,
+also as a template argument) and the anonymous namespace."""
+
+
+def _bound_privately(name: str, exported: frozenset[str]) -> bool:
+    """A C++ function with external linkage in its source that the link kept out of ``.dynsym``
+    (hidden visibility, a version script's ``local:``): callers in the library bind to this copy,
+    never to another library's. C names cannot tell ``static`` from hidden, so they do not
+    count."""
+    return name.startswith("_Z") and not _INTERNAL_LINKAGE.search(name) and name not in exported
+
+
+def _exported_names(facts: ElfFacts) -> frozenset[str]:
+    """Strong dynamic definitions by name (a version suffix dropped)."""
+    names = facts.defined - facts.weak_defined
+    if facts.versioned_definitions:
+        return frozenset(key.split("@", 1)[0] for key in names)
+    return names
+
+
+def _object_code_finding(
+    subject: Subject, pair: Pair, initializers: Iterable[str], functions: Sequence[str]
+) -> Finding:
+    """BT103 when the shared code can collide, BT124 when it is a private copy in each.
+
+    Code whose functions all have internal linkage does something only through its static
+    initializer, which then reaches state outside the file (the seed's registry): it collides.
+    A statically linked library kept private (most of its external-linkage functions bound inside
+    each library) registers into its own copies of its registries: each library works alone."""
+    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
+    interposing = [name for name in functions if name in first and name in second]
+    private = [name for name in functions if _bound_privately(name, first | second)]
+    counts = (
+        f"{len(functions)} defined functions in both: {len(private)} with external linkage "
+        f"bound inside each library (not in .dynsym), {len(interposing)} exported by both"
+    )
+    if private and len(private) > len(interposing):
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"contains a private copy of object code also in {pair[0].display}: each library "
+            "binds to its own copy",
+            f"unstripped: static initializers {_listed(initializers)}; {counts}; bound inside "
+            f"each: {_listed(private)}; without a recipe no rule tells a private registry from "
+            "a shared one (a recipe's object libraries make this BT103)",
+        )
+    return _duplicate_finding(
+        pair,
+        f"unstripped: static initializers {_listed(initializers)} and {counts}: "
+        f"{_listed(functions)}",
+    )
+
+
+def _both_grafted(subject: Subject, pair: Pair) -> str | None:
+    """The library two repair-tool copies are of (``libgfortran.so.5``), or None."""
+    first, second = (subject.facts(binary) for binary in pair)
+    if not (_is_grafted(first) and _is_grafted(second)):
+        return None
+    return GRAFT_SUFFIX.sub("", first.soname or "")
+
+
+def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Finding:
+    vendored = _both_grafted(subject, pair)
+    if vendored:
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"and {pair[0].display} are two vendored copies of {vendored}, grafted by a repair "
+            "tool: their exported symbols interpose",
+            f"stripped: exported symbols defined in both: {_listed(names)}",
+        )
+    return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {_listed(names)}")
+
+
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     inits = _shared_keys(subject, _static_inits)
     functions = _shared_functions(subject, inits)
@@ -187,18 +262,12 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         also = functions.get(pair)
         if also:
             reported.add(pair)
-            yield _duplicate_finding(
-                pair,
-                f"unstripped: static initializers {_listed(names)} and {len(also)} defined "
-                f"functions ({_listed(also)}) in both",
-            )
+            yield _object_code_finding(subject, pair, names, also)
     exported = _stripped_exports(subject)
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
         stripped = not all(subject.facts(b).has_symtab for b in pair)
         if pair not in reported and stripped:
-            yield _duplicate_finding(
-                pair, f"stripped: exported symbols defined in both: {_listed(names)}"
-            )
+            yield _stripped_finding(subject, pair, names)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

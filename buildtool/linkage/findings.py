@@ -54,8 +54,11 @@ CHECKS: tuple[Check, ...] = (
         "BT103",
         "duplicate-object-code",
         "error",
-        "The same object code is linked into two shared objects that one process loads: its "
-        "static initializers run twice (duplicate registration abort).",
+        "The same object code is linked into two shared objects that one process loads and the "
+        "copies can collide: its static initializers run twice against shared state (duplicate "
+        "registration abort), or its exported definitions interpose. Unstripped, code whose "
+        "functions have internal linkage only, or are mostly exported by both, collides; code "
+        "whose external-linkage functions are bound inside each library is BT124.",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
     ),
     Check(
@@ -166,6 +169,16 @@ CHECKS: tuple[Check, ...] = (
         "A second copy of a library (the same SONAME in two files), e.g. grafted by auditwheel "
         "repair into <pkg>.libs/: loading both runs the registrations twice.",
         "Repair with --exclude for the project's own libraries and give them RUNPATH $ORIGIN.",
+    ),
+    Check(
+        "BT124",
+        "private-static-copy",
+        "warning",
+        "Two libraries one process loads each hold a copy of the same object code, but each "
+        "binds to its own: a statically linked library kept private (its functions hidden or "
+        "localized by a version script), or two vendored copies of one third-party library. "
+        "Both work; the copy costs space.",
+        "Link the shared code into one library that both need, if the space matters.",
     ),
     Check(
         "BT130",
