@@ -4,7 +4,9 @@ gone, and each true defect next to it is kept. Where it can, a test asks the rea
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import os
 import shutil
 import subprocess
@@ -17,10 +19,11 @@ from pathlib import Path
 import pytest
 
 from buildtool.linkage import hardening
-from buildtool.linkage.policy import LinkagePolicy
+from buildtool.linkage.policy import ExecutableRule, LibraryRule, LinkagePolicy
 from buildtool.linkage.report import Report
 from buildtool.linkage.verify import verify_paths
 from buildtool.linkage.wheel_archive import record_line
+from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 pytestmark = pytest.mark.integration
 
@@ -414,3 +417,101 @@ def _private_build(
     cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
         "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
     return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+# --- 5. policy holes -------------------------------------------------------------------------
+
+
+def _policy(*, executables: tuple[ExecutableRule, ...] = (), **library: object) -> LinkagePolicy:
+    rule = LibraryRule(
+        name="runtime", file_name="libdemo_runtime.so", optional=False, required_needed=(),
+        forbidden_needed=(), registers=(), objects=(), size_budget=None,
+    )  # fmt: skip
+    rule = dataclasses.replace(rule, **library)  # type: ignore[arg-type]
+    return LinkagePolicy("policy.toml", "demo", (rule,), executables, (), hardening=False)
+
+
+def test_allowed_needed_covers_libraries_the_recipe_does_not_declare(tmp_path: Path) -> None:
+    """TVM's removed libtvm_allvisible.so: a test that needs it must not pass."""
+    folder = tmp_path / "lib"
+    lib(folder, "demo_runtime", "int runtime(void) { return 0; }\n")
+    lib(folder, "tvm_allvisible", "int allvisible(void) { return 0; }\n")
+    main = "int runtime(void); int allvisible(void);\n"
+    main += "int main(void) { return runtime() + allvisible(); }\n"
+    gcc(folder, folder / "unit_test", main, "-exe", "-ldemo_runtime", "-ltvm_allvisible",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    test = ExecutableRule("unit_test", (), ("libdemo_runtime.so",), ())
+    report = verify_paths([folder], _policy(executables=(test,)), jobs=1)
+    assert ids(report) == {("BT102", "unit_test")}
+    assert "libtvm_allvisible.so, which is a project library outside its allow-list" in (
+        report.findings[0].message
+    )
+
+
+REGISTRY_DEFINITION = """#include <string>
+extern "C" void registry_add(const std::string& name) { (void)name; }
+"""
+
+REGISTERING = """#include <string>
+extern "C" void registry_add(const std::string&);
+namespace { struct R { R() { registry_add(std::string("gemm")); } } registerer; }
+"""
+
+
+def test_a_name_stored_in_instructions_is_not_a_missing_registration(tmp_path: Path) -> None:
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    registry = {"registry.cc": REGISTRY_DEFINITION}
+    cxx(folder, "libdemo_runtime.so", {"reg.cc": REGISTERING, **registry}, "-shared",
+        "-fPIC", "-Wl,-soname,libdemo_runtime.so")  # fmt: skip
+    policy = _policy(registers=("gemm",), static_initializers=("_GLOBAL__sub_I_reg.cc",))
+    report = verify_paths([folder], policy, jobs=1)
+    assert ids(report) == {("BT115", "libdemo_runtime.so")}
+    assert report.findings[0].severity == "info"
+    assert not report.failed
+    # the same library without the registering source: proven absent
+    cxx(folder, "libdemo_runtime.so", registry, "-shared", "-fPIC",
+        "-Wl,-soname,libdemo_runtime.so")  # fmt: skip
+    assert ids(verify_paths([folder], policy, jobs=1)) == {("BT105", "libdemo_runtime.so")}
+
+
+def test_a_folder_a_thousand_deep_is_walked(tmp_path: Path) -> None:
+    deep = tmp_path / "top"
+    deep.mkdir()
+    for _ in range(1000):  # Path.mkdir(parents=True) itself recurses
+        deep = deep / "d"
+        deep.mkdir()
+    lib(deep, "deep", "int deep(void) { return 0; }\n")
+    try:
+        report = check(tmp_path / "top")
+    finally:
+        _remove_deep(tmp_path / "top")  # shutil.rmtree recurses too: pytest could not clean up
+    assert report.files_checked == 1
+    assert report.findings == ()
+
+
+def _remove_deep(top: Path) -> None:
+    folders = [top]
+    while (folders[-1] / "d").is_dir():
+        folders.append(folders[-1] / "d")
+    for folder in reversed(folders):
+        for entry in folder.iterdir():
+            if not entry.is_dir():
+                entry.unlink()
+        folder.rmdir()
+
+
+def test_a_recipe_found_by_search_applies_only_inside_its_project(
+    tmp_path: Path, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a checkout, a system library gets no recipe (no hardening policy, no BT140)."""
+    outside = tmp_path / "libsystem.so"
+    lib(tmp_path, "system", "int system_api(void) { return 0; }\n", "-Wl,-z,lazy")
+    shutil.move(tmp_path / "libsystem.so", outside)
+    monkeypatch.chdir(REPO)
+    result = run_cli("verify-linkage", str(outside), "--format", "json")
+    assert json.loads(result.stdout)["recipe"] is None
+    assert result.exit_code == 0
+    text = run_cli("verify-linkage", str(outside), "--recipe", str(DEMO_RECIPE)).stdout
+    assert f"recipe: {DEMO_RECIPE}" in text
+    assert "BT140" in text  # named with --recipe, it applies

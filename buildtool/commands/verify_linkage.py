@@ -15,7 +15,7 @@ from buildtool.errors import UsageError
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.report import Report, render_github, render_json, render_text
 from buildtool.linkage.verify import verify_paths
-from buildtool.verification import policy_for_recipe
+from buildtool.verification import policy_for_recipe, recipe_covers
 
 if TYPE_CHECKING:
     from buildtool.recipe.load import LoadedRecipe
@@ -87,7 +87,8 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
         path = find_default_recipe(Path.cwd())
     except UsageError:
         return None  # no recipe around: the generic checks still run
-    return load_recipe(path, str(path))
+    loaded = load_recipe(path, str(path))
+    return loaded if recipe_covers(loaded, args.paths or [Path("build")], Path.cwd()) else None
 
 
 def _render(report: Report, output_format: str, colour: bool) -> str:

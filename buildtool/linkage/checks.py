@@ -16,7 +16,7 @@ from buildtool.linkage.elf import LINKER_GENERATED, ElfFacts
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.hardening import check_hardening, search_path_problem
 from buildtool.linkage.inputs import BinaryFile
-from buildtool.linkage.policy import ObjectRule
+from buildtool.linkage.policy import LibraryRule, ObjectRule
 from buildtool.linkage.resolve import (
     Closure,
     expand_entries,
@@ -77,9 +77,9 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
             yield entry, f"matches forbidden pattern {matched[0]!r}"
     if executable is None:
         return
-    project = subject.policy.project_files
     for entry in needed:
-        is_project = entry in project
+        # every NEEDED the inputs ship counts, declared in the recipe or not
+        is_project = entry in subject.policy.project_files or entry in subject.in_input
         allowed = any(fnmatch.fnmatchcase(entry, p) for p in executable.allowed_project_needed)
         if is_project and not allowed:
             shown = ", ".join(executable.allowed_project_needed) or "none"
@@ -318,12 +318,38 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
             owners = [b for b in subject.shared if _name(b) == rule.file_name]
             for owner in owners:
                 if name not in subject.facts(owner).registration_strings:
-                    yield Finding(
-                        "BT105",
-                        owner.display,
-                        f"registration {name!r} is not in this library",
-                        "no such string constant in its read-only data",
-                    )
+                    yield _registration_missing(subject.facts(owner), owner, rule, name)
+
+
+def _registration_missing(
+    facts: ElfFacts, owner: BinaryFile, rule: LibraryRule, name: str
+) -> Finding:
+    """BT105 when the absence is proven: the file keeps its ``.symtab`` and none of the static
+    initializers of its sources and objects is in it, so the registering code is not there.
+    Otherwise BT115: compilers store short names as instruction immediates, not strings."""
+    initializers = set(rule.static_initializers)
+    initializers.update(i for obj in rule.objects for i in obj.static_initializers)
+    present = _static_inits(facts) & initializers
+    if facts.has_symtab and not present:
+        return Finding(
+            "BT105",
+            owner.display,
+            f"registration {name!r} is not in this library",
+            "not found as a string constant in its read-only data, and none of the static "
+            "initializers of its sources is in its .symtab",
+        )
+    why = (
+        f"its sources' static initializers are there ({_listed(present)})"
+        if present
+        else "it is stripped"
+    )
+    return Finding(
+        "BT115",
+        owner.display,
+        f"registration {name!r} not found as a string",
+        f"no such string constant in its read-only data, but {why}: a short name may be stored "
+        "in instructions, so its absence is not proven",
+    )
 
 
 def _unresolved_in(subject: Subject, facts: ElfFacts, closure: Closure) -> set[str]:

@@ -73,7 +73,8 @@ CHECKS: tuple[Check, ...] = (
         "BT105",
         "registration-missing",
         "warning",
-        "A declared registration name is not in the library the recipe says holds it.",
+        "A declared registration name is not in the library the recipe says holds it: no such "
+        "string, and none of its sources' static initializers in its .symtab.",
         "Compile the registering source into that library, or correct the recipe.",
         needs_recipe=True,
     ),
@@ -146,6 +147,16 @@ CHECKS: tuple[Check, ...] = (
         "Python package imported first), as it matches NEEDED names against loaded SONAMEs.",
         "Import the other package before loading this library (or point RUNPATH at its folder, "
         "e.g. $ORIGIN/../../<other>/lib).",
+    ),
+    Check(
+        "BT115",
+        "registration-not-found-as-string",
+        "info",
+        "A declared registration name is not a string constant in its library, but the code "
+        "that would register it may be there (its sources' static initializers are, or the file "
+        "is stripped): compilers store short names in instructions, so absence is not proven.",
+        "Nothing to do if the name registers at run time; a longer name is stored as a string.",
+        needs_recipe=True,
     ),
     Check(
         "BT120",

@@ -38,6 +38,9 @@ class LibraryRule:
     """Object libraries it owns."""
     size_budget: int | None
     """Largest allowed file size in bytes."""
+    static_initializers: tuple[str, ...] = ()
+    """``.symtab`` static-init functions of its own sources (evidence that their code is in
+    it, registrations included)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -93,7 +93,9 @@ def render_text(report: Report, paint: Callable[[str, str], str] | None = None) 
         wasted = sum(entry.file_size for entry in report.sizes if entry.identical_to)
         if wasted:
             lines.append(f"  identical copies of one library: {_megabytes(wasted)} wasted")
-    if not report.recipe:
+    if report.recipe:
+        lines.append(f"recipe: {report.recipe}")
+    else:
         lines.append("no recipe: checks that need a linkage policy were skipped")
     verdict = _summary_line(report)
     lines.append(style(verdict, "red" if report.failed else "green"))
