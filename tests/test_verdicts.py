@@ -515,3 +515,31 @@ def test_a_recipe_found_by_search_applies_only_inside_its_project(
     text = run_cli("verify-linkage", str(outside), "--recipe", str(DEMO_RECIPE)).stdout
     assert f"recipe: {DEMO_RECIPE}" in text
     assert "BT140" in text  # named with --recipe, it applies
+
+
+# --- 6. a stale monolith without a recipe --------------------------------------------------------
+
+
+def _part(name: str) -> str:
+    return f'extern "C" int {name}_value() {{ static int v = 1; return v; }}\n' + (
+        f"namespace {{ struct Init {{ Init() {{ {name}_value(); }} }} init; }}\n"
+    )
+
+
+def test_a_stale_monolith_beside_its_split_libraries(tmp_path: Path) -> None:
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    sources = {"runtime.cc": _part("runtime"), "compiler.cc": _part("compiler")}
+    for name, source in sources.items():
+        stem = name.removesuffix(".cc")
+        cxx(folder, f"libtvm_{stem}.so", {name: source}, "-shared", "-fPIC",
+            f"-Wl,-soname,libtvm_{stem}.so")  # fmt: skip
+    assert check(folder).findings == ()
+    cxx(folder, "libtvm.so", sources, "-shared", "-fPIC", "-Wl,-soname,libtvm.so")
+    report = check(folder)
+    assert ids(report) == {("BT125", "libtvm.so")}
+    assert "_GLOBAL__sub_I_runtime.cc" in report.findings[0].evidence
+    # something still loads it: a library in use, not a leftover
+    main = 'extern "C" int runtime_value();\nint main() { return runtime_value() - 1; }\n'
+    cxx(folder, "app", {"app.cc": main}, "-ltvm", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
+    assert ("BT125", "libtvm.so") not in ids(check(folder))

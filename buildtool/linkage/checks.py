@@ -9,6 +9,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 
@@ -647,6 +648,48 @@ def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
         seen.setdefault(key, []).append(binary)
 
 
+def _monolith_parts(
+    subject: Subject, candidate: BinaryFile, siblings: Sequence[BinaryFile], owners: Counter[str]
+) -> list[tuple[BinaryFile, frozenset[str]]]:
+    """The siblings whose own static initializers (those no other sibling has) ``candidate``
+    holds: the parts of the split it still contains. ``owners`` counts the libraries of the
+    folder that have each initializer."""
+    mine = _static_inits(subject.facts(candidate))
+    parts = []
+    for sibling in siblings:
+        shared = _static_inits(subject.facts(sibling)) & mine
+        own = frozenset(name for name in shared if owners[name] == 2)  # the sibling and it
+        if own:
+            parts.append((sibling, own))
+    return parts
+
+
+def check_stale_monolith(subject: Subject) -> Iterator[Finding]:
+    """A library nothing loads that holds the static initializers of several libraries beside
+    it (TVM's leftover libtvm.so next to libtvm_runtime.so), with or without a recipe."""
+    folders: dict[PurePosixPath, list[BinaryFile]] = {}
+    for binary in subject.shared:
+        if subject.facts(binary).soname and subject.facts(binary).static_initializers:
+            folders.setdefault(binary.location.parent, []).append(binary)
+    for libraries in folders.values():
+        owners = Counter(name for b in libraries for name in _static_inits(subject.facts(b)))
+        for candidate in libraries:
+            loaded = str(candidate.location) in subject.loaded_by_others
+            if loaded or _name(candidate) in subject.policy.removed:
+                continue  # a removed library is BT121 already
+            siblings = [b for b in libraries if b is not candidate]
+            parts = _monolith_parts(subject, candidate, siblings, owners)
+            if len(parts) >= 2:
+                shown = "; ".join(f"{_name(b)}: {_listed(inits)}" for b, inits in parts)
+                yield Finding(
+                    "BT125",
+                    candidate.display,
+                    f"is a stale monolith: it holds the code of {len(parts)} libraries beside "
+                    "it and nothing loads it",
+                    f"their own static initializers are in it ({shown})",
+                )
+
+
 def check_size_budgets(subject: Subject) -> Iterator[Finding]:
     for rule in subject.policy.libraries:
         for binary in subject.shared:
@@ -671,6 +714,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_search_paths,
     check_layout,
     check_duplicate_copies,
+    check_stale_monolith,
     check_size_budgets,
     check_hardening,
 )

@@ -192,6 +192,15 @@ CHECKS: tuple[Check, ...] = (
         "Link the shared code into one library that both need, if the space matters.",
     ),
     Check(
+        "BT125",
+        "stale-monolith",
+        "error",
+        "A library that nothing in the inputs loads holds the static initializers of several "
+        "libraries beside it: the monolith the split replaced, still shipped (loaded by an old "
+        "path, it registers everything a second time).",
+        "Delete it from the build or wheel (with a recipe, list it in verify.removed).",
+    ),
+    Check(
         "BT130",
         "size-budget-exceeded",
         "error",
