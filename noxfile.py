@@ -1,5 +1,5 @@
 """Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s demo``, ``nox -s schema``,
-``nox -s fuzz``, ``nox -s bench``."""
+``nox -s fuzz``, ``nox -s bench``, ``nox -s realwheels``."""
 
 from __future__ import annotations
 
@@ -66,3 +66,16 @@ def bench(session: nox.Session) -> None:
     runs, ``-- --work-dir DIR`` to keep the downloads between runs."""
     session.install("-e", ".")
     session.run("python", "benchmarks/verify_torch.py", *session.posargs)
+
+
+@nox.session
+def realwheels(session: nox.Session) -> None:
+    """verify-linkage on popular third-party wheels (apache-tvm with apache-tvm-ffi, torch,
+    numpy, scipy, pyarrow, grpcio, opencv-python-headless), each verdict asserted; the wheels are
+    downloaded once into $BUILDTOOL_REALWHEELS_CACHE (default ~/.cache/buildtool/realwheels).
+    The results table is docs/realwheels.md."""
+    session.install("-e", ".[test]")
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "--realwheels", "-m", "realwheels",
+        "tests/test_realwheels.py", *session.posargs,
+    )  # fmt: skip

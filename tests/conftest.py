@@ -19,6 +19,24 @@ PACKAGES = REPO / "tests" / "packages"
 DEMO_RECIPE = REPO / "recipes" / "demo.toml"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--realwheels",
+        action="store_true",
+        help="run the tests marked realwheels (they download third-party wheels)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked realwheels download hundreds of MB: deselected unless asked for."""
+    if config.getoption("--realwheels"):
+        return
+    kept = [item for item in items if item.get_closest_marker("realwheels") is None]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
+
+
 def require(available: bool, reason: str) -> None:
     """Skip a test whose tool or file this machine lacks, but fail under CI: .ci/run installs
     everything the suite needs, so a skip there would hide a test that never ran."""
