@@ -131,6 +131,15 @@ def test_cwd_relative_and_world_writable_entries_stay_errors(tmp_path: Path, ent
     assert ids(check(folder)) == {("BT110", "libr.so")}
 
 
+def test_a_default_directory_in_runpath_is_a_warning(tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    system = "/usr/lib/x86_64-linux-gnu" if Path("/usr/lib/x86_64-linux-gnu").is_dir() else "/lib64"
+    lib(folder, "s", "int s(void) { return 1; }\n", f"-Wl,--enable-new-dtags,-rpath,{system}")
+    report = check(folder)
+    assert ids(report) == {("BT113", "libs.so")}
+    assert "default directory" in report.findings[0].message
+
+
 # --- 2. load context like ld.so --------------------------------------------------------------
 
 

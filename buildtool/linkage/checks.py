@@ -20,6 +20,7 @@ from buildtool.linkage.inputs import BinaryFile
 from buildtool.linkage.policy import LibraryRule, ObjectRule
 from buildtool.linkage.resolve import (
     Closure,
+    default_system_dirs,
     expand_entries,
     unresolved_against,
     unsatisfied_version_needs,
@@ -532,6 +533,11 @@ def _search_entry_finding(
     evidence = f"{tag}: {':'.join(entries)}"
     if problem != "absolute" or _is_project_file(subject, binary):
         return Finding("BT110", binary.display, f"{tag} entry {entry!r} is {problem}", evidence)
+    facts = subject.facts(binary)
+    folder = posixpath.normpath(entry)
+    if folder in default_system_dirs(facts.elf_class, facts.machine) and not facts.nodeflib:
+        message = f"{tag} entry {entry!r} is a default directory: ld.so searches it anyway"
+        return Finding("BT113", binary.display, message, evidence)
     consequence = _entry_consequence(subject, binary, entry, tag)
     if consequence:
         message = f"{tag} entry {entry!r} is absolute and {consequence}"
