@@ -161,6 +161,17 @@ def test_a_dependency_is_found_through_its_loaders_rpath(tmp_path: Path) -> None
     assert run.stdout == "2\n", run.stderr
 
 
+def test_a_dependency_with_a_symbol_nothing_defines_stays_bt106(tmp_path: Path) -> None:
+    libs = tmp_path / "site" / "pkg.libs"
+    lib(libs, "dep", "int nowhere(void);\nint dep(void) { return nowhere(); }\n")
+    module = tmp_path / "site" / "pkg" / f"_mod.{EXT}"
+    gcc(libs, module, "int dep(void);\nint mod(void) { return dep(); }\n", "-ldep",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../pkg.libs")  # fmt: skip
+    report = check(tmp_path / "site" / "pkg")
+    assert ids(report) == {("BT106", "libdep.so")}
+    assert "nowhere" in report.findings[0].evidence
+
+
 def test_the_same_dependency_as_a_root_needs_its_runpath(tmp_path: Path) -> None:
     """Loaded by nothing, the library is judged on its own: its NEEDED is not found (BT112)."""
     libs = tmp_path / "site" / "pkg.libs"

@@ -80,8 +80,8 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
     if executable is None:
         return
     for entry in needed:
-        # every NEEDED the inputs ship counts, declared in the recipe or not
-        is_project = entry in subject.policy.project_files or entry in subject.in_input
+        # every NEEDED its input ships counts, declared in the recipe or not
+        is_project = subject.ships(binary, entry)
         allowed = any(fnmatch.fnmatchcase(entry, p) for p in executable.allowed_project_needed)
         if is_project and not allowed:
             shown = ", ".join(executable.allowed_project_needed) or "none"
@@ -397,6 +397,9 @@ def check_undefined_symbols(subject: Subject) -> Iterator[Finding]:
     for binary in subject.files:
         # a missing NEEDED is its own finding; its symbols cannot be judged in that context
         contexts = [c for c in subject.contexts(binary) if not c.missing]
+        own = subject.closures.get(binary.location)
+        if not contexts and own is not None and not own.missing:
+            contexts = [own]  # every loader misses something: the file's own needs still count
         if contexts:
             finding = _undefined_findings(subject, binary, contexts)
             if finding:
