@@ -87,17 +87,14 @@ class Subject:
 
     @cached_property
     def roots(self) -> tuple[BinaryFile, ...]:
+        """The files load contexts start at, in input order."""
         return tuple(b for b in self.files if self.is_root(b))
 
     def contexts(self, binary: BinaryFile) -> tuple[Closure, ...]:
         """The closures ``binary`` is loaded in: those of the roots that load it (its own when
-        it is a root), in input order."""
+        it is a root), by root path."""
         roots = self._root_loaders.get(str(binary.location), set())
-        return tuple(
-            self.closures[root.location]
-            for root in self.roots
-            if root.location in roots and root.location in self.closures
-        )
+        return tuple(self.closures[root] for root in sorted(roots, key=str))
 
     @cached_property
     def _root_loaders(self) -> dict[str, set[PurePosixPath]]:
