@@ -21,6 +21,8 @@ from buildtool.linkage.elf import ElfFacts, MalformedElf
 from buildtool.linkage.reading import Source, read_source, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
+    import zipfile
+
     from buildtool.linkage.wheel_archive import WheelLimits
 
 WHEEL_SEPARATOR = "!/"
@@ -188,16 +190,36 @@ def _not_elf_library(display: str) -> BinaryFile:
     return BinaryFile(display, PurePosixPath("/"), None, MalformedElf(display, 0, reason))
 
 
-def _wheel_sources(path: Path, limits: WheelLimits) -> list[Source]:
-    """A source for every member to read, once the headers and RECORD passed."""
+def _wheel_sources(path: Path, limits: WheelLimits) -> tuple[list[Source], Distribution | None]:
+    """A source for every member to read, once the headers and RECORD passed; and what the
+    wheel's ``*.dist-info/METADATA`` says it installs."""
     from buildtool.linkage.wheel_archive import checked_members, open_wheel
 
     with open_wheel(path) as archive:
         members = checked_members(str(path), archive, limits)
-    return [
+        distribution = _wheel_distribution(archive, [member.name for member in members])
+    sources = [
         Source(str(path), f"{path}{WHEEL_SEPARATOR}{member.name}", member.span.file_size, member)
         for member in members
     ]
+    return sources, distribution
+
+
+_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
+
+
+def _wheel_distribution(archive: zipfile.ZipFile, names: list[str]) -> Distribution | None:
+    """The one top-level ``*.dist-info/METADATA`` (its size already checked with every member)."""
+    from buildtool.linkage.wheel_archive import ZIP_ERRORS
+
+    found = [name for name in names if _METADATA.fullmatch(name)]
+    if len(found) != 1:
+        return None
+    try:
+        text = archive.read(found[0]).decode("utf-8", "replace")
+    except ZIP_ERRORS:
+        return None  # a broken member is reported when it is read with the others
+    return parse_metadata(text)
 
 
 def read_wheel(
@@ -211,7 +233,7 @@ def read_wheel(
     ``limits``: default ``wheel_archive.DEFAULT_LIMITS``."""
     from buildtool.linkage.wheel_archive import DEFAULT_LIMITS
 
-    sources = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
+    sources, distribution = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
     outcomes = read_sources(sources, names, jobs)
     files: list[BinaryFile] = []
     for source, outcome in zip(sources, outcomes, strict=True):
@@ -222,19 +244,7 @@ def read_wheel(
         elif LIBRARY_NAME.search(name):
             location = PurePosixPath(f"/{name}")
             files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
-    return InputSet("wheel", str(path), tuple(files), {}, _wheel_distribution(path))
-
-
-def _wheel_distribution(path: Path) -> Distribution | None:
-    """The wheel's ``*.dist-info/METADATA`` (already checked with every member)."""
-    import zipfile
-
-    with zipfile.ZipFile(path) as archive:
-        names = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
-        if len(names) != 1:
-            return None
-        text = archive.read(names[0]).decode("utf-8", "replace")
-    return parse_metadata(text)
+    return InputSet("wheel", str(path), tuple(files), {}, distribution)
 
 
 def read_input(path: Path, names: Collection[str], jobs: int | None = None) -> InputSet:
