@@ -64,6 +64,13 @@ def _summary_line(report: Report) -> str:
     )
 
 
+def _recipe_line(report: Report) -> str:
+    """Which recipe the run applied, or that it applied none."""
+    if report.recipe:
+        return f"recipe: {report.recipe}"
+    return "no recipe: checks that need a linkage policy were skipped"
+
+
 def render_text(report: Report, paint: Callable[[str, str], str] | None = None) -> str:
     """Findings grouped per file, then the size table and a one-line verdict."""
     style = paint or (lambda text, _style: text)
@@ -93,10 +100,7 @@ def render_text(report: Report, paint: Callable[[str, str], str] | None = None) 
         wasted = sum(entry.file_size for entry in report.sizes if entry.identical_to)
         if wasted:
             lines.append(f"  identical copies of one library: {_megabytes(wasted)} wasted")
-    if report.recipe:
-        lines.append(f"recipe: {report.recipe}")
-    else:
-        lines.append("no recipe: checks that need a linkage policy were skipped")
+    lines.append(_recipe_line(report))
     verdict = _summary_line(report)
     lines.append(style(verdict, "red" if report.failed else "green"))
     return "\n".join(lines) + "\n"
@@ -157,7 +161,8 @@ def github_annotation(finding: Finding) -> str:
 
 
 def render_github(report: Report) -> str:
-    """GitHub Actions annotations, then the plain verdict line."""
+    """GitHub Actions annotations, then the recipe and the plain verdict line."""
     lines = [github_annotation(finding) for finding in report.findings]
+    lines.append(_recipe_line(report))
     lines.append(_summary_line(report))
     return "\n".join(lines) + "\n"
