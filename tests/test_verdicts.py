@@ -280,6 +280,20 @@ def test_adding_a_wheel_never_makes_a_verdict_worse(wheels: Wheels) -> None:
                 assert more <= found, f"adding {wheel.name} to {sorted(p.name for p in subset)}"
 
 
+def test_an_installed_folder_knows_which_distribution_ships_what(
+    wheels: Wheels, tmp_path: Path
+) -> None:
+    """site-packages with alpha and beta installed: the RECORDs say libbeta.so is beta's."""
+    site = tmp_path / "site-packages"
+    for wheel in (wheels.alpha, wheels.beta):
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(site)
+    assert ids(check(site)) == {("BT114", "libalpha.so")}
+    for info in site.glob("*.dist-info"):
+        shutil.rmtree(info)  # unknown owners: one input ships it, and ld.so does not find it
+    assert ids(check(site)) == {("BT107", "libalpha.so")}
+
+
 # --- 3. copies as the loader sees them ----------------------------------------------------------
 
 

@@ -448,7 +448,7 @@ def _missing_finding(
     message = f"needs {name}, which the dynamic loader would not find"
     if subject.ships(binary, name):
         return Finding("BT107", binary.display, message, evidence)
-    own = subject.input_of(binary)
+    own = subject.origin_of(binary)
     own_dist = own.distribution if own else None
     for provider in subject.other_providers(binary, name):
         dist = provider.distribution
@@ -634,7 +634,7 @@ def _harmless_copy(subject: Subject, first: BinaryFile, second: BinaryFile) -> b
     a, b = subject.facts(first), subject.facts(second)
     if _is_grafted(a) and _is_grafted(b):
         return True
-    return a.soname == b.soname and subject.input_of(first) is not subject.input_of(second)
+    return a.soname == b.soname and subject.origin_of(first) != subject.origin_of(second)
 
 
 def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 import stat
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -93,6 +93,9 @@ class InputSet:
     """Symlinks inside the input: link location -> target location (``libx.so -> libx.so.1``)."""
     distribution: Distribution | None = None
     """What a wheel input installs (None for other inputs, or a wheel without metadata)."""
+    owners: Mapping[PurePosixPath, Distribution] = dataclasses.field(default_factory=dict)
+    """An installed folder's files by the distribution whose ``*.dist-info/RECORD`` lists them
+    (a site-packages folder holds many)."""
 
     @property
     def in_wheel(self) -> bool:
@@ -178,7 +181,43 @@ def read_folder(path: Path, names: Collection[str], jobs: int | None = None) -> 
         for source, outcome in zip(sources, outcomes, strict=True)
         if outcome is not None
     )
-    return InputSet(kind, str(path), files, aliases)
+    owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
+    return InputSet(kind, str(path), files, aliases, owners=owners)
+
+
+def _installed_owners(
+    path: Path, locations: set[PurePosixPath]
+) -> dict[PurePosixPath, Distribution]:
+    """Which distribution installed each of ``locations``: the ``*.dist-info`` folders in
+    ``path`` (a site-packages folder) or beside it (an installed package's folder)."""
+    owners: dict[PurePosixPath, Distribution] = {}
+    for site in (path, path.parent):
+        for info in sorted(site.glob("*.dist-info")):
+            try:
+                metadata = (info / "METADATA").read_text(encoding="utf-8", errors="replace")
+                record = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue  # an incomplete install: its files stay unattributed
+            distribution = parse_metadata(metadata)
+            if distribution is not None:
+                _attribute(site.resolve(), record, distribution, locations, owners)
+    return owners
+
+
+def _attribute(
+    site: Path,
+    record: str,
+    distribution: Distribution,
+    locations: set[PurePosixPath],
+    owners: dict[PurePosixPath, Distribution],
+) -> None:
+    import csv  # only installed folders have a RECORD to read
+
+    for row in csv.reader(record.splitlines()):
+        if row:
+            location = PurePosixPath(os.path.normpath(site / row[0]))
+            if location in locations:
+                owners.setdefault(location, distribution)
 
 
 LIBRARY_NAME = re.compile(r"\.so(\.[0-9]+)*\Z")

@@ -9,9 +9,10 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from buildtool.linkage.elf import ElfFacts
-from buildtool.linkage.inputs import BinaryFile, InputSet
+from buildtool.linkage.inputs import BinaryFile, Distribution, InputSet
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.resolve import Closure, DefinitionIndex, index_object
 
@@ -24,6 +25,14 @@ which shows them, needs names."""
 def digests_as_names(_binary: BinaryFile, digests: frozenset[int]) -> dict[int, str]:
     """A ``FunctionNames`` that reads nothing: it shows the digests."""
     return {digest: f"#{digest:016x}" for digest in digests}
+
+
+class Origin(NamedTuple):
+    """Where a file comes from: one input, and the distribution that installs it (a wheel's,
+    or the one whose RECORD lists it in an installed folder; None when unknown)."""
+
+    label: str
+    distribution: Distribution | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,38 +116,51 @@ class Subject:
         return loaders
 
     @cached_property
-    def _set_of(self) -> dict[str, int]:
-        return {str(b.location): index for index, s in enumerate(self.sets) for b in s.files}
+    def _origins(self) -> dict[str, Origin]:
+        """Each file's origin: its input, and within an installed folder its distribution."""
+        origins: dict[str, Origin] = {}
+        for entry in self.sets:
+            for binary in entry.files:
+                dist = entry.owners.get(binary.location, entry.distribution)
+                origins[str(binary.location)] = Origin(entry.label, dist)
+        return origins
 
     @cached_property
-    def _set_names(self) -> tuple[frozenset[str], ...]:
-        """Per input: every name its files can be found by (file names, symlinks, SONAMEs)."""
-        names = []
+    def _origin_names(self) -> dict[Origin, frozenset[str]]:
+        """Per origin: every name its files can be found by (file names, symlinks, SONAMEs)."""
+        names: dict[Origin, set[str]] = {}
         for entry in self.sets:
-            found = {b.location.name for b in entry.files}
-            found |= {b.facts.soname for b in entry.files if b.facts and b.facts.soname}
-            names.append(frozenset(found | {alias.name for alias in entry.aliases}))
-        return tuple(names)
+            for binary in entry.files:
+                found = names.setdefault(self._origins[str(binary.location)], set())
+                found.add(binary.location.name)
+                if binary.facts is not None and binary.facts.soname:
+                    found.add(binary.facts.soname)
+            if entry.aliases:
+                unowned = Origin(entry.label, entry.distribution)
+                names.setdefault(unowned, set()).update(a.name for a in entry.aliases)
+        return {origin: frozenset(found) for origin, found in names.items()}
 
-    def input_of(self, binary: BinaryFile) -> InputSet | None:
-        index = self._set_of.get(str(binary.location))
-        return None if index is None else self.sets[index]
+    def origin_of(self, binary: BinaryFile) -> Origin | None:
+        return self._origins.get(str(binary.location))
 
     def ships(self, binary: BinaryFile, name: str) -> bool:
-        """Whether ``binary``'s own input has a file found by ``name`` (the recipe's libraries
-        count as shipped too); without inputs, whether any input has it."""
+        """Whether ``binary``'s own input (its distribution, in an installed folder) has a file
+        found by ``name`` (the recipe's libraries count as shipped too); without inputs,
+        whether any input has it."""
         if name in self.policy.project_files:
             return True
-        index = self._set_of.get(str(binary.location))
-        return name in (self.in_input if index is None else self._set_names[index])
+        origin = self.origin_of(binary)
+        if origin is None:
+            return name in self.in_input
+        return name in self._origin_names.get(origin, frozenset())
 
-    def other_providers(self, binary: BinaryFile, name: str) -> tuple[InputSet, ...]:
-        """The other inputs that have a file found by ``name``."""
-        own = self._set_of.get(str(binary.location))
+    def other_providers(self, binary: BinaryFile, name: str) -> tuple[Origin, ...]:
+        """The other inputs (or distributions) that have a file found by ``name``."""
+        own = self.origin_of(binary)
         return tuple(
-            entry
-            for index, entry in enumerate(self.sets)
-            if index != own and name in self._set_names[index]
+            origin
+            for origin, names in self._origin_names.items()
+            if origin != own and name in names
         )
 
     def definitions(self, path: str, facts: ElfFacts) -> DefinitionIndex:
