@@ -74,11 +74,12 @@ class Subject:
     @cached_property
     def loaded_by_others(self) -> frozenset[str]:
         """Locations of the files another input file loads (one that they do not load back)."""
+        by_path = {closure.root: closure for closure in self.closures.values()}
         loaded: set[str] = set()
-        for root, closure in self.closures.items():
+        for root, closure in by_path.items():
             for path in closure.load_order[1:]:
-                other = self.closures.get(PurePosixPath(path))
-                if other is None or str(root) not in other.objects:
+                other = by_path.get(path)
+                if other is None or root not in other.objects:
                     loaded.add(path)
         return frozenset(loaded)
 
