@@ -48,7 +48,8 @@ class BinaryFile:
 
 @dataclasses.dataclass(frozen=True)
 class Distribution:
-    """The Python distribution a wheel input installs (its ``METADATA``)."""
+    """A Python distribution: what a wheel, or a ``*.dist-info`` folder of an installed one, says
+    in its ``METADATA``."""
 
     name: str
     """``Name``, normalized (PEP 503: lower case, runs of ``-_.`` as one ``-``)."""

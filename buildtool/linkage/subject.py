@@ -32,7 +32,9 @@ class Origin(NamedTuple):
     or the one whose RECORD lists it in an installed folder; None when unknown)."""
 
     label: str
+    """The input (PATH argument) the file was read from."""
     distribution: Distribution | None
+    """The distribution that installs it, when a wheel's or a RECORD's metadata says."""
 
 
 @dataclasses.dataclass(frozen=True)
