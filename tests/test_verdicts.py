@@ -434,6 +434,7 @@ def test_a_private_static_copy_in_each_library_is_a_warning(
     assert ids(report) == {("BT124", "libtwo.so")}
     assert not report.failed
     assert "_ZN5proto" in report.findings[0].evidence
+    assert "MB of code twice" in report.findings[0].message
 
 
 def _private_build(

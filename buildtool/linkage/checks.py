@@ -223,7 +223,8 @@ def _object_code_finding(
             "BT124",
             pair[1].display,
             f"contains a private copy of object code also in {pair[0].display}: each library "
-            "binds to its own copy",
+            f"binds to its own copy (about {_wasted(subject, pair, len(functions))} of code "
+            "twice)",
             f"unstripped: static initializers {_listed(initializers)}; {counts}; bound inside "
             f"each: {_listed(private)}; without a recipe no rule tells a private registry from "
             "a shared one (a recipe's object libraries make this BT103)",
@@ -233,6 +234,14 @@ def _object_code_finding(
         f"unstripped: static initializers {_listed(initializers)} and {counts}: "
         f"{_listed(functions)}",
     )
+
+
+def _wasted(subject: Subject, pair: Pair, shared: int) -> str:
+    """An estimate of the duplicated code: the smaller library's code size in proportion to the
+    share of its functions that the other one also has (``.symtab`` keeps no sizes here)."""
+    facts = min((subject.facts(binary) for binary in pair), key=lambda f: f.code_size)
+    total = max(len(facts.symtab_functions), shared, 1)
+    return f"{facts.code_size * shared / total / 1e6:.2f} MB"
 
 
 def _both_grafted(subject: Subject, pair: Pair) -> str | None:
