@@ -1,5 +1,6 @@
 """Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s browser``, ``nox -s demo``,
-``nox -s schema``, ``nox -s fuzz``, ``nox -s bench``, ``nox -s realprojects``."""
+``nox -s schema``, ``nox -s fuzz``, ``nox -s bench``, ``nox -s realprojects``,
+``nox -s realwheels``."""
 
 from __future__ import annotations
 
@@ -88,3 +89,16 @@ def realprojects(session: nox.Session) -> None:
     sdists (apache-tvm-ffi): downloads and builds them (a few minutes)."""
     session.install("-e", ".[test]")
     session.run("pytest", "-m", "realprojects", *session.posargs)
+
+
+@nox.session
+def realwheels(session: nox.Session) -> None:
+    """verify-linkage on popular third-party wheels (apache-tvm with apache-tvm-ffi, torch,
+    numpy, scipy, pyarrow, grpcio, opencv-python-headless), each verdict asserted; the wheels are
+    downloaded once into $BUILDTOOL_REALWHEELS_CACHE (default ~/.cache/buildtool/realwheels).
+    The results table is docs/realwheels.md."""
+    session.install("-e", ".[test]")
+    session.run(
+        "pytest", "-p", "no:cacheprovider", "--realwheels", "-m", "realwheels",
+        "tests/test_realwheels.py", *session.posargs,
+    )  # fmt: skip

@@ -6,6 +6,7 @@ This module sits above both ``linkage`` (which knows nothing of recipes or plans
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan
     from buildtool.recipe.load import LoadedRecipe
     from buildtool.recipe.model import VerifySettings
+
+
+log = logging.getLogger("buildtool")
 
 
 class WheelsRejected(ChecksFailed):
@@ -60,6 +64,7 @@ def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> L
         ),
         size_budget=None if budget_mb is None else int(budget_mb * 1_000_000),
         max_growth_percent=verify.max_growth_percent.get(lib.name),
+        static_initializers=tuple(static_initializer_symbol(src) for src in lib.sources),
     )
 
 
@@ -113,6 +118,23 @@ def policy_for_recipe(
     sources = expand_sources(loaded) if has_sources else {}
     plan = make_plan(recipe, loaded.source, sources)
     return policy_for_plan(plan, loaded, switches)
+
+
+def recipe_covers(loaded: LoadedRecipe, paths: Sequence[Path], project: Path) -> bool:
+    """Whether every input lies under ``project``, the folder a recipe was found in by search
+    (its ``pyproject.toml``'s, or the checkout's): such a recipe is the policy of its own
+    project's binaries only, never of a system library or another project's wheel checked from
+    inside a checkout."""
+    top = project.resolve()
+    outside = [path for path in paths if not path.resolve().is_relative_to(top)]
+    if outside:
+        log.warning(
+            "recipe %s not applied: %s lies outside its project %s (--recipe applies it)",
+            loaded.source,
+            outside[0],
+            top,
+        )
+    return not outside
 
 
 def policy_for_plan(

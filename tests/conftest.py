@@ -19,6 +19,31 @@ PACKAGES = REPO / "tests" / "packages"
 DEMO_RECIPE = REPO / "recipes" / "demo.toml"
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--realwheels",
+        action="store_true",
+        help="run the tests marked realwheels (they download third-party wheels)",
+    )
+
+
+def _asked_for(config: pytest.Config, marker: str) -> bool:
+    if marker == "realwheels":
+        return bool(config.getoption("--realwheels"))
+    return marker in (config.option.markexpr or "")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that download third-party wheels (``realwheels``: hundreds of MB) or projects
+    (``realprojects``: downloaded and built) run only when asked for: ``--realwheels`` (``nox -s
+    realwheels``) and ``-m realprojects`` (``nox -s realprojects``)."""
+    left_out = [m for m in ("realwheels", "realprojects") if not _asked_for(config, m)]
+    kept = [i for i in items if not any(i.get_closest_marker(m) for m in left_out)]
+    if len(kept) < len(items):
+        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
+        items[:] = kept
+
+
 def require(available: bool, reason: str) -> None:
     """Skip a test whose tool or file this machine lacks, but fail under CI: .ci/run installs
     everything the suite needs, so a skip there would hide a test that never ran."""
@@ -100,14 +125,3 @@ def duplicate_gemm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "compiler/build.cc",
         "compiler/build.cc\n      $<TARGET_OBJECTS:demo_gemm>",
     )
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests marked ``realprojects`` (third-party projects downloaded and built) run only when
-    asked for by name: ``pytest -m realprojects`` (``nox -s realprojects``)."""
-    if "realprojects" in (config.option.markexpr or ""):
-        return
-    kept = [item for item in items if item.get_closest_marker("realprojects") is None]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(items=[i for i in items if i not in kept])
-        items[:] = kept

@@ -22,7 +22,7 @@ from buildtool.linkage.report import (
     render_text,
 )
 from buildtool.linkage.verify import verify_paths
-from buildtool.verification import policy_for_recipe
+from buildtool.verification import policy_for_recipe, recipe_covers
 
 if TYPE_CHECKING:
     from buildtool.recipe.load import LoadedRecipe
@@ -108,7 +108,8 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
     path = find_default_recipe(Path.cwd())  # several candidates: a usage error
     if path is None:
         return None  # no recipe around: the generic checks still run
-    return load_recipe(path, str(path))
+    loaded = load_recipe(path, str(path))
+    return loaded if recipe_covers(loaded, args.paths or [Path("build")], Path.cwd()) else None
 
 
 def _switches(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, bool]:

@@ -7,20 +7,29 @@ Each check is a small generator over a ``Subject`` (everything one run read and 
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 
 from buildtool.linkage.elf import LINKER_GENERATED, ElfFacts
 from buildtool.linkage.findings import Finding
-from buildtool.linkage.hardening import check_hardening
+from buildtool.linkage.hardening import check_hardening, search_path_problem
 from buildtool.linkage.inputs import BinaryFile
-from buildtool.linkage.policy import ObjectRule
-from buildtool.linkage.resolve import Closure, unresolved_against, unsatisfied_version_needs
+from buildtool.linkage.policy import LibraryRule, ObjectRule
+from buildtool.linkage.resolve import (
+    Closure,
+    default_system_dirs,
+    expand_entries,
+    unresolved_against,
+    unsatisfied_version_needs,
+)
 from buildtool.linkage.subject import Subject
 
-GRAFT_SUFFIX = re.compile(r"-[0-9a-f]{8}(?=\.so)")
-"""auditwheel renames grafted copies ``libx.so`` -> ``libx-1a2b3c4d.so``."""
+GRAFT_SUFFIX = re.compile(r"(?:-[0-9a-f]{8})+(?=\.so)")
+"""auditwheel renames grafted copies ``libx.so`` -> ``libx-1a2b3c4d.so`` (a copy grafted twice,
+by two repairs, gets two hashes)."""
 
 PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
 """Python C-API symbols: the interpreter that loads an extension provides them."""
@@ -71,9 +80,9 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
             yield entry, f"matches forbidden pattern {matched[0]!r}"
     if executable is None:
         return
-    project = subject.policy.project_files
     for entry in needed:
-        is_project = entry in project
+        # every NEEDED its input ships counts, declared in the recipe or not
+        is_project = subject.ships(binary, entry)
         allowed = any(fnmatch.fnmatchcase(entry, p) for p in executable.allowed_project_needed)
         if is_project and not allowed:
             shown = ", ".join(executable.allowed_project_needed) or "none"
@@ -174,6 +183,90 @@ def _stripped_exports(subject: Subject) -> dict[tuple[BinaryFile, BinaryFile], s
     return _shared_keys(subject, lambda facts: _exported_strong(facts, among)) if among else {}
 
 
+_INTERNAL_LINKAGE = re.compile(r"L[0-9]|_GLOBAL__N_")
+"""Marks of internal linkage in an Itanium-mangled name: ``L<length><name>`` (a ``static`` name,
+also as a template argument) and the anonymous namespace."""
+
+
+def _bound_privately(name: str, exported: frozenset[str]) -> bool:
+    """A C++ function with external linkage in its source that the link kept out of ``.dynsym``
+    (hidden visibility, a version script's ``local:``): callers in the library bind to this copy,
+    never to another library's. C names cannot tell ``static`` from hidden, so they do not
+    count."""
+    return name.startswith("_Z") and not _INTERNAL_LINKAGE.search(name) and name not in exported
+
+
+def _exported_names(facts: ElfFacts) -> frozenset[str]:
+    """Strong dynamic definitions by name (a version suffix dropped)."""
+    names = facts.defined - facts.weak_defined
+    if facts.versioned_definitions:
+        return frozenset(key.split("@", 1)[0] for key in names)
+    return names
+
+
+def _object_code_finding(
+    subject: Subject, pair: Pair, initializers: Iterable[str], functions: Sequence[str]
+) -> Finding:
+    """BT103 when the shared code can collide, BT124 when it is a private copy in each.
+
+    Code whose functions all have internal linkage does something only through its static
+    initializer, which then reaches state outside the file (the seed's registry): it collides.
+    A statically linked library kept private (most of its external-linkage functions bound inside
+    each library) registers into its own copies of its registries: each library works alone."""
+    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
+    interposing = [name for name in functions if name in first and name in second]
+    private = [name for name in functions if _bound_privately(name, first | second)]
+    counts = (
+        f"{len(functions)} defined functions in both: {len(private)} with external linkage "
+        f"bound inside each library (not in .dynsym), {len(interposing)} exported by both"
+    )
+    if private and len(private) > len(interposing):
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"contains a private copy of object code also in {pair[0].display}: each library "
+            f"binds to its own copy (about {_wasted(subject, pair, len(functions))} of code "
+            "twice)",
+            f"unstripped: static initializers {_listed(initializers)}; {counts}; bound inside "
+            f"each: {_listed(private)}; without a recipe no rule tells a private registry from "
+            "a shared one (a recipe's object libraries make this BT103)",
+        )
+    return _duplicate_finding(
+        pair,
+        f"unstripped: static initializers {_listed(initializers)} and {counts}: "
+        f"{_listed(functions)}",
+    )
+
+
+def _wasted(subject: Subject, pair: Pair, shared: int) -> str:
+    """An estimate of the duplicated code: the smaller library's code size in proportion to the
+    share of its functions that the other one also has (``.symtab`` keeps no sizes here)."""
+    facts = min((subject.facts(binary) for binary in pair), key=lambda f: f.code_size)
+    total = max(len(facts.symtab_functions), shared, 1)
+    return f"{facts.code_size * shared / total / 1e6:.2f} MB"
+
+
+def _both_grafted(subject: Subject, pair: Pair) -> str | None:
+    """The library two repair-tool copies are of (``libgfortran.so.5``), or None."""
+    first, second = (subject.facts(binary) for binary in pair)
+    if not (_is_grafted(first) and _is_grafted(second)):
+        return None
+    return GRAFT_SUFFIX.sub("", first.soname or "")
+
+
+def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Finding:
+    vendored = _both_grafted(subject, pair)
+    if vendored:
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"and {pair[0].display} are two vendored copies of {vendored}, grafted by a repair "
+            "tool: their exported symbols interpose",
+            f"stripped: exported symbols defined in both: {_listed(names)}",
+        )
+    return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {_listed(names)}")
+
+
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     inits = _shared_keys(subject, _static_inits)
     functions = _shared_functions(subject, inits)
@@ -182,18 +275,12 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         also = functions.get(pair)
         if also:
             reported.add(pair)
-            yield _duplicate_finding(
-                pair,
-                f"unstripped: static initializers {_listed(names)} and {len(also)} defined "
-                f"functions ({_listed(also)}) in both",
-            )
+            yield _object_code_finding(subject, pair, names, also)
     exported = _stripped_exports(subject)
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
         stripped = not all(subject.facts(b).has_symtab for b in pair)
         if pair not in reported and stripped:
-            yield _duplicate_finding(
-                pair, f"stripped: exported symbols defined in both: {_listed(names)}"
-            )
+            yield _stripped_finding(subject, pair, names)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:
@@ -244,21 +331,60 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
             owners = [b for b in subject.shared if _name(b) == rule.file_name]
             for owner in owners:
                 if name not in subject.facts(owner).registration_strings:
-                    yield Finding(
-                        "BT105",
-                        owner.display,
-                        f"registration {name!r} is not in this library",
-                        "no such string constant in its read-only data",
-                    )
+                    yield _registration_missing(subject.facts(owner), owner, rule, name)
 
 
-def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) -> Finding | None:
-    facts = subject.facts(binary)
+def _registration_missing(
+    facts: ElfFacts, owner: BinaryFile, rule: LibraryRule, name: str
+) -> Finding:
+    """BT105 when the absence is proven: the file keeps its ``.symtab`` and none of the static
+    initializers of its sources and objects is in it, so the registering code is not there.
+    Otherwise BT115: compilers store short names as instruction immediates, not strings."""
+    initializers = set(rule.static_initializers)
+    initializers.update(i for obj in rule.objects for i in obj.static_initializers)
+    present = _static_inits(facts) & initializers
+    if facts.has_symtab and not present:
+        return Finding(
+            "BT105",
+            owner.display,
+            f"registration {name!r} is not in this library",
+            "not found as a string constant in its read-only data, and none of the static "
+            "initializers of its sources is in its .symtab",
+        )
+    why = (
+        f"its sources' static initializers are there ({_listed(present)})"
+        if present
+        else "it is stripped"
+    )
+    return Finding(
+        "BT115",
+        owner.display,
+        f"registration {name!r} not found as a string",
+        f"no such string constant in its read-only data, but {why}: a short name may be stored "
+        "in instructions, so its absence is not proven",
+    )
+
+
+def _unresolved_in(subject: Subject, facts: ElfFacts, closure: Closure) -> set[str]:
     indexes = (subject.definitions(path, closure.objects[path]) for path in closure.load_order)
-    unresolved = {
+    return {
         key for key in unresolved_against(facts.undefined, indexes) if not PYTHON_API.match(key)
     }
-    versions = {f"{file} {version}" for file, version in unsatisfied_version_needs(facts, closure)}
+
+
+def _undefined_findings(
+    subject: Subject, binary: BinaryFile, contexts: Sequence[Closure]
+) -> Finding | None:
+    """Symbols (and versions) unresolved in every context ``binary`` is loaded in."""
+    facts = subject.facts(binary)
+    unresolved: set[str] | None = None
+    versions: set[str] | None = None
+    for closure in contexts:
+        if unresolved is None or unresolved:
+            found = _unresolved_in(subject, facts, closure)
+            unresolved = found if unresolved is None else unresolved & found
+        needs = {f"{file} {v}" for file, v in unsatisfied_version_needs(facts, closure)}
+        versions = needs if versions is None else versions & needs
     if not unresolved and not versions:
         return None
     parts = []
@@ -266,7 +392,10 @@ def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) 
         parts.append(f"{len(unresolved)} undefined: {_listed(unresolved)}")
     if versions:
         parts.append(f"versions not defined: {_listed(versions)}")
-    loaded = ", ".join(PurePosixPath(path).name for path in closure.load_order[1:])
+    first = contexts[0]
+    loaded = ", ".join(
+        PurePosixPath(path).name for path in first.load_order if path != str(binary.location)
+    )
     return Finding(
         "BT106",
         binary.display,
@@ -277,45 +406,94 @@ def _undefined_findings(subject: Subject, binary: BinaryFile, closure: Closure) 
 
 def check_undefined_symbols(subject: Subject) -> Iterator[Finding]:
     for binary in subject.files:
-        closure = subject.closures.get(binary.location)
-        if closure is None or closure.missing:
-            continue  # a missing NEEDED is its own finding; its symbols cannot be judged
-        finding = _undefined_findings(subject, binary, closure)
-        if finding:
-            yield finding
+        # a missing NEEDED is its own finding; its symbols cannot be judged in that context
+        contexts = [c for c in subject.contexts(binary) if not c.missing]
+        own = subject.closures.get(binary.location)
+        if not contexts and own is not None and not own.missing:
+            contexts = [own]  # every loader misses something: the file's own needs still count
+        if contexts:
+            finding = _undefined_findings(subject, binary, contexts)
+            if finding:
+                yield finding
 
 
-def _is_ours(subject: Subject, name: str) -> bool:
-    return name in subject.in_input or name in subject.policy.project_files
+def _missing_in_contexts(
+    subject: Subject,
+) -> dict[tuple[str, str], tuple[BinaryFile, list[BinaryFile]]]:
+    """(input file, NEEDED name) that ld.so would not find in some root's load context -> the
+    file and the roots (the file itself when it is one): a dependency is judged where it is
+    loaded, with its loaders' inherited DT_RPATH and the SONAMEs they loaded before it."""
+    by_location = {str(b.location): b for b in subject.files}
+    missing: dict[tuple[str, str], tuple[BinaryFile, list[BinaryFile]]] = {}
+    for root in subject.roots:
+        closure = subject.closures.get(root.location)
+        for edge in closure.missing if closure else ():
+            requester = by_location.get(edge.requester)
+            if requester is not None:
+                key = (edge.requester, edge.needed)
+                missing.setdefault(key, (requester, []))[1].append(root)
+    return missing
+
+
+def _searched(facts: ElfFacts) -> str:
+    """What ld.so searched for a NEEDED entry of ``facts``, named as the file names it."""
+    if facts.runpath is not None:
+        own = f"RUNPATH {':'.join(facts.runpath) or '(empty)'}"
+    elif facts.rpath is not None:
+        own = f"RPATH {':'.join(facts.rpath) or '(empty)'} and its loaders' RPATH"
+    else:
+        own = "no RPATH or RUNPATH of its own, its loaders' RPATH"
+    return f"searched {own}, ld.so.cache and the default directories"
+
+
+def _context(binary: BinaryFile, roots: Sequence[BinaryFile]) -> str:
+    others = sorted({root.display for root in roots if root is not binary})
+    return f" (loaded by {_listed(others)})" if others else ""
+
+
+def _missing_finding(
+    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
+) -> Finding:
+    facts = subject.facts(binary)
+    evidence = _searched(facts) + _context(binary, roots)
+    message = f"needs {name}, which the dynamic loader would not find"
+    if subject.ships(binary, name):
+        return Finding("BT107", binary.display, message, evidence, needed=name)
+    own = subject.origin_of(binary)
+    own_dist = own.distribution if own else None
+    for provider in subject.other_providers(binary, name):
+        dist = provider.distribution
+        if dist is not None and own_dist is not None and dist.name in own_dist.requires:
+            return Finding(
+                "BT114",
+                binary.display,
+                f"needs {name}, found only when {dist.name} is imported first",
+                f"{name} ships in {dist.name}, which {own_dist.name} requires; ld.so matches a "
+                f"NEEDED name against the SONAMEs already loaded before it searches; {evidence}",
+                needed=name,
+            )
+        evidence += f"; {provider.label} has {name}, but "
+        evidence += f"{own_dist.name if own_dist else 'this input'} does not require it"
+    return Finding("BT108", binary.display, message, evidence, needed=name)
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
-    for binary in subject.files:
-        closure = subject.closures.get(binary.location)
+    no_runpath: dict[str, tuple[BinaryFile, list[str], list[BinaryFile]]] = {}
+    for (location, name), (binary, roots) in _missing_in_contexts(subject).items():
         facts = subject.facts(binary)
-        missing = [
-            edge.needed
-            for edge in (closure.missing if closure else ())
-            if edge.requester == str(binary.location)
-        ]
-        ours = [name for name in missing if _is_ours(subject, name)]
-        if ours and facts.runpath is None and facts.rpath is None:
-            yield Finding(
-                "BT112",
-                binary.display,
-                f"needs {', '.join(ours)}, which ship with it, but has no RUNPATH",
-                "DT_RUNPATH and DT_RPATH absent",
-            )
-            missing = [name for name in missing if name not in ours]
-        for name in missing:
-            yield Finding(
-                "BT107" if _is_ours(subject, name) else "BT108",
-                binary.display,
-                f"needs {name}, which the dynamic loader would not find",
-                f"searched RUNPATH {':'.join(facts.runpath or ()) or '(none)'}, "
-                "ld.so.cache and the default directories",
-                needed=name,
-            )
+        if subject.ships(binary, name) and facts.runpath is None and facts.rpath is None:
+            entry = no_runpath.setdefault(location, (binary, [], []))
+            entry[1].append(name)
+            entry[2].extend(roots)
+            continue
+        yield _missing_finding(subject, binary, name, roots)
+    for binary, names, roots in no_runpath.values():
+        yield Finding(
+            "BT112",
+            binary.display,
+            f"needs {', '.join(names)}, which ship with it, but has no RUNPATH",
+            "DT_RUNPATH and DT_RPATH absent" + _context(binary, roots),
+        )
 
 
 def _bad_search_entry(entry: str) -> str | None:
@@ -324,8 +502,63 @@ def _bad_search_entry(entry: str) -> str | None:
     if entry.startswith(("$ORIGIN", "${ORIGIN}")):
         return None
     if entry.startswith("/"):
-        return "absolute"
+        return search_path_problem(entry) or "absolute"
     return "relative to the current directory"
+
+
+def _is_project_file(subject: Subject, binary: BinaryFile) -> bool:
+    """The recipe's own libraries and executables: they keep the strict ``$ORIGIN``-only rule."""
+    name = _name(binary)
+    return (
+        name in subject.policy.project_files or subject.policy.executable_by_file(name) is not None
+    )
+
+
+def _entry_consequence(subject: Subject, binary: BinaryFile, entry: str, tag: str) -> str | None:
+    """What an absolute entry does for ``binary``'s NEEDED closure: which NEEDED it resolves here,
+    or which missing NEEDED it would resolve on a machine that has the folder; None: nothing."""
+    closure = subject.closures.get(binary.location)
+    if closure is None:
+        return None
+    facts = subject.facts(binary)
+    folder = expand_entries((entry,), facts, str(binary.location.parent))[0]
+    own = str(binary.location)
+    # DT_RPATH (without DT_RUNPATH) serves the whole chain below the file; DT_RUNPATH its own needs
+    inherited = tag == "RPATH"
+    relevant = [e for e in closure.edges if inherited or e.requester == own]
+    resolved = sorted(
+        {e.needed for e in relevant if e.path and posixpath.dirname(e.path) == folder and
+         e.via in ("rpath", "runpath")}
+    )  # fmt: skip
+    if resolved:
+        return f"it is where {_listed(resolved)} resolve"
+    # a missing NEEDED the inputs ship is BT107 already: the entry would not be where it lies
+    missing = sorted({e.needed for e in relevant if e.path is None} - subject.in_input)
+    if missing:
+        return f"{_listed(missing)} would resolve from it on a machine that has the folder"
+    return None
+
+
+def _search_entry_finding(
+    subject: Subject, binary: BinaryFile, entry: str, tag: str, entries: tuple[str, ...]
+) -> Finding | None:
+    problem = _bad_search_entry(entry)
+    if problem is None:
+        return None
+    evidence = f"{tag}: {':'.join(entries)}"
+    if problem != "absolute" or _is_project_file(subject, binary):
+        return Finding("BT110", binary.display, f"{tag} entry {entry!r} is {problem}", evidence)
+    facts = subject.facts(binary)
+    folder = posixpath.normpath(entry)
+    if folder in default_system_dirs(facts.elf_class, facts.machine) and not facts.nodeflib:
+        message = f"{tag} entry {entry!r} is a default directory: ld.so searches it anyway"
+        return Finding("BT113", binary.display, message, evidence)
+    consequence = _entry_consequence(subject, binary, entry, tag)
+    if consequence:
+        message = f"{tag} entry {entry!r} is absolute and {consequence}"
+        return Finding("BT110", binary.display, message, evidence)
+    message = f"{tag} entry {entry!r} is an unused absolute entry: no NEEDED resolves from it"
+    return Finding("BT113", binary.display, message, evidence)
 
 
 def check_search_paths(subject: Subject) -> Iterator[Finding]:
@@ -334,14 +567,9 @@ def check_search_paths(subject: Subject) -> Iterator[Finding]:
         entries = facts.runpath if facts.runpath is not None else facts.rpath
         tag = "RUNPATH" if facts.runpath is not None else "RPATH"
         for entry in entries or ():
-            problem = _bad_search_entry(entry)
-            if problem:
-                yield Finding(
-                    "BT110",
-                    binary.display,
-                    f"{tag} entry {entry!r} is {problem}",
-                    f"{tag}: {':'.join(entries or ())}",
-                )
+            finding = _search_entry_finding(subject, binary, entry, tag, entries or ())
+            if finding:
+                yield finding
         if facts.rpath is not None and facts.runpath is None:
             yield Finding(
                 "BT111",
@@ -353,6 +581,34 @@ def check_search_paths(subject: Subject) -> Iterator[Finding]:
 
 def _grafted_name(binary: BinaryFile, facts: ElfFacts) -> str:
     return GRAFT_SUFFIX.sub("", facts.soname or _name(binary))
+
+
+def _is_grafted(facts: ElfFacts) -> bool:
+    return bool(facts.soname and GRAFT_SUFFIX.search(facts.soname))
+
+
+def _sameness(facts: ElfFacts) -> tuple[object, ...]:
+    """What two copies of one file have in common (the contents are not kept)."""
+    return (facts.soname, facts.file_size, facts.code_size, facts.sections, facts.needed,
+            facts.exported_count, facts.defined)  # fmt: skip
+
+
+def identical_copies(files: Iterable[BinaryFile]) -> dict[str, BinaryFile]:
+    """Display of each shared library that is the same file as an earlier one with its SONAME
+    in its folder (``libx.so``, ``libx.so.26``, ``libx.so.26.1.0`` shipped as three files) ->
+    that one: ld.so maps one of them, so they are one library and the rest is wasted space."""
+    first: dict[tuple[object, ...], BinaryFile] = {}
+    copies: dict[str, BinaryFile] = {}
+    for binary in sorted(files, key=lambda b: (len(b.display), b.display)):
+        facts = binary.facts
+        if facts is None or facts.file_type != "shared" or facts.soname is None:
+            continue
+        key = (binary.location.parent, *_sameness(facts))
+        if key in first:
+            copies[binary.display] = first[key]
+        else:
+            first[key] = binary
+    return copies
 
 
 def check_layout(subject: Subject) -> Iterator[Finding]:
@@ -383,19 +639,76 @@ def check_layout(subject: Subject) -> Iterator[Finding]:
             )
 
 
+def _harmless_copy(subject: Subject, first: BinaryFile, second: BinaryFile) -> bool:
+    """Two libraries with one (graft-free) SONAME that one process can hold without harm:
+    third-party copies grafted by repair tools (each wheel vendors its own), or one SONAME in
+    two inputs (ld.so maps the first one loaded and matches the other's users against it)."""
+    a, b = subject.facts(first), subject.facts(second)
+    if _is_grafted(a) and _is_grafted(b):
+        return True
+    return a.soname == b.soname and subject.origin_of(first) != subject.origin_of(second)
+
+
 def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
-    seen: dict[str, BinaryFile] = {}
+    """BT122 keys on SONAME: files without one are modules, not copies of a library."""
+    same = identical_copies(subject.shared)
+    seen: dict[str, list[BinaryFile]] = {}
     for binary in sorted(subject.shared, key=lambda b: (len(b.display), b.display)):
-        key = _grafted_name(binary, subject.facts(binary))
-        if key in seen:
+        facts = subject.facts(binary)
+        if facts.soname is None or binary.display in same:
+            continue
+        key = _grafted_name(binary, facts)
+        earlier = [b for b in seen.get(key, []) if not _harmless_copy(subject, b, binary)]
+        if earlier:
             yield Finding(
                 "BT122",
                 binary.display,
-                f"is a second copy of {seen[key].display}",
-                f"both are {key} (SONAME {subject.facts(binary).soname or 'none'})",
+                f"is a second copy of {earlier[0].display}",
+                f"both are {key} (SONAMEs {subject.facts(earlier[0]).soname} and {facts.soname})",
             )
-        else:
-            seen[key] = binary
+        seen.setdefault(key, []).append(binary)
+
+
+def _monolith_parts(
+    subject: Subject, candidate: BinaryFile, siblings: Sequence[BinaryFile], owners: Counter[str]
+) -> list[tuple[BinaryFile, frozenset[str]]]:
+    """The siblings whose own static initializers (those no other sibling has) ``candidate``
+    holds: the parts of the split it still contains. ``owners`` counts the libraries of the
+    folder that have each initializer."""
+    mine = _static_inits(subject.facts(candidate))
+    parts = []
+    for sibling in siblings:
+        shared = _static_inits(subject.facts(sibling)) & mine
+        own = frozenset(name for name in shared if owners[name] == 2)  # the sibling and it
+        if own:
+            parts.append((sibling, own))
+    return parts
+
+
+def check_stale_monolith(subject: Subject) -> Iterator[Finding]:
+    """A library nothing loads that holds the static initializers of several libraries beside
+    it (TVM's leftover libtvm.so next to libtvm_runtime.so), with or without a recipe."""
+    folders: dict[PurePosixPath, list[BinaryFile]] = {}
+    for binary in subject.shared:
+        if subject.facts(binary).soname and subject.facts(binary).static_initializers:
+            folders.setdefault(binary.location.parent, []).append(binary)
+    for libraries in folders.values():
+        owners = Counter(name for b in libraries for name in _static_inits(subject.facts(b)))
+        for candidate in libraries:
+            loaded = str(candidate.location) in subject.loaded_by_others
+            if loaded or _name(candidate) in subject.policy.removed:
+                continue  # a removed library is BT121 already
+            siblings = [b for b in libraries if b is not candidate]
+            parts = _monolith_parts(subject, candidate, siblings, owners)
+            if len(parts) >= 2:
+                shown = "; ".join(f"{_name(b)}: {_listed(inits)}" for b, inits in parts)
+                yield Finding(
+                    "BT125",
+                    candidate.display,
+                    f"is a stale monolith: it holds the code of {len(parts)} libraries beside "
+                    "it and nothing loads it",
+                    f"their own static initializers are in it ({shown})",
+                )
 
 
 def check_size_budgets(subject: Subject) -> Iterator[Finding]:
@@ -422,6 +735,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_search_paths,
     check_layout,
     check_duplicate_copies,
+    check_stale_monolith,
     check_size_budgets,
     check_hardening,
 )

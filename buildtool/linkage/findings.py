@@ -56,8 +56,11 @@ CHECKS: tuple[Check, ...] = (
         "BT103",
         "duplicate-object-code",
         "error",
-        "The same object code is linked into two shared objects that one process loads: its "
-        "static initializers run twice (duplicate registration abort).",
+        "The same object code is linked into two shared objects that one process loads and the "
+        "copies can collide: its static initializers run twice against shared state (duplicate "
+        "registration abort), or its exported definitions interpose. Unstripped, code whose "
+        "functions have internal linkage only, or are mostly exported by both, collides; code "
+        "whose external-linkage functions are bound inside each library is BT124.",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
     ),
     Check(
@@ -72,7 +75,8 @@ CHECKS: tuple[Check, ...] = (
         "BT105",
         "registration-missing",
         "warning",
-        "A declared registration name is not in the library the recipe says holds it.",
+        "A declared registration name is not in the library the recipe says holds it: no such "
+        "string, and none of its sources' static initializers in its .symtab.",
         "Compile the registering source into that library, or correct the recipe.",
         needs_recipe=True,
     ),
@@ -103,8 +107,11 @@ CHECKS: tuple[Check, ...] = (
         "BT110",
         "runpath-not-origin",
         "error",
-        "A RUNPATH/RPATH entry that is absolute, points into a build tree, is empty or '.': "
-        "the binary depends on where it was built or on the current directory.",
+        "A RUNPATH/RPATH entry the binary depends on that is not $ORIGIN-relative: an absolute "
+        "or build-tree folder that resolves a NEEDED entry (or would, on a machine that has the "
+        "folder), an entry relative to the current directory ('', '.', 'lib') or in a "
+        "world-writable folder. With a recipe, any non-$ORIGIN entry of the project's own "
+        "libraries and executables.",
         "Use $ORIGIN-relative entries only (CMake: BUILD_WITH_INSTALL_RPATH, INSTALL_RPATH "
         "$ORIGIN).",
     ),
@@ -123,6 +130,35 @@ CHECKS: tuple[Check, ...] = (
         "The file needs a project library that lies beside it (or in ../lib) but has no "
         "RUNPATH to find it.",
         "Set RUNPATH to $ORIGIN for libraries and $ORIGIN/../lib for executables in bin/.",
+    ),
+    Check(
+        "BT113",
+        "unused-absolute-search-entry",
+        "warning",
+        "An absolute RUNPATH/RPATH entry from which no NEEDED entry resolves (a folder of the "
+        "build machine, or one this machine lacks): ld.so tries it and moves on, but a machine "
+        "that has the folder would load whatever lies there first.",
+        "Drop the entry (patchelf --set-rpath, or CMake INSTALL_RPATH without it).",
+    ),
+    Check(
+        "BT114",
+        "needed-from-another-distribution",
+        "warning",
+        "A DT_NEEDED entry found only in another input wheel, which this wheel's Requires-Dist "
+        "names: ld.so finds it only when that distribution's library is already loaded (its "
+        "Python package imported first), as it matches NEEDED names against loaded SONAMEs.",
+        "Import the other package before loading this library (or point RUNPATH at its folder, "
+        "e.g. $ORIGIN/../../<other>/lib).",
+    ),
+    Check(
+        "BT115",
+        "registration-not-found-as-string",
+        "info",
+        "A declared registration name is not a string constant in its library, but the code "
+        "that would register it may be there (its sources' static initializers are, or the file "
+        "is stripped): compilers store short names in instructions, so absence is not proven.",
+        "Nothing to do if the name registers at run time; a longer name is stored as a string.",
+        needs_recipe=True,
     ),
     Check(
         "BT120",
@@ -146,6 +182,25 @@ CHECKS: tuple[Check, ...] = (
         "A second copy of a library (the same SONAME in two files), e.g. grafted by auditwheel "
         "repair into <pkg>.libs/: loading both runs the registrations twice.",
         "Repair with --exclude for the project's own libraries and give them RUNPATH $ORIGIN.",
+    ),
+    Check(
+        "BT124",
+        "private-static-copy",
+        "warning",
+        "Two libraries one process loads each hold a copy of the same object code, but each "
+        "binds to its own: a statically linked library kept private (its functions hidden or "
+        "localized by a version script), or two vendored copies of one third-party library. "
+        "Both work; the copy costs space.",
+        "Link the shared code into one library that both need, if the space matters.",
+    ),
+    Check(
+        "BT125",
+        "stale-monolith",
+        "error",
+        "A library that nothing in the inputs loads holds the static initializers of several "
+        "libraries beside it: the monolith the split replaced, still shipped (loaded by an old "
+        "path, it registers everything a second time).",
+        "Delete it from the build or wheel (with a recipe, list it in verify.removed).",
     ),
     Check(
         "BT130",

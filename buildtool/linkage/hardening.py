@@ -54,7 +54,8 @@ def search_path_problem(entry: str) -> str | None:
         return None
     if not entry.startswith("/"):
         return "relative to the current directory"
-    normalized = posixpath.normpath(entry)
+    # POSIX keeps a leading '//' apart; the kernel does not
+    normalized = "/" + posixpath.normpath(entry).lstrip("/")
     for folder in WORLD_WRITABLE:
         if normalized == folder or normalized.startswith(f"{folder}/"):
             return f"in the world-writable folder {folder}"

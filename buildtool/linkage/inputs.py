@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 import stat
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -21,6 +21,8 @@ from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf
 from buildtool.linkage.reading import Source, read_source, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
+    import zipfile
+
     from buildtool.linkage.wheel_archive import WheelLimits
 
 WHEEL_SEPARATOR = "!/"
@@ -45,6 +47,42 @@ class BinaryFile:
 
 
 @dataclasses.dataclass(frozen=True)
+class Distribution:
+    """A Python distribution: what a wheel, or a ``*.dist-info`` folder of an installed one, says
+    in its ``METADATA``."""
+
+    name: str
+    """``Name``, normalized (PEP 503: lower case, runs of ``-_.`` as one ``-``)."""
+    requires: frozenset[str]
+    """Normalized names of its ``Requires-Dist`` entries (markers and extras ignored)."""
+
+
+def normalized(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def parse_metadata(text: str) -> Distribution | None:
+    """Name and Requires-Dist of a core metadata file (RFC 822 headers); None without a Name."""
+    name = ""
+    requires: set[str] = set()
+    for line in text.split("\n"):
+        if not line.strip():
+            break  # the headers end at the first empty line; the description follows
+        key, _, value = line.partition(":")
+        if key == "Name":
+            name = normalized(value.strip())
+        elif key == "Requires-Dist":
+            match = _REQUIREMENT_NAME.match(value)
+            if match:
+                requires.add(normalized(match.group(1)))
+    return Distribution(name, frozenset(requires)) if name else None
+
+
+@dataclasses.dataclass(frozen=True)
 class InputSet:
     """The ELF files of one PATH argument and the names they can be found by."""
 
@@ -54,6 +92,11 @@ class InputSet:
     files: tuple[BinaryFile, ...]
     aliases: dict[PurePosixPath, PurePosixPath]
     """Symlinks inside the input: link location -> target location (``libx.so -> libx.so.1``)."""
+    distribution: Distribution | None = None
+    """What a wheel input installs (None for other inputs, or a wheel without metadata)."""
+    owners: Mapping[PurePosixPath, Distribution] = dataclasses.field(default_factory=dict)
+    """An installed folder's files by the distribution whose ``*.dist-info/RECORD`` lists them
+    (a site-packages folder holds many)."""
 
     @property
     def in_wheel(self) -> bool:
@@ -86,10 +129,23 @@ def read_disk_file(
 
 
 def _walk(root: Path) -> Iterator[Path]:
-    for folder, subfolders, files in os.walk(root):
-        subfolders[:] = sorted(name for name in subfolders if name not in SKIPPED_FOLDERS)
-        for name in sorted(files):
-            yield Path(folder) / name
+    """Files under ``root`` in ``os.walk``'s top-down order, sorted, without recursion (a folder
+    nested a thousand deep must not exhaust Python's stack)."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue  # unreadable or gone: os.walk skips it too
+        subfolders = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED_FOLDERS:
+                    subfolders.append(Path(entry.path))
+            else:
+                yield Path(entry.path)
+        pending.extend(reversed(subfolders))
 
 
 def _folder_roots(path: Path) -> tuple[str, list[Path]]:
@@ -130,7 +186,43 @@ def read_folder(
         for source, outcome in zip(sources, outcomes, strict=True)
         if outcome is not None
     )
-    return InputSet(kind, str(path), files, aliases)
+    owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
+    return InputSet(kind, str(path), files, aliases, owners=owners)
+
+
+def _installed_owners(
+    path: Path, locations: set[PurePosixPath]
+) -> dict[PurePosixPath, Distribution]:
+    """Which distribution installed each of ``locations``: the ``*.dist-info`` folders in
+    ``path`` (a site-packages folder) or beside it (an installed package's folder)."""
+    owners: dict[PurePosixPath, Distribution] = {}
+    for site in (path, path.parent):
+        for info in sorted(site.glob("*.dist-info")):
+            try:
+                metadata = (info / "METADATA").read_text(encoding="utf-8", errors="replace")
+                record = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue  # an incomplete install: its files stay unattributed
+            distribution = parse_metadata(metadata)
+            if distribution is not None:
+                _attribute(site.resolve(), record, distribution, locations, owners)
+    return owners
+
+
+def _attribute(
+    site: Path,
+    record: str,
+    distribution: Distribution,
+    locations: set[PurePosixPath],
+    owners: dict[PurePosixPath, Distribution],
+) -> None:
+    import csv  # only installed folders have a RECORD to read
+
+    for row in csv.reader(record.splitlines()):
+        if row:
+            location = PurePosixPath(os.path.normpath(site / row[0]))
+            if location in locations:
+                owners.setdefault(location, distribution)
 
 
 LIBRARY_NAME = re.compile(r"\.so(\.[0-9]+)*\Z")
@@ -142,16 +234,36 @@ def _not_elf_library(display: str) -> BinaryFile:
     return BinaryFile(display, PurePosixPath("/"), None, MalformedElf(display, 0, reason))
 
 
-def _wheel_sources(path: Path, limits: WheelLimits) -> list[Source]:
-    """A source for every member to read, once the headers and RECORD passed."""
+def _wheel_sources(path: Path, limits: WheelLimits) -> tuple[list[Source], Distribution | None]:
+    """A source for every member to read, once the headers and RECORD passed; and what the
+    wheel's ``*.dist-info/METADATA`` says it installs."""
     from buildtool.linkage.wheel_archive import checked_members, open_wheel
 
     with open_wheel(path) as archive:
         members = checked_members(str(path), archive, limits)
-    return [
+        distribution = _wheel_distribution(archive, [member.name for member in members])
+    sources = [
         Source(str(path), f"{path}{WHEEL_SEPARATOR}{member.name}", member.span.file_size, member)
         for member in members
     ]
+    return sources, distribution
+
+
+_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
+
+
+def _wheel_distribution(archive: zipfile.ZipFile, names: list[str]) -> Distribution | None:
+    """The one top-level ``*.dist-info/METADATA`` (its size already checked with every member)."""
+    from buildtool.linkage.wheel_archive import ZIP_ERRORS
+
+    found = [name for name in names if _METADATA.fullmatch(name)]
+    if len(found) != 1:
+        return None
+    try:
+        text = archive.read(found[0]).decode("utf-8", "replace")
+    except ZIP_ERRORS:
+        return None  # a broken member is reported when it is read with the others
+    return parse_metadata(text)
 
 
 def read_wheel(
@@ -166,7 +278,7 @@ def read_wheel(
     ``limits``: default ``wheel_archive.DEFAULT_LIMITS``."""
     from buildtool.linkage.wheel_archive import DEFAULT_LIMITS
 
-    sources = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
+    sources, distribution = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
     outcomes = read_sources(sources, names, jobs, elf_reader)
     files: list[BinaryFile] = []
     for source, outcome in zip(sources, outcomes, strict=True):
@@ -177,7 +289,7 @@ def read_wheel(
         elif LIBRARY_NAME.search(name):
             location = PurePosixPath(f"/{name}")
             files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
-    return InputSet("wheel", str(path), tuple(files), {})
+    return InputSet("wheel", str(path), tuple(files), {}, distribution)
 
 
 def read_input(

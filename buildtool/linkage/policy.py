@@ -40,6 +40,9 @@ class LibraryRule:
     """Largest allowed file size in bytes."""
     max_growth_percent: float | None = None
     """Largest allowed growth of its file size against a baseline report, in percent."""
+    static_initializers: tuple[str, ...] = ()
+    """``.symtab`` static-init functions of its own sources (evidence that their code is in
+    it, registrations included)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -23,6 +23,9 @@ class SizeEntry:
     code_size: int
     exported_symbols: int
     budget: int | None
+    identical_to: str | None = None
+    """The library this file is a byte-for-byte copy of (one SONAME under several names): ld.so
+    maps one of them, so the file's size is wasted."""
     previous: BaselineSize | None = None
     """The same library in the baseline report; None without one, or when it is new."""
 
@@ -134,6 +137,26 @@ def _summary_line(report: Report) -> str:
     )
 
 
+def _identical_lines(report: Report) -> list[str]:
+    """Byte-for-byte copies of one library under several names: ld.so maps one of them."""
+    copies = [entry for entry in report.sizes if entry.identical_to]
+    lines = [
+        f"  {entry.path}: identical to {entry.identical_to}, {_megabytes(entry.file_size)} wasted"
+        for entry in copies
+    ]
+    wasted = sum(entry.file_size for entry in copies)
+    if wasted:
+        lines.append(f"  identical copies of one library: {_megabytes(wasted)} wasted")
+    return lines
+
+
+def _recipe_line(report: Report) -> str:
+    """Which recipe the run applied, or that it applied none."""
+    if report.recipe:
+        return f"recipe: {report.recipe}"
+    return "no recipe: checks that need a linkage policy were skipped"
+
+
 def render_text(report: Report, paint: Callable[[str, str], str] | None = None) -> str:
     """Findings grouped per file, then the size table and a one-line verdict."""
     style = paint or (lambda text, _style: text)
@@ -152,8 +175,8 @@ def render_text(report: Report, paint: Callable[[str, str], str] | None = None) 
         against = f" (against {report.baseline})" if report.baseline else ""
         lines.append(style(f"library sizes{against}", "bold"))
         lines += _size_lines(report)
-    if not report.recipe:
-        lines.append("no recipe: checks that need a linkage policy were skipped")
+        lines += _identical_lines(report)
+    lines.append(_recipe_line(report))
     verdict = _summary_line(report)
     lines.append(style(verdict, "red" if report.failed else "green"))
     return "\n".join(lines) + "\n"
@@ -261,11 +284,13 @@ def size_notice(report: Report) -> str | None:
 
 
 def render_github(report: Report) -> str:
-    """GitHub Actions annotations (the size changes as a notice), then the plain verdict line."""
+    """GitHub Actions annotations (the size changes as a notice), then the recipe and the plain
+    verdict line."""
     lines = [github_annotation(finding) for finding in report.findings]
     notice = size_notice(report)
     if notice is not None:
         lines.append(notice)
+    lines.append(_recipe_line(report))
     lines.append(_summary_line(report))
     return "\n".join(lines) + "\n"
 

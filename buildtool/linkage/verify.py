@@ -16,7 +16,7 @@ from buildtool.linkage.baseline import (
     match_baseline,
     unmatched,
 )
-from buildtool.linkage.checks import run_checks
+from buildtool.linkage.checks import identical_copies, run_checks
 from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf
 from buildtool.linkage.findings import Finding
 from buildtool.linkage.graph import link_graph
@@ -44,7 +44,7 @@ def _relocate(inputs: InputSet) -> InputSet:
     files = tuple(
         dataclasses.replace(b, location=SITE / b.location.relative_to("/")) for b in inputs.files
     )
-    return InputSet(inputs.kind, inputs.label, files, inputs.aliases)
+    return dataclasses.replace(inputs, files=files)
 
 
 def _function_names(reader: FunctionNameReader) -> FunctionNames:
@@ -89,6 +89,7 @@ def _reader(
 
 
 def _size_entries(files: Sequence[BinaryFile], policy: LinkagePolicy) -> tuple[SizeEntry, ...]:
+    copies = identical_copies(files)
     entries = []
     for binary in files:
         facts = binary.facts
@@ -102,6 +103,7 @@ def _size_entries(files: Sequence[BinaryFile], policy: LinkagePolicy) -> tuple[S
                 facts.code_size,
                 facts.exported_count,
                 rule.size_budget if rule else None,
+                copies[binary.display].display if binary.display in copies else None,
             )
         )
     return tuple(entries)
@@ -156,7 +158,9 @@ def verify_inputs(
     closures = _closures(good, read, env)
     reader = FunctionNameReader()
     try:
-        subject = Subject(tuple(good), closures, policy, frozenset(names), _function_names(reader))
+        subject = Subject(
+            tuple(good), closures, policy, frozenset(names), _function_names(reader), relocated
+        )
         checked = run_checks(subject)
     finally:
         reader.close()

@@ -245,6 +245,8 @@ def check_against_record(wheel: str, name: str, entry: RecordEntry, size: int, d
 _ZIP_ERRORS = (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, zlib.error)
 """What zipfile raises on a corrupt archive or member (CRC, truncation, bad headers, bad deflate
 data)."""
+ZIP_ERRORS = _ZIP_ERRORS
+"""The same, for the wheel input's other reads (its METADATA)."""
 
 RECORD_LIMIT = 64 << 20
 

@@ -63,7 +63,7 @@ def _check_malformed(report: Report, error: MalformedElf, display: str) -> None:
 
 def _check_neighbour(report: Report, good: str, expected_files: int) -> None:
     ids = {f.check_id for f in report.findings if f.path == good}
-    if not {"BT110", "BT111"} <= ids or "BT100" in ids:
+    if not {"BT113", "BT111"} <= ids or "BT100" in ids:
         raise ContractBroken(f"the good file was not checked as before: {sorted(ids)}")
     if report.files_checked != expected_files:
         raise ContractBroken(f"{report.files_checked} files checked, expected {expected_files}")

@@ -45,7 +45,8 @@ GOOD_NAME = "libgood.so"
 """The well-formed neighbour every case puts beside its mutant."""
 
 GOOD_RPATH = "/opt/fuzz-sentinel"
-"""An absolute DT_RPATH: its two findings (BT110, BT111) prove the good file was checked."""
+"""An absolute DT_RPATH that resolves nothing: its two findings (BT113, BT111) prove the good
+file was checked."""
 
 SKIP_REASON = "the fuzz seeds need gcc, g++, ld and strip"
 
@@ -102,7 +103,7 @@ def build_seeds(folder: Path) -> dict[str, bytes]:
 
 
 def build_good(folder: Path) -> bytes:
-    """The neighbour: a small library that is always read and always gives BT110 and BT111."""
+    """The neighbour: a small library that is always read and always gives BT113 and BT111."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "good.c").write_text(GOOD_C, encoding="utf-8")
     _run(folder, "gcc", "-shared", "-fPIC", "good.c", "-o", GOOD_NAME,

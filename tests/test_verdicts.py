@@ -1,0 +1,577 @@
+"""verify-linkage judges the way ld.so loads: each former false alarm, built here with gcc, is
+gone, and each true defect next to it is kept. Where it can, a test asks the real loader too
+(runs the executable, opens the module with ctypes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from buildtool.linkage import hardening
+from buildtool.linkage.policy import ExecutableRule, LibraryRule, LinkagePolicy
+from buildtool.linkage.report import Report
+from buildtool.linkage.verify import verify_paths
+from buildtool.linkage.wheel_archive import record_line
+from tests.conftest import DEMO_RECIPE, REPO, CliRunner
+
+pytestmark = pytest.mark.integration
+
+EXT = "cpython-311-x86_64-linux-gnu.so"
+
+
+def ids(report: Report) -> set[tuple[str, str]]:
+    """(check id, file name) of every finding."""
+    return {(f.check_id, Path(f.path.split("!/")[-1]).name) for f in report.findings}
+
+
+def errors(report: Report) -> set[tuple[str, str]]:
+    return {(f.check_id, f.path) for f in report.findings if f.severity == "error"}
+
+
+def check(*paths: Path) -> Report:
+    return verify_paths(list(paths), LinkagePolicy.empty(), jobs=1)
+
+
+def gcc(folder: Path, out: Path, source: str, *flags: str, cxx: bool = False) -> Path:
+    """Compile one C (or C++) source into ``out``; ``-shared -fPIC`` unless ``flags`` say
+    ``-exe``. Libraries to link are found in ``folder``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    suffix = ".cc" if cxx else ".c"
+    src = folder / f"{out.name.split('.')[0]}{suffix}"
+    src.write_text(source)
+    kind = [] if "-exe" in flags else ["-shared", "-fPIC"]
+    rest = [flag for flag in flags if flag != "-exe"]
+    compiler = "g++" if cxx else "gcc"
+    command = [compiler, *kind, "-O1", "-o", str(out), str(src), f"-L{folder}", *rest]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+def lib(folder: Path, name: str, body: str, *flags: str) -> Path:
+    """``lib<name>.so`` with SONAME ``lib<name>.so`` in ``folder``."""
+    out = folder / f"lib{name}.so"
+    return gcc(folder, out, body, f"-Wl,-soname,lib{name}.so", *flags)
+
+
+def write_wheel(
+    path: Path, dist: str, members: dict[str, bytes], requires: Sequence[str] = ()
+) -> Path:
+    """A wheel with METADATA (Requires-Dist), WHEEL and a RECORD that agrees with it."""
+    info = f"{dist.replace('-', '_')}-1.0.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n"
+    metadata += "".join(f"Requires-Dist: {name}>=1.0\n" for name in requires)
+    every = dict(members)
+    every[f"{info}/METADATA"] = metadata.encode()
+    every[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+    rows = [record_line(name, data) for name, data in every.items()]
+    rows.append(f"{info}/RECORD,,")
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in every.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{info}/RECORD", "\n".join(rows) + "\n")
+    return path
+
+
+# --- 1. severity by consequence: RUNPATH/RPATH entries ---------------------------------------
+
+
+def test_unused_absolute_entry_is_a_warning(tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    lib(folder, "v", "int v(void) { return 1; }\n")
+    lib(folder, "u", "int v(void);\nint u(void) { return v(); }\n", "-lv",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN:/nonexistent/ci-build/lib")  # fmt: skip
+    report = check(folder)
+    assert ids(report) == {("BT113", "libu.so")}
+    assert not report.failed
+    assert "unused absolute entry" in report.findings[0].message
+
+
+def test_absolute_entry_that_is_the_only_way_a_needed_resolves_stays_an_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the test's folders lie in the temporary folder, which is world-writable (its own error)
+    monkeypatch.setattr(hardening, "WORLD_WRITABLE", ())
+    elsewhere = tmp_path / "elsewhere"
+    lib(elsewhere, "x", "int x(void) { return 1; }\n")
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    shutil.copy2(elsewhere / "libx.so", folder / "libx.so")  # linked against, then removed
+    lib(folder, "w", "int x(void);\nint w(void) { return x(); }\n", "-lx",
+        f"-Wl,--enable-new-dtags,-rpath,{elsewhere}")  # fmt: skip
+    (folder / "libx.so").unlink()
+    report = check(folder)
+    assert ids(report) == {("BT110", "libw.so")}
+    assert "it is where libx.so resolve" in report.findings[0].message
+
+
+def test_absolute_entry_that_would_resolve_a_missing_needed_is_an_error(tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    lib(folder, "gone", "int gone(void) { return 1; }\n")
+    lib(folder, "w", "int gone(void);\nint w(void) { return gone(); }\n", "-lgone",
+        "-Wl,--enable-new-dtags,-rpath,/nonexistent/build/lib")  # fmt: skip
+    (folder / "libgone.so").unlink()
+    assert ids(check(folder)) == {("BT110", "libw.so"), ("BT108", "libw.so")}
+
+
+@pytest.mark.parametrize("entry", ["lib", "/tmp/verdicts-nowhere"])
+def test_cwd_relative_and_world_writable_entries_stay_errors(tmp_path: Path, entry: str) -> None:
+    folder = tmp_path / "pkg"
+    lib(folder, "r", "int r(void) { return 1; }\n", f"-Wl,--enable-new-dtags,-rpath,{entry}")
+    assert ids(check(folder)) == {("BT110", "libr.so")}
+
+
+def test_a_default_directory_in_runpath_is_a_warning(tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    system = "/usr/lib/x86_64-linux-gnu" if Path("/usr/lib/x86_64-linux-gnu").is_dir() else "/lib64"
+    lib(folder, "s", "int s(void) { return 1; }\n", f"-Wl,--enable-new-dtags,-rpath,{system}")
+    report = check(folder)
+    assert ids(report) == {("BT113", "libs.so")}
+    assert "default directory" in report.findings[0].message
+
+
+# --- 2. load context like ld.so --------------------------------------------------------------
+
+
+def test_a_dependency_is_found_through_its_loaders_rpath(tmp_path: Path) -> None:
+    """A vendored library without RUNPATH, loaded through an extension module's DT_RPATH: ld.so
+    applies that RPATH to the whole chain. Not BT112; and the real loader agrees."""
+    libs = tmp_path / "site" / "pkg.libs"
+    lib(libs, "dep2", "int dep2(void) { return 2; }\n")
+    lib(libs, "dep", "int dep2(void);\nint dep(void) { return dep2(); }\n", "-ldep2")
+    module = tmp_path / "site" / "pkg" / f"_mod.{EXT}"
+    gcc(libs, module, "int dep(void);\nint mod(void) { return dep(); }\n", "-ldep",
+        "-Wl,--disable-new-dtags,-rpath,$ORIGIN/../pkg.libs")  # fmt: skip
+    report = check(tmp_path / "site" / "pkg")
+    assert ids(report) == {("BT111", module.name)}
+    loads = f"import ctypes; print(ctypes.CDLL({str(module)!r}).mod())"
+    env = {**os.environ, "LD_LIBRARY_PATH": ""}
+    command = [sys.executable, "-c", loads]
+    run = subprocess.run(command, check=False, capture_output=True, text=True, env=env)
+    assert run.stdout == "2\n", run.stderr
+
+
+def test_a_dependency_with_a_symbol_nothing_defines_stays_bt106(tmp_path: Path) -> None:
+    libs = tmp_path / "site" / "pkg.libs"
+    lib(libs, "dep", "int nowhere(void);\nint dep(void) { return nowhere(); }\n")
+    module = tmp_path / "site" / "pkg" / f"_mod.{EXT}"
+    gcc(libs, module, "int dep(void);\nint mod(void) { return dep(); }\n", "-ldep",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../pkg.libs")  # fmt: skip
+    report = check(tmp_path / "site" / "pkg")
+    assert ids(report) == {("BT106", "libdep.so")}
+    assert "nowhere" in report.findings[0].evidence
+
+
+def test_the_same_dependency_as_a_root_needs_its_runpath(tmp_path: Path) -> None:
+    """Loaded by nothing, the library is judged on its own: its NEEDED is not found (BT112)."""
+    libs = tmp_path / "site" / "pkg.libs"
+    lib(libs, "dep2", "int dep2(void) { return 2; }\n")
+    lib(libs, "dep", "int dep2(void);\nint dep(void) { return dep2(); }\n", "-ldep2")
+    shutil.move(libs / "libdep2.so", tmp_path / "site" / "libdep2.so")
+    report = check(tmp_path / "site")
+    assert ids(report) == {("BT112", "libdep.so")}
+
+
+def test_an_executable_that_cannot_start_stays_bt107(tmp_path: Path) -> None:
+    """torch's test_shim: RUNPATH $ORIGIN in bin/, its libraries in ../lib."""
+    root = tmp_path / "pkg"
+    lib(root / "lib", "core", "int core(void) { return 0; }\n")
+    main = "int core(void);\nint main(void) { return core(); }\n"
+    exe = gcc(root / "lib", root / "bin" / "shim", main,
+              "-exe", "-lcore", "-Wl,--enable-new-dtags,-rpath,$ORIGIN:/lib/intel64")  # fmt: skip
+    assert subprocess.run([exe], check=False, capture_output=True, env={}).returncode == 127
+    report = check(root)
+    assert ids(report) == {("BT107", "shim"), ("BT113", "shim")}
+    assert "searched RUNPATH $ORIGIN:/lib/intel64" in report.findings[0].evidence
+
+
+def test_a_library_nothing_needs_that_cannot_be_loaded_stays_an_error(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    lib(root / "other", "sib", "int sib(void) { return 0; }\n")
+    lib(root / "lib", "orphan", "int sib(void);\nint orphan(void) { return sib(); }\n",
+        f"-L{root / 'other'}", "-lsib", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    report = check(root)
+    assert ids(report) == {("BT107", "liborphan.so")}
+    assert report.failed
+
+
+def test_evidence_names_rpath_when_the_file_has_rpath(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    lib(root / "other", "sib", "int sib(void) { return 0; }\n")
+    lib(root / "lib", "orphan", "int sib(void);\nint orphan(void) { return sib(); }\n",
+        f"-L{root / 'other'}", "-lsib", "-Wl,--disable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    finding = next(f for f in check(root).findings if f.check_id == "BT107")
+    assert "searched RPATH $ORIGIN and its loaders' RPATH" in finding.evidence
+
+
+@dataclass(frozen=True)
+class Wheels:
+    """Wheels that need each other's libraries, the way apache-tvm needs apache-tvm-ffi."""
+
+    alpha: Path
+    """alpha/lib/libalpha.so (RUNPATH $ORIGIN) needs libbeta.so; requires beta."""
+    beta: Path
+    """beta/lib/libbeta.so."""
+    gamma: Path
+    """gamma/lib/libbeta.so too, but alpha does not require gamma."""
+    delta: Path
+    """delta/_ext module needs libalpha.so through RUNPATH $ORIGIN/../alpha/lib; requires alpha."""
+
+
+@pytest.fixture(scope="session")
+def wheels(tmp_path_factory: pytest.TempPathFactory) -> Wheels:
+    work = tmp_path_factory.mktemp("wheels")
+    beta = lib(
+        work, "beta", "int beta(void) { return 2; }\n", "-Wl,--enable-new-dtags,-rpath,$ORIGIN"
+    )
+    alpha = lib(work, "alpha", "int beta(void);\nint alpha(void) { return beta(); }\n", "-lbeta",
+                "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    ext = gcc(work, work / f"_ext.{EXT}", "int alpha(void);\nint ext(void) { return alpha(); }\n",
+              "-lalpha", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../alpha/lib")  # fmt: skip
+    return Wheels(
+        alpha=write_wheel(work / "alpha-1.0-py3-none-linux_x86_64.whl", "alpha",
+                          {"alpha/lib/libalpha.so": alpha.read_bytes()}, ["beta"]),
+        beta=write_wheel(work / "beta-1.0-py3-none-linux_x86_64.whl", "beta",
+                         {"beta/lib/libbeta.so": beta.read_bytes()}),
+        gamma=write_wheel(work / "gamma-1.0-py3-none-linux_x86_64.whl", "gamma",
+                          {"gamma/lib/libbeta.so": beta.read_bytes()}),
+        delta=write_wheel(work / "delta-1.0-py3-none-linux_x86_64.whl", "delta",
+                          {f"delta/_ext.{EXT}": ext.read_bytes()}, ["alpha"]),
+    )  # fmt: skip
+
+
+def test_a_needed_only_another_required_wheel_ships_is_a_warning(wheels: Wheels) -> None:
+    alone = check(wheels.alpha)
+    assert ids(alone) == {("BT108", "libalpha.so")}
+    together = check(wheels.alpha, wheels.beta)
+    assert ids(together) == {("BT114", "libalpha.so")}
+    assert together.findings[0].message == (
+        "needs libbeta.so, found only when beta is imported first"
+    )
+    assert not together.failed
+
+
+def test_a_wheel_that_is_not_required_does_not_provide(wheels: Wheels) -> None:
+    report = check(wheels.alpha, wheels.gamma)
+    assert ids(report) == {("BT108", "libalpha.so")}
+    assert "alpha does not require it" in report.findings[0].evidence
+
+
+def test_adding_a_wheel_never_makes_a_verdict_worse(wheels: Wheels) -> None:
+    every = [wheels.alpha, wheels.beta, wheels.gamma, wheels.delta]
+    verdicts: dict[frozenset[Path], set[tuple[str, str]]] = {}
+    for size in range(1, len(every) + 1):
+        for chosen in itertools.combinations(every, size):
+            verdicts[frozenset(chosen)] = errors(check(*chosen))
+    for subset, found in verdicts.items():
+        for wheel in every:
+            if wheel not in subset:
+                more = verdicts[subset | {wheel}]
+                assert more <= found, f"adding {wheel.name} to {sorted(p.name for p in subset)}"
+
+
+def test_an_installed_folder_knows_which_distribution_ships_what(
+    wheels: Wheels, tmp_path: Path
+) -> None:
+    """site-packages with alpha and beta installed: the RECORDs say libbeta.so is beta's."""
+    site = tmp_path / "site-packages"
+    for wheel in (wheels.alpha, wheels.beta):
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(site)
+    assert ids(check(site)) == {("BT114", "libalpha.so")}
+    for info in site.glob("*.dist-info"):
+        shutil.rmtree(info)  # unknown owners: one input ships it, and ld.so does not find it
+    assert ids(check(site)) == {("BT107", "libalpha.so")}
+
+
+# --- 3. copies as the loader sees them ----------------------------------------------------------
+
+
+def test_one_library_under_several_names_is_one_library(tmp_path: Path) -> None:
+    folder = tmp_path / "pkg"
+    real = gcc(folder, folder / "libid.so.1.2.3", "int id(void) { return 1; }\n",
+               "-Wl,-soname,libid.so.1")  # fmt: skip
+    for name in ("libid.so.1", "libid.so"):
+        shutil.copy2(real, folder / name)  # files, not symlinks: wheels cannot hold links
+    lib(folder, "user", "int id(void);\nint user(void) { return id(); }\n", "-lid",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    report = check(folder)
+    assert report.findings == ()
+    copies = {Path(s.path).name: s.identical_to for s in report.sizes if s.identical_to}
+    assert set(copies) == {"libid.so.1.2.3", "libid.so.1"}
+    assert {Path(str(v)).name for v in copies.values()} == {"libid.so"}
+
+
+def test_modules_with_one_name_in_two_packages_are_not_copies(tmp_path: Path) -> None:
+    for package, value in (("a", 1), ("b", 2)):
+        module = tmp_path / "site" / package / f"_zeros.{EXT}"
+        gcc(tmp_path, module, f"int zeros(void) {{ return {value}; }}\n")
+    assert check(tmp_path / "site").findings == ()
+
+
+def test_a_grafted_copy_of_the_projects_library_stays_an_error(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    lib(site / "pkg" / "lib", "p", "int p(void) { return 1; }\n")
+    graft = site / "pkg.libs" / "libp-1a2b3c4d.so"
+    gcc(tmp_path, graft, "int p(void) { return 1; }\n", "-Wl,-soname,libp-1a2b3c4d.so")
+    assert ids(check(site / "pkg")) == {("BT122", graft.name)}
+
+
+def test_vendored_copies_with_different_graft_hashes_are_by_design(tmp_path: Path) -> None:
+    libs = tmp_path / "site" / "pkg.libs"
+    for digest, value in (("8f1e9814", 1), ("040039e1-0352e75f", 2)):
+        name = f"libgfortran-{digest}.so.5.0.0"
+        gcc(tmp_path, libs / name, f"int gf(void) {{ return {value}; }}\n", f"-Wl,-soname,{name}")
+    (tmp_path / "site" / "pkg").mkdir()
+    assert check(tmp_path / "site" / "pkg").findings == ()
+
+
+def test_one_soname_in_two_wheels_is_mapped_once(wheels: Wheels) -> None:
+    assert ids(check(wheels.beta, wheels.gamma)) == set()
+
+
+# --- 4. duplicate code that can collide ----------------------------------------------------------
+
+REGISTRY = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+static std::set<std::string>& names() { static std::set<std::string> all; return all; }
+extern "C" void registry_add(const char* name) {
+  if (!names().insert(name).second) { std::fprintf(stderr, "duplicate %s\\n", name); std::abort(); }
+}
+"""
+
+SHARED_REGISTRATION = """extern "C" void registry_add(const char*);
+namespace {
+__attribute__((noipa)) int kernel(int x) { return x * 2 + 1; }
+struct Registerer { Registerer() { if (kernel(1) == 3) registry_add("gemm"); } } registerer;
+}  // namespace
+"""
+
+PRIVATE_LIBRARY = """#include <cstdlib>
+#include <set>
+#include <string>
+namespace proto {
+std::set<std::string>& registry() { static std::set<std::string> all; return all; }
+void add(const char* name) { if (!registry().insert(name).second) std::abort(); }
+__attribute__((noipa)) int encode(int x) { return x * 3; }
+__attribute__((noipa)) int decode(int x) { return x / 3; }
+}  // namespace proto
+namespace {
+struct Registerer {
+  Registerer() { if (proto::decode(proto::encode(3)) == 3) proto::add("message"); }
+};
+Registerer registerer;
+}  // namespace
+"""
+
+MAIN = """extern "C" int one(); extern "C" int two();
+int main() { return one() + two() == 2 ? 0 : 1; }
+"""
+
+
+def cxx(folder: Path, out: str, sources: dict[str, str], *flags: str) -> Path:
+    for name, text in sources.items():
+        (folder / name).write_text(text)
+    command = ["g++", "-O2", "-o", str(folder / out), *sources, f"-L{folder}", *flags]
+    subprocess.run(command, cwd=folder, check=True, capture_output=True)
+    return folder / out
+
+
+def two_libraries(
+    folder: Path, shared_source: str, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so both linked with ``shared.cc``, and an executable that loads
+    both; returns the executable's run."""
+    folder.mkdir(parents=True)
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {
+            f"{name}.cc": f'extern "C" int {name}() {{ return 1; }}\n',
+            "shared.cc": shared_source,
+        }
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-lcore", *flags,
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo", "-lcore",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+def test_a_shared_registration_in_two_libraries_stays_bt103(tmp_path: Path) -> None:
+    run = two_libraries(tmp_path / "seed", SHARED_REGISTRATION)
+    assert run.returncode != 0  # the real abort
+    assert "duplicate gemm" in run.stderr
+    report = check(tmp_path / "seed")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "_GLOBAL__sub_I_shared.cc" in report.findings[0].evidence
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("-Wl,--version-script=api.map",), ("-fvisibility=hidden",)],
+    ids=["version-script", "hidden-visibility"],
+)
+def test_a_private_static_copy_in_each_library_is_a_warning(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    folder = tmp_path / "private"
+    folder.mkdir()
+    (folder / "api.map").write_text("{ global: one; two; local: *; };\n")
+    run = _private_build(folder, PRIVATE_LIBRARY, flags)
+    assert run.returncode == 0, run.stderr  # each library registers into its own registry
+    report = check(folder)
+    assert ids(report) == {("BT124", "libtwo.so")}
+    assert not report.failed
+    assert "_ZN5proto" in report.findings[0].evidence
+    assert "MB of code twice" in report.findings[0].message
+
+
+def _private_build(
+    folder: Path, source: str, flags: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
+               "{ return 1; }\n", "shared.cc": source}  # fmt: skip
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", *flags,
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+# --- 5. policy holes -------------------------------------------------------------------------
+
+
+def _policy(*, executables: tuple[ExecutableRule, ...] = (), **library: object) -> LinkagePolicy:
+    rule = LibraryRule(
+        name="runtime", file_name="libdemo_runtime.so", optional=False, required_needed=(),
+        forbidden_needed=(), registers=(), objects=(), size_budget=None,
+    )  # fmt: skip
+    rule = dataclasses.replace(rule, **library)  # type: ignore[arg-type]
+    return LinkagePolicy("policy.toml", "demo", (rule,), executables, (), hardening=False)
+
+
+def test_allowed_needed_covers_libraries_the_recipe_does_not_declare(tmp_path: Path) -> None:
+    """TVM's removed libtvm_allvisible.so: a test that needs it must not pass."""
+    folder = tmp_path / "lib"
+    lib(folder, "demo_runtime", "int runtime(void) { return 0; }\n")
+    lib(folder, "tvm_allvisible", "int allvisible(void) { return 0; }\n")
+    main = "int runtime(void); int allvisible(void);\n"
+    main += "int main(void) { return runtime() + allvisible(); }\n"
+    gcc(folder, folder / "unit_test", main, "-exe", "-ldemo_runtime", "-ltvm_allvisible",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    test = ExecutableRule("unit_test", (), ("libdemo_runtime.so",), ())
+    report = verify_paths([folder], _policy(executables=(test,)), jobs=1)
+    assert ids(report) == {("BT102", "unit_test")}
+    assert "libtvm_allvisible.so, which is a project library outside its allow-list" in (
+        report.findings[0].message
+    )
+
+
+REGISTRY_DEFINITION = """#include <string>
+extern "C" void registry_add(const std::string& name) { (void)name; }
+"""
+
+REGISTERING = """#include <string>
+extern "C" void registry_add(const std::string&);
+namespace { struct R { R() { registry_add(std::string("gemm")); } } registerer; }
+"""
+
+
+def test_a_name_stored_in_instructions_is_not_a_missing_registration(tmp_path: Path) -> None:
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    registry = {"registry.cc": REGISTRY_DEFINITION}
+    cxx(folder, "libdemo_runtime.so", {"reg.cc": REGISTERING, **registry}, "-shared",
+        "-fPIC", "-Wl,-soname,libdemo_runtime.so")  # fmt: skip
+    policy = _policy(registers=("gemm",), static_initializers=("_GLOBAL__sub_I_reg.cc",))
+    report = verify_paths([folder], policy, jobs=1)
+    assert ids(report) == {("BT115", "libdemo_runtime.so")}
+    assert report.findings[0].severity == "info"
+    assert not report.failed
+    # the same library without the registering source: proven absent
+    cxx(folder, "libdemo_runtime.so", registry, "-shared", "-fPIC",
+        "-Wl,-soname,libdemo_runtime.so")  # fmt: skip
+    assert ids(verify_paths([folder], policy, jobs=1)) == {("BT105", "libdemo_runtime.so")}
+
+
+def test_a_folder_a_thousand_deep_is_walked(tmp_path: Path) -> None:
+    deep = tmp_path / "top"
+    deep.mkdir()
+    for _ in range(1000):  # Path.mkdir(parents=True) itself recurses
+        deep = deep / "d"
+        deep.mkdir()
+    lib(deep, "deep", "int deep(void) { return 0; }\n")
+    try:
+        report = check(tmp_path / "top")
+    finally:
+        _remove_deep(tmp_path / "top")  # shutil.rmtree recurses too: pytest could not clean up
+    assert report.files_checked == 1
+    assert report.findings == ()
+
+
+def _remove_deep(top: Path) -> None:
+    folders = [top]
+    while (folders[-1] / "d").is_dir():
+        folders.append(folders[-1] / "d")
+    for folder in reversed(folders):
+        for entry in folder.iterdir():
+            if not entry.is_dir():
+                entry.unlink()
+        folder.rmdir()
+
+
+def test_a_recipe_found_by_search_applies_only_inside_its_project(
+    tmp_path: Path, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a checkout, a system library gets no recipe (no hardening policy, no BT140)."""
+    outside = tmp_path / "libsystem.so"
+    lib(tmp_path, "system", "int system_api(void) { return 0; }\n", "-Wl,-z,lazy")
+    shutil.move(tmp_path / "libsystem.so", outside)
+    monkeypatch.chdir(REPO)
+    result = run_cli("verify-linkage", str(outside), "--format", "json")
+    assert json.loads(result.stdout)["recipe"] is None
+    assert result.exit_code == 0
+    text = run_cli("verify-linkage", str(outside), "--recipe", str(DEMO_RECIPE)).stdout
+    assert f"recipe: {DEMO_RECIPE}" in text
+    assert "BT140" in text  # named with --recipe, it applies
+
+
+# --- 6. a stale monolith without a recipe --------------------------------------------------------
+
+
+def _part(name: str) -> str:
+    return f'extern "C" int {name}_value() {{ static int v = 1; return v; }}\n' + (
+        f"namespace {{ struct Init {{ Init() {{ {name}_value(); }} }} init; }}\n"
+    )
+
+
+def test_a_stale_monolith_beside_its_split_libraries(tmp_path: Path) -> None:
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    sources = {"runtime.cc": _part("runtime"), "compiler.cc": _part("compiler")}
+    for name, source in sources.items():
+        stem = name.removesuffix(".cc")
+        cxx(folder, f"libtvm_{stem}.so", {name: source}, "-shared", "-fPIC",
+            f"-Wl,-soname,libtvm_{stem}.so")  # fmt: skip
+    assert check(folder).findings == ()
+    cxx(folder, "libtvm.so", sources, "-shared", "-fPIC", "-Wl,-soname,libtvm.so")
+    report = check(folder)
+    assert ids(report) == {("BT125", "libtvm.so")}
+    assert "_GLOBAL__sub_I_runtime.cc" in report.findings[0].evidence
+    # something still loads it: a library in use, not a leftover
+    main = 'extern "C" int runtime_value();\nint main() { return runtime_value() - 1; }\n'
+    cxx(folder, "app", {"app.cc": main}, "-ltvm", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
+    assert ("BT125", "libtvm.so") not in ids(check(folder))
