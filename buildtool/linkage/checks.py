@@ -220,7 +220,7 @@ def _object_code_finding(
         f"{len(functions)} defined functions in both: {len(private)} with external linkage "
         f"bound inside each library (not in .dynsym), {len(interposing)} exported by both"
     )
-    if private and len(private) > len(interposing):
+    if private and len(private) > len(interposing) and not _recipe_registrations(subject, pair):
         return Finding(
             "BT124",
             pair[1].display,
@@ -236,6 +236,13 @@ def _object_code_finding(
         f"unstripped: static initializers {_listed(initializers)} and {counts}: "
         f"{_listed(functions)}",
     )
+
+
+def _recipe_registrations(subject: Subject, pair: Pair) -> frozenset[str]:
+    """Names the recipe says are registered (by a library or an object library) that both files
+    hold: their code registers into the registry the two share, so the copies collide."""
+    first, second = (subject.facts(binary).registration_strings for binary in pair)
+    return frozenset(subject.policy.registration_names) & first & second
 
 
 def _wasted(subject: Subject, pair: Pair, shared: int) -> str:
@@ -291,9 +298,12 @@ def _object_marks(facts: ElfFacts, obj: ObjectRule) -> str:
     """Evidence that ``obj``'s code is in a library: the strongest kind the file still has."""
     if facts.has_symtab:
         found = _static_inits(facts) & set(obj.static_initializers)
-        return f"unstripped: static initializers {_listed(found)}" if found else ""
+        if found:
+            return f"unstripped: static initializers {_listed(found)}"
+    # Stripped, or a policy-only recipe (no sources, so no initializer names): the strings.
     strings = facts.registration_strings & set(obj.registers)
-    return f"stripped: registration strings {_listed(strings)}" if strings else ""
+    kind = "unstripped" if facts.has_symtab else "stripped"
+    return f"{kind}: registration strings {_listed(strings)}" if strings else ""
 
 
 def check_owned_initializers(subject: Subject) -> Iterator[Finding]:

@@ -80,7 +80,10 @@ class LinkagePolicy:
 
     @property
     def registration_names(self) -> tuple[str, ...]:
-        return tuple(name for lib in self.libraries for name in lib.registers)
+        """Every name the recipe says is registered, by a library or by an object library."""
+        names = [name for lib in self.libraries for name in lib.registers]
+        names += [name for lib in self.libraries for obj in lib.objects for name in obj.registers]
+        return tuple(dict.fromkeys(names))
 
     @property
     def project_files(self) -> frozenset[str]:
