@@ -67,3 +67,15 @@ def test_fill_refuses_missing_and_unused_values() -> None:
         fill("@X@ @Y@", {"X": "1"})
     with pytest.raises(TemplateError, match="values without a placeholder"):
         fill("@X@", {"X": "1", "Z": "2"})
+
+
+def test_the_acme_example_carries_its_generated_files() -> None:
+    """examples/acme is used as cloned: ``buildtool ci`` there starts with ``configure --check``."""
+    acme = REPO / "examples" / "acme"
+    loaded = load_recipe(acme / "buildtool.toml")
+    files = generated_files(loaded, plan_recipe(loaded))
+    assert files, "the acme recipe generates files"
+    for name, text in files.items():
+        path = acme / name
+        assert path.is_file(), f"{name} is not committed; run `buildtool configure` in {acme}"
+        assert path.read_text(encoding="utf-8") == text, f"{name} is stale"
