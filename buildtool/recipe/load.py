@@ -30,6 +30,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ENV_PREFIX = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+_LIBRARY_PREFIX = re.compile(r"[A-Za-z0-9_.+-]*\Z")
 _DISTRIBUTION = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 
 
@@ -211,6 +212,13 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
             source,
             "project.env-prefix",
             f"expected upper-case letters, digits and '_', found {env_prefix!r}",
+        )
+    if not _LIBRARY_PREFIX.match(project.library_prefix):
+        raise RecipeError(
+            source,
+            "project.library-prefix",
+            "expected letters, digits and '_', '.', '+', '-' (it begins CMake target and file "
+            f"names), found {project.library_prefix!r}",
         )
     prefix = project.library_prefix or f"{package}_"
     return dataclasses.replace(
