@@ -25,14 +25,25 @@ def _is_special(path: Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The nearest of ``folder`` and its parents that exists and is not a folder, or None."""
+    return next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+
+
+def check_folder_possible(folder: Path) -> None:
+    """Refuse, creating nothing, a folder that cannot exist because a file is in the way."""
+    blocker = _file_in_the_way(folder)
+    if blocker is not None:
+        raise UsageError(f"{folder}: cannot create the folder: {blocker} is a file, not a folder")
+
+
 def make_folder(folder: Path) -> None:
     """Create ``folder`` and its parents; a file in the way or no permission is a usage error."""
+    check_folder_possible(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        in_the_way = (p for p in (folder, *folder.parents) if p.exists() and not p.is_dir())
-        blocker = next(in_the_way, None)
-        why = f"{blocker} is a file, not a folder" if blocker else error.strerror or str(error)
+        why = error.strerror or str(error)
         raise UsageError(f"{folder}: cannot create the folder: {why}") from None
 
 
