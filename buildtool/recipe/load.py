@@ -271,8 +271,14 @@ RECIPES_DIR = "recipes"
 
 def _has_tool_table(pyproject: Path) -> bool:
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        if "tool.buildtool" in text:  # meant as the recipe: say why it cannot be read
+            raise RecipeError(str(pyproject), "", f"not valid TOML: {error}") from None
         return False
     tool = data.get("tool")
     return isinstance(tool, dict) and "buildtool" in tool
