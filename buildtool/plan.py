@@ -268,12 +268,6 @@ class _Planner:
     def check_extensions(self) -> None:
         recipe = self.recipe
         for name, module in sorted(recipe.extensions.items()):
-            if not module.sources:
-                raise self.refuse(
-                    f"extensions.{name}.sources",
-                    "expected the extension module's sources (a C or C++ file defining "
-                    f"PyInit_{name}), found none",
-                )
             if not recipe.project.python_package_dir:
                 raise self.refuse(
                     f"extensions.{name}",
