@@ -25,6 +25,28 @@ def _is_special(path: Path) -> bool:
     return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
+def _file_in_the_way(folder: Path) -> Path | None:
+    """The nearest of ``folder`` and its parents that exists and is not a folder, or None."""
+    return next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+
+
+def check_folder_possible(folder: Path) -> None:
+    """Refuse, creating nothing, a folder that cannot exist because a file is in the way."""
+    blocker = _file_in_the_way(folder)
+    if blocker is not None:
+        raise UsageError(f"{folder}: cannot create the folder: {blocker} is a file, not a folder")
+
+
+def make_folder(folder: Path) -> None:
+    """Create ``folder`` and its parents; a file in the way or no permission is a usage error."""
+    check_folder_possible(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        why = error.strerror or str(error)
+        raise UsageError(f"{folder}: cannot create the folder: {why}") from None
+
+
 def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
     """Write to a temporary file beside ``path``, then rename it into place (with ``mode``).
 
@@ -38,8 +60,13 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
         return
     import tempfile  # here: most runs write no file, and its import costs a few ms
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    make_folder(path.parent)
+    if path.is_dir():
+        raise UsageError(f"{path}: cannot write the file: it is a folder")
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise UsageError(f"{path}: cannot write the file: {error.strerror or error}") from None
     temporary = Path(name)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -56,7 +83,7 @@ def write_atomic(path: Path, data: str | bytes, mode: int = 0o644) -> None:
 @contextlib.contextmanager
 def folder_lock(folder: Path, purpose: str) -> Iterator[None]:
     """Serialize runs on one folder (two ``configure`` at once would corrupt the cache)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     lock_path = folder / ".buildtool.lock"
     with lock_path.open("a+") as handle:
         try:

@@ -385,6 +385,29 @@ def test_a_damaged_reply_is_bad_input_naming_the_file(run_cli: CliRunner, tmp_pa
     assert result.exit_code == 2
     assert f"{runtime}: cannot read CMake's File API reply: " in result.stderr
     assert "Traceback" not in result.stderr
+    document["type"] = "SHARED_LIBRARY"
+    document["link"]["commandFragments"][0]["fragment"] = 1  # a number where a string goes
+    runtime.write_text(json.dumps(document), encoding="utf-8")
+    result = run_cli("check-cmake", str(build))
+    assert result.exit_code == 2
+    assert f"{runtime}: not a File API target as expected: TypeError(" in result.stderr
+    runtime.write_text("[]", encoding="utf-8")
+    result = run_cli("check-cmake", str(build))
+    assert result.exit_code == 2
+    assert f"{runtime}: not a File API reply: expected a JSON object, found list" in result.stderr
+
+
+@pytest.mark.integration
+def test_an_index_that_is_not_an_object_is_asked_for_again(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    build = configure_split(tmp_path, "none")
+    assert run_cli("check-cmake", str(build)).exit_code == 0
+    (index,) = (build / ".cmake" / "api" / "v1" / "reply").glob("index-*.json")
+    index.write_text("[]", encoding="utf-8")
+    assert not reply_is_current(build)
+    result = run_cli("check-cmake", str(build))
+    assert result.exit_code == 0, result.stderr
 
 
 def test_starter_recipe_of_awkward_names_loads(tmp_path: Path) -> None:

@@ -191,13 +191,73 @@ def test_smoke_facts_are_checked_against_the_plan() -> None:
         "names": [*sorted(present - {"runtime.GetVersion"}), "compiler.build"],
     }
     assert pipeline.smoke_problems(bad, plan, runtime_only=True) == [
-        "_RUNTIME_ONLY is False, expected True",
+        "runtime_only() is False, expected True",
         "loaded libraries ['ffi'], expected ['ffi', 'runtime']",
         "runtime.GetVersion is not registered",
         "compiler.build is registered (its library is optional)",
     ]
     unlisted = {"runtime_only": False, "loaded": ["compiler", "ffi", "runtime"], "names": None}
     assert pipeline.smoke_problems(unlisted, plan, runtime_only=False) == []
+
+
+TINY_RECIPE = """\
+[project]
+name = "tiny"
+env-prefix = "TINY"
+python-package-dir = "python/tiny"
+
+[libraries.core]
+sources = ["core/*.cc"]
+"""
+"""A project with one required library, no optional one and no tests."""
+
+
+def write_tiny(root: Path) -> Path:
+    (root / "core").mkdir(parents=True)
+    (root / "core" / "core.cc").write_text('extern "C" int tiny_answer() { return 42; }\n')
+    (root / "python" / "tiny").mkdir(parents=True)
+    (root / "python" / "tiny" / "__init__.py").write_text("")
+    (root / "buildtool.toml").write_text(TINY_RECIPE)
+    return root / "buildtool.toml"
+
+
+def test_smoke_without_an_optional_library_is_runtime_only_in_both_modes(tmp_path: Path) -> None:
+    plan = plan_recipe(load_recipe(write_tiny(tmp_path)))
+    facts = {"runtime_only": True, "loaded": ["core"], "names": None}
+    assert pipeline.smoke_problems(facts, plan, runtime_only=False) == []
+    assert pipeline.smoke_problems(facts, plan, runtime_only=True) == []
+    wrong = {**facts, "runtime_only": False}
+    assert pipeline.smoke_problems(wrong, plan, runtime_only=False) == [
+        "runtime_only() is False, expected True"
+    ]
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+def test_ci_passes_on_a_project_with_only_a_required_library(tmp_path: Path) -> None:
+    """No optional library (the loader is always runtime-only) and no tests (nothing for ctest)."""
+    root = tmp_path / "tiny"
+    write_tiny(root)
+    configured = subprocess.run(
+        [sys.executable, "-m", "buildtool", "configure"],
+        cwd=root,
+        env=ci_environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert configured.returncode == 0, configured.stdout + configured.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "buildtool", "ci"],
+        cwd=root,
+        env=ci_environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^smoke-full +passed", result.stdout, re.MULTILINE)
+    assert "no tests: the recipe declares none" in result.stdout
 
 
 # --- the whole chain on the bundled example ------------------------------------------------------

@@ -67,3 +67,31 @@ def test_fill_refuses_missing_and_unused_values() -> None:
         fill("@X@ @Y@", {"X": "1"})
     with pytest.raises(TemplateError, match="values without a placeholder"):
         fill("@X@", {"X": "1", "Z": "2"})
+
+
+def test_the_acme_example_carries_its_generated_files() -> None:
+    """examples/acme is used as cloned: ``buildtool ci`` there starts with ``configure --check``."""
+    acme = REPO / "examples" / "acme"
+    loaded = load_recipe(acme / "buildtool.toml")
+    files = generated_files(loaded, plan_recipe(loaded))
+    assert files, "the acme recipe generates files"
+    for name, text in files.items():
+        path = acme / name
+        assert path.is_file(), f"{name} is not committed; run `buildtool configure` in {acme}"
+        assert path.read_text(encoding="utf-8") == text, f"{name} is stale"
+
+
+def test_an_extension_module_without_sources_is_refused_before_cmake(tmp_path: Path) -> None:
+    from buildtool.errors import UsageError
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "core.cc").write_text("int core() { return 1; }\n")
+    (tmp_path / "python" / "p").mkdir(parents=True)
+    (tmp_path / "python" / "p" / "__init__.py").write_text("")
+    (tmp_path / "buildtool.toml").write_text(
+        '[project]\nname = "p"\npython-package-dir = "python/p"\n\n'
+        '[libraries.core]\nsources = ["src/*.cc"]\n\n[extensions._ext]\nlinks = ["core"]\n'
+    )
+    loaded = load_recipe(tmp_path / "buildtool.toml")
+    with pytest.raises(UsageError, match=r"extensions\._ext\.sources: empty; a recipe without"):
+        generated_files(loaded, plan_recipe(loaded))

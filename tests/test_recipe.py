@@ -68,6 +68,18 @@ def test_pyproject_without_tool_table_is_refused(tmp_path: Path) -> None:
         load_recipe(tmp_path / "pyproject.toml")
 
 
+def test_a_broken_pyproject_holding_the_recipe_is_reported_not_skipped(
+    run_cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.buildtool.project]\nname = "x\n')
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("configure", "--check")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {tmp_path / 'pyproject.toml'}: not valid TOML: ")
+    (tmp_path / "pyproject.toml").write_text("[tool.ruff\n")  # someone else's: not a recipe
+    assert "no recipe given and none found" in run_cli("configure", "--check").stderr
+
+
 def test_defaults_are_filled_in() -> None:
     recipe = parse_recipe({"project": {"name": "my-proj"}}, "r.toml")
     assert recipe.project.package == "my_proj"

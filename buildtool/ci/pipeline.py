@@ -195,9 +195,12 @@ def step_build(workspace: Workspace) -> StepOutcome:
 
 
 def step_ctest(workspace: Workspace) -> StepOutcome:
-    output = process.run(ctest_command(workspace.request.build_dir))
+    declared = any(executable.is_test for executable in workspace.plan.executables)
+    output = process.run(ctest_command(workspace.request.build_dir, tests_expected=declared))
     passed = [line for line in output.splitlines() if "tests passed" in line]
-    return StepOutcome(detail=passed[-1].strip() if passed else "ctest passed")
+    if passed:
+        return StepOutcome(detail=passed[-1].strip())
+    return StepOutcome(detail="ctest passed" if declared else "no tests: the recipe declares none")
 
 
 def _outcome(report: Report) -> StepOutcome:
@@ -309,8 +312,12 @@ def expected_registrations(plan: LinkPlan, runtime_only: bool) -> tuple[set[str]
 def smoke_problems(facts: dict[str, Any], plan: LinkPlan, runtime_only: bool) -> list[str]:
     """What the smoke import's ``facts`` show to be wrong, given the plan (pure)."""
     problems = []
-    if facts.get("runtime_only") is not runtime_only:
-        problems.append(f"_RUNTIME_ONLY is {facts.get('runtime_only')}, expected {runtime_only}")
+    # Without an optional library every import is runtime-only: nothing optional is loaded.
+    expected_runtime_only = runtime_only or not any(lib.optional for lib in plan.libraries)
+    if facts.get("runtime_only") is not expected_runtime_only:
+        problems.append(
+            f"runtime_only() is {facts.get('runtime_only')}, expected {expected_runtime_only}"
+        )
     wanted = plan.runtime_libraries if runtime_only else plan.libraries
     expected_loaded = sorted(lib.name for lib in wanted)
     if facts.get("loaded") != expected_loaded:

@@ -6,7 +6,7 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -39,13 +39,25 @@ def plan_recipe(loaded: LoadedRecipe) -> LinkPlan:
     return make_plan(loaded.recipe, loaded.source, expand_sources(loaded))
 
 
+def _without_sources(plan: LinkPlan) -> Iterator[str]:
+    """Key paths of the targets a build cannot make: no sources (and, for a library, no
+    object library either)."""
+    yield from (
+        f"libraries.{lib.name}" for lib in plan.libraries if not lib.sources and not lib.objects
+    )
+    for exe in plan.executables:
+        if not exe.sources:
+            yield f"{'tests' if exe.is_test else 'executables'}.{exe.name}"
+    yield from (f"extensions.{module.name}" for module in plan.extensions if not module.sources)
+
+
 def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
     """Every file buildtool generates into the project tree, by root-relative path."""
-    buildable = [lib for lib in plan.libraries if not lib.sources and not lib.objects]
-    if buildable:
+    empty = next(_without_sources(plan), None)
+    if empty is not None:
         raise UsageError(
-            f"{loaded.source}: libraries.{buildable[0].name}.sources: empty; a recipe without "
-            "sources can verify binaries built elsewhere but cannot generate a build"
+            f"{loaded.source}: {empty}.sources: empty; a recipe without sources can verify "
+            "binaries built elsewhere but cannot generate a build"
         )
     check_package_dir(loaded)
     header_plan = _with_header_source(plan, loaded)

@@ -157,17 +157,17 @@ def parse_target(
     defined_in, line = _definition(data, source_dir)
     link = data.get("link") or {}
     return CmakeTarget(
-        name=data["name"],
-        type=data["type"],
-        artifacts=tuple(_absolute(build_dir, a["path"]) for a in data.get("artifacts", ())),
+        name=_text(data["name"]),
+        type=_text(data["type"]),
+        artifacts=tuple(_absolute(build_dir, _text(a["path"])) for a in data.get("artifacts", ())),
         sources=tuple(
-            _absolute(source_dir, source["path"])
+            _absolute(source_dir, _text(source["path"]))
             for source in data.get("sources", ())
             if "compileGroupIndex" in source
         ),
         object_libraries=_object_libraries(data, names, object_dirs),
         link=tuple(
-            LinkFragment(item["fragment"], item.get("role", ""))
+            LinkFragment(_text(item["fragment"]), _text(item.get("role", "")))
             for item in link.get("commandFragments", ())
         ),
         direct_links=_direct_links(data, names),
@@ -178,9 +178,20 @@ def parse_target(
 
 def _load(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        document = json.loads(path.read_bytes())
     except (OSError, ValueError) as error:
         raise InputError(f"{path}: cannot read CMake's File API reply: {error}") from None
+    if not isinstance(document, dict):
+        found = type(document).__name__
+        raise InputError(f"{path}: not a File API reply: expected a JSON object, found {found}")
+    return document
+
+
+def _text(value: object) -> str:
+    """A string of the reply; anything else is a ``TypeError`` (reported naming the file)."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, found {value!r}")
+    return value
 
 
 def latest_index(reply_dir: Path) -> Path | None:

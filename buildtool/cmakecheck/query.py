@@ -49,10 +49,13 @@ def reply_is_current(build_dir: Path) -> bool:
     if index is None:
         return False
     try:
-        reply = json.loads(index.read_bytes()).get("reply", {})
+        document = json.loads(index.read_bytes())
     except ValueError:
         return False
-    if "codemodel-v2" not in reply:  # another client's query (an IDE's) was answered, not ours
+    reply = document.get("reply") if isinstance(document, dict) else None
+    if (
+        not isinstance(reply, dict) or "codemodel-v2" not in reply
+    ):  # another client's query (an IDE's) was answered, not ours
         return False
     return index.stat().st_mtime >= (build_dir / "CMakeCache.txt").stat().st_mtime
 

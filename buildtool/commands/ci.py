@@ -27,7 +27,7 @@ from buildtool.commands.common import (
 )
 from buildtool.console import install_log_handler, paint, use_colour
 from buildtool.errors import Interrupted
-from buildtool.fsutil import write_atomic
+from buildtool.fsutil import check_folder_possible, write_atomic
 from buildtool.linkage.baseline import load_baseline
 from buildtool.linkage.report import escape_data, github_annotation
 
@@ -137,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     loaded = resolve_recipe(args)
     launcher, _ = chosen_launcher(args.launcher, loaded)
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
+    for folder in (args.out_dir, args.build_dir):  # before any step: exit 2, nothing half-run
+        check_folder_possible(folder)
     request = pipeline.CiRequest(
         loaded=loaded,
         out_dir=args.out_dir,

@@ -31,7 +31,7 @@ import pyproject_hooks
 from buildtool import process
 from buildtool.cmake import configure
 from buildtool.errors import ChecksFailed, UsageError
-from buildtool.fsutil import folder_lock, write_atomic
+from buildtool.fsutil import folder_lock, make_folder, write_atomic
 from buildtool.packaging.distributions import (
     BUILD_BACKEND,
     Distribution,
@@ -317,7 +317,7 @@ def _check_request(request: WheelRequest, plan: LinkPlan) -> None:
 @contextlib.contextmanager
 def staging_folder(out_dir: Path) -> Iterator[Path]:
     """A hidden folder inside ``out_dir`` (same file system: renames are atomic), removed after."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    make_folder(out_dir)
     staging = Path(tempfile.mkdtemp(prefix=".buildtool-wheel-", dir=out_dir))
     try:
         yield staging

@@ -30,6 +30,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ENV_PREFIX = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
+_LIBRARY_PREFIX = re.compile(r"[A-Za-z0-9_.+-]*\Z")
 _DISTRIBUTION = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 
 
@@ -212,6 +213,13 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
             "project.env-prefix",
             f"expected upper-case letters, digits and '_', found {env_prefix!r}",
         )
+    if not _LIBRARY_PREFIX.match(project.library_prefix):
+        raise RecipeError(
+            source,
+            "project.library-prefix",
+            "expected letters, digits and '_', '.', '+', '-' (it begins CMake target and file "
+            f"names), found {project.library_prefix!r}",
+        )
     prefix = project.library_prefix or f"{package}_"
     return dataclasses.replace(
         project,
@@ -263,8 +271,14 @@ RECIPES_DIR = "recipes"
 
 def _has_tool_table(pyproject: Path) -> bool:
     try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = pyproject.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        if "tool.buildtool" in text:  # meant as the recipe: say why it cannot be read
+            raise RecipeError(str(pyproject), "", f"not valid TOML: {error}") from None
         return False
     tool = data.get("tool")
     return isinstance(tool, dict) and "buildtool" in tool

@@ -140,6 +140,29 @@ def _file_names(recipe: Recipe) -> Iterator[tuple[str, str]]:
             yield f"libraries.{name}.file", lib.file
 
 
+_FIND_VERSION = re.compile(r"\d+(\.\d+){0,3}(\.\.\.<?\d+(\.\d+){0,3})?\Z")
+"""CMake's ``find_package`` version: ``1.2``, or a range ``1.2...<2``."""
+_PKG_CONFIG = re.compile(r"[A-Za-z0-9_.+-]+( *(>=|<=|!=|=|<|>) *[A-Za-z0-9_.+~-]+)?\Z")
+"""A pkg-config module with an optional constraint: ``zlib``, ``zlib >= 1.2``."""
+
+
+def _check_externals(recipe: Recipe, source: str) -> None:
+    for name, external in recipe.externals.items():
+        if external.version and not _FIND_VERSION.match(external.version):
+            raise RecipeError(
+                source,
+                f"externals.{name}.version",
+                f"expected a version (1.2, or a range 1.2...<2), found {external.version!r}",
+            )
+        if external.pkg_config and not _PKG_CONFIG.match(external.pkg_config):
+            raise RecipeError(
+                source,
+                f"externals.{name}.pkg-config",
+                "expected a pkg-config module with an optional constraint (zlib, zlib >= 1.2), "
+                f"found {external.pkg_config!r}",
+            )
+
+
 def _growth_allowances(recipe: Recipe, source: str) -> None:
     for name, percent in recipe.verify.max_growth_percent.items():
         key = f"verify.max-growth-percent.{name}"
@@ -165,6 +188,7 @@ def check_values(recipe: Recipe, source: str) -> None:
                 source, key, f"{special.group()!r} would break the generated CMake, in {text!r}"
             )
     _check_definitions(recipe, source)
+    _check_externals(recipe, source)
     _check_standards(recipe, source)
     _check_cmake_file(recipe.project.cmake_file, source)
     for key, file_name in _file_names(recipe):
