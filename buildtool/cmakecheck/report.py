@@ -11,7 +11,7 @@ from typing import Any
 from buildtool.cmakecheck.codemodel import LIBRARY_TYPES
 from buildtool.cmakecheck.rules import Graph
 from buildtool.linkage.findings import CMAKE_CHECKS, Finding
-from buildtool.linkage.report import finding_json, github_annotation
+from buildtool.linkage.report import finding_json, finding_lines, github_annotation
 
 REPORT_VERSION = 1
 
@@ -96,17 +96,7 @@ def _graph_lines(report: CmakeReport) -> list[str]:
 def render_text(report: CmakeReport, paint: Callable[[str, str], str] | None = None) -> str:
     """Findings grouped per CMake file, the target graph (without a recipe), then a verdict."""
     style = paint or (lambda text, _style: text)
-    colours = {"error": "red", "warning": "yellow", "info": "cyan"}
-    lines: list[str] = []
-    for path in sorted({finding.path for finding in report.findings}):
-        lines.append(style(path, "bold"))
-        for finding in (f for f in report.findings if f.path == path):
-            check = finding.check
-            label = style(f"{check.severity} {check.id} {check.name}", colours[check.severity])
-            lines.append(f"  {label}: {finding.message}")
-            if finding.evidence:
-                lines.append(f"    evidence: {finding.evidence}")
-            lines.append(f"    fix: {check.hint}")
+    lines = finding_lines(report.findings, style)
     if not report.recipe:
         lines += _graph_lines(report)
         lines.append("no recipe: checks that need a linkage policy were skipped")

@@ -4,7 +4,7 @@ a Markdown step summary (the HTML page is ``linkage.html``)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from buildtool.linkage.baseline import BaselineSize, percent
@@ -157,20 +157,30 @@ def _recipe_line(report: Report) -> str:
     return "no recipe: checks that need a linkage policy were skipped"
 
 
-def render_text(report: Report, paint: Callable[[str, str], str] | None = None) -> str:
-    """Findings grouped per file, then the size table and a one-line verdict."""
-    style = paint or (lambda text, _style: text)
-    colours = {"error": "red", "warning": "yellow", "info": "cyan"}
+SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def finding_lines(findings: Sequence[Finding], style: Callable[[str, str], str]) -> list[str]:
+    """Findings grouped per file (or CMake file): message, evidence and fix of each."""
     lines: list[str] = []
-    for path in sorted({finding.path for finding in report.findings}):
+    for path in sorted({finding.path for finding in findings}):
         lines.append(style(path, "bold"))
-        for finding in (f for f in report.findings if f.path == path):
+        for finding in (f for f in findings if f.path == path):
             check = finding.check
-            label = style(f"{check.severity} {check.id} {check.name}", colours[check.severity])
+            label = style(
+                f"{check.severity} {check.id} {check.name}", SEVERITY_COLOURS[check.severity]
+            )
             lines.append(f"  {label}: {finding.message}")
             if finding.evidence:
                 lines.append(f"    evidence: {finding.evidence}")
             lines.append(f"    fix: {check.hint}")
+    return lines
+
+
+def render_text(report: Report, paint: Callable[[str, str], str] | None = None) -> str:
+    """Findings grouped per file, then the size table and a one-line verdict."""
+    style = paint or (lambda text, _style: text)
+    lines = finding_lines(report.findings, style)
     if report.sizes or report.gone:
         against = f" (against {report.baseline})" if report.baseline else ""
         lines.append(style(f"library sizes{against}", "bold"))
