@@ -103,21 +103,25 @@ def policy_from_plan(
     )
 
 
+def plan_for_policy(loaded: LoadedRecipe) -> LinkPlan:
+    """The recipe's plan as the checks need it. A policy-only recipe describes binaries built
+    elsewhere: there are no sources to expand, and no source tree is needed."""
+    from buildtool.plan import make_plan
+    from buildtool.recipe.sources import expand_sources
+
+    recipe = loaded.recipe
+    has_sources = any(lib.sources for lib in recipe.libraries.values())
+    sources = expand_sources(loaded) if has_sources else {}
+    return make_plan(recipe, loaded.source, sources)
+
+
 def policy_for_recipe(
     loaded: LoadedRecipe | None, switches: Mapping[str, bool] | None = None
 ) -> LinkagePolicy:
     """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
     if loaded is None:
         return LinkagePolicy.empty()
-    from buildtool.plan import make_plan
-    from buildtool.recipe.sources import expand_sources
-
-    recipe = loaded.recipe
-    has_sources = any(lib.sources for lib in recipe.libraries.values())
-    # A policy-only recipe describes binaries built elsewhere: there are no sources to expand.
-    sources = expand_sources(loaded) if has_sources else {}
-    plan = make_plan(recipe, loaded.source, sources)
-    return policy_for_plan(plan, loaded, switches)
+    return policy_from_plan(plan_for_policy(loaded), loaded.recipe.verify, switches)
 
 
 def recipe_covers(loaded: LoadedRecipe, paths: Sequence[Path], project: Path) -> bool:
@@ -137,41 +141,23 @@ def recipe_covers(loaded: LoadedRecipe, paths: Sequence[Path], project: Path) ->
     return not outside
 
 
-def policy_for_plan(
-    plan: LinkPlan, loaded: LoadedRecipe, switches: Mapping[str, bool] | None = None
-) -> LinkagePolicy:
-    return policy_from_plan(plan, loaded.recipe.verify, switches)
-
-
-def verify_wheels(
-    wheels: Sequence[Path],
-    plan: LinkPlan,
-    loaded: LoadedRecipe,
-    switches: Mapping[str, bool] | None = None,
-) -> Report:
-    """All wheels of a variant together, as they are installed; raises ``WheelsRejected`` (with
-    the report) when any check fails. ``buildtool wheel`` and ``buildtool ci`` both call this on
-    the staged wheels, before anything is published."""
-    report = verify_paths(wheels, policy_for_plan(plan, loaded, switches))
-    if report.failed:
-        raise WheelsRejected(report)
-    return report
-
-
 def wheel_verifier(
     loaded: LoadedRecipe,
     on_report: Callable[[Report], None],
     switches: Mapping[str, bool] | None = None,
+    *,
+    with_graph: bool = False,
 ) -> Callable[[Sequence[Path], LinkPlan], None]:
-    """What ``build_wheels`` runs on the staged wheels before it publishes them: ``verify_wheels``,
-    with the report handed to ``on_report`` whether it passed or not."""
+    """What ``build_wheels`` runs on the staged wheels before it publishes them, for ``buildtool
+    wheel`` and ``buildtool ci`` alike: verify-linkage on all wheels of the variant together (as
+    they are installed), the report handed to ``on_report`` whether it passed or not, and
+    ``WheelsRejected`` raised when any check failed."""
 
     def verify(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
-        try:
-            report = verify_wheels(wheels, plan, loaded, switches)
-        except WheelsRejected as rejected:
-            on_report(rejected.report)
-            raise
+        policy = policy_from_plan(plan, loaded.recipe.verify, switches)
+        report = verify_paths(wheels, policy, with_graph=with_graph)
         on_report(report)
+        if report.failed:
+            raise WheelsRejected(report)
 
     return verify

@@ -218,7 +218,8 @@ def step_verify_build(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     switches = cached_switches(request.build_dir, [s.name for s in workspace.plan.switches])
     policy = policy_for_recipe(request.loaded, switches)
-    return _outcome(verify_paths([request.build_dir], policy, baseline=request.baseline))
+    report = verify_paths([request.build_dir], policy, baseline=request.baseline, with_graph=True)
+    return _outcome(report)  # report.html draws its graph
 
 
 def _keep_report(workspace: Workspace) -> Callable[[Report], None]:
@@ -240,7 +241,7 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         defines=request.defines,
     )
     switches = switches_from_defines(request.defines)
-    verify = wheel_verifier(request.loaded, _keep_report(workspace), switches)
+    verify = wheel_verifier(request.loaded, _keep_report(workspace), switches, with_graph=True)
     try:
         built = wheel.build_wheels(wheel_request, verify=verify)
     except WheelsRejected as rejected:

@@ -96,10 +96,6 @@ def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> CmakePolicy:
 
 def policy_for_recipe(loaded: LoadedRecipe) -> CmakePolicy:
     """The recipe's policy; a policy-only recipe (no sources) needs no source tree."""
-    from buildtool.plan import make_plan
-    from buildtool.recipe.sources import expand_sources
+    from buildtool.verification import plan_for_policy
 
-    recipe = loaded.recipe
-    has_sources = any(lib.sources for lib in recipe.libraries.values())
-    sources = expand_sources(loaded) if has_sources else {}
-    return policy_from_plan(make_plan(recipe, loaded.source, sources), recipe.verify)
+    return policy_from_plan(plan_for_policy(loaded), loaded.recipe.verify)

@@ -149,7 +149,13 @@ def run(args: argparse.Namespace) -> int:
     loaded = _recipe(args)
     policy = policy_for_recipe(loaded, _switches(paths, loaded))
     report = verify_paths(
-        paths, policy, ld_library_path, args.jobs, elf_reader=args.reader, baseline=baseline
+        paths,
+        policy,
+        ld_library_path,
+        args.jobs,
+        elf_reader=args.reader,
+        baseline=baseline,
+        with_graph=args.format == "html",
     )
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if args.format == "github" and summary:

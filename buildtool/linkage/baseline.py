@@ -10,7 +10,6 @@ report (a grafted second copy) is matched by its whole path instead, or not at a
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -85,6 +84,8 @@ def _size(source: str, index: int, item: object) -> BaselineSize:
 
 
 def _document(text: str, source: str) -> Mapping[str, Any]:
+    import json  # only a run with --baseline reads one; every run imports this module
+
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 
 from buildtool.linkage.elf import LINKER_GENERATED, ElfFacts
-from buildtool.linkage.findings import Finding
+from buildtool.linkage.findings import Finding, finding_order
 from buildtool.linkage.hardening import check_hardening, search_path_problem
 from buildtool.linkage.inputs import BinaryFile
 from buildtool.linkage.policy import LibraryRule, ObjectRule
@@ -597,30 +597,6 @@ def _is_grafted(facts: ElfFacts) -> bool:
     return bool(facts.soname and GRAFT_SUFFIX.search(facts.soname))
 
 
-def _sameness(facts: ElfFacts) -> tuple[object, ...]:
-    """What two copies of one file have in common (the contents are not kept)."""
-    return (facts.soname, facts.file_size, facts.code_size, facts.sections, facts.needed,
-            facts.exported_count, facts.defined)  # fmt: skip
-
-
-def identical_copies(files: Iterable[BinaryFile]) -> dict[str, BinaryFile]:
-    """Display of each shared library that is the same file as an earlier one with its SONAME
-    in its folder (``libx.so``, ``libx.so.26``, ``libx.so.26.1.0`` shipped as three files) ->
-    that one: ld.so maps one of them, so they are one library and the rest is wasted space."""
-    first: dict[tuple[object, ...], BinaryFile] = {}
-    copies: dict[str, BinaryFile] = {}
-    for binary in sorted(files, key=lambda b: (len(b.display), b.display)):
-        facts = binary.facts
-        if facts is None or facts.file_type != "shared" or facts.soname is None:
-            continue
-        key = (binary.location.parent, *_sameness(facts))
-        if key in first:
-            copies[binary.display] = first[key]
-        else:
-            first[key] = binary
-    return copies
-
-
 def check_layout(subject: Subject) -> Iterator[Finding]:
     project = [b for b in subject.shared if _name(b) in subject.policy.project_files]
     folders = sorted({str(b.location.parent) for b in project})
@@ -661,7 +637,7 @@ def _harmless_copy(subject: Subject, first: BinaryFile, second: BinaryFile) -> b
 
 def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
     """BT122 keys on SONAME: files without one are modules, not copies of a library."""
-    same = identical_copies(subject.shared)
+    same = subject.identical_copies
     seen: dict[str, list[BinaryFile]] = {}
     for binary in sorted(subject.shared, key=lambda b: (len(b.display), b.display)):
         facts = subject.facts(binary)
@@ -754,4 +730,4 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
 def run_checks(subject: Subject) -> tuple[Finding, ...]:
     """Every finding, duplicates removed, in catalogue order then by path."""
     findings = dict.fromkeys(f for check in CHECK_FUNCTIONS for f in check(subject))
-    return tuple(sorted(findings, key=lambda f: (f.check_id, f.path, f.message)))
+    return tuple(sorted(findings, key=finding_order))

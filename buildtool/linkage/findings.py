@@ -437,3 +437,8 @@ def render_checks_doc() -> str:
             "",
         ]
     return "\n".join(lines)
+
+
+def finding_order(finding: Finding) -> tuple[str, str, str]:
+    """How every report lists findings: catalogue order, then by path and message."""
+    return (finding.check_id, finding.path, finding.message)

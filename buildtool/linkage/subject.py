@@ -6,7 +6,7 @@ Its own module so that ``checks`` and ``hardening`` both depend on it and not on
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import PurePosixPath
 from typing import NamedTuple
@@ -176,3 +176,32 @@ class Subject:
     @cached_property
     def _indexes(self) -> dict[str, DefinitionIndex]:
         return {}
+
+    @cached_property
+    def identical_copies(self) -> dict[str, BinaryFile]:
+        """See ``identical_copies``: worked out once for the copy check and the size table."""
+        return identical_copies(self.shared)
+
+
+def _sameness(facts: ElfFacts) -> tuple[object, ...]:
+    """What two copies of one file have in common (the contents are not kept)."""
+    return (facts.soname, facts.file_size, facts.code_size, facts.sections, facts.needed,
+            facts.exported_count, facts.defined)  # fmt: skip
+
+
+def identical_copies(files: Iterable[BinaryFile]) -> dict[str, BinaryFile]:
+    """Display of each shared library that is the same file as an earlier one with its SONAME
+    in its folder (``libx.so``, ``libx.so.26``, ``libx.so.26.1.0`` shipped as three files) ->
+    that one: ld.so maps one of them, so they are one library and the rest is wasted space."""
+    first: dict[tuple[object, ...], BinaryFile] = {}
+    copies: dict[str, BinaryFile] = {}
+    for binary in sorted(files, key=lambda b: (len(b.display), b.display)):
+        facts = binary.facts
+        if facts is None or facts.file_type != "shared" or facts.soname is None:
+            continue
+        key = (binary.location.parent, *_sameness(facts))
+        if key in first:
+            copies[binary.display] = first[key]
+        else:
+            first[key] = binary
+    return copies

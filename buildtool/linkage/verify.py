@@ -16,10 +16,10 @@ from buildtool.linkage.baseline import (
     match_baseline,
     unmatched,
 )
-from buildtool.linkage.checks import identical_copies, run_checks
+from buildtool.linkage.checks import run_checks
 from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf
-from buildtool.linkage.findings import Finding
-from buildtool.linkage.graph import link_graph
+from buildtool.linkage.findings import Finding, finding_order
+from buildtool.linkage.graph import LinkGraph, link_graph
 from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
 from buildtool.linkage.policy import LinkagePolicy
 from buildtool.linkage.reading import FunctionNameReader, wait_for_workers
@@ -88,8 +88,8 @@ def _reader(
     return read
 
 
-def _size_entries(files: Sequence[BinaryFile], policy: LinkagePolicy) -> tuple[SizeEntry, ...]:
-    copies = identical_copies(files)
+def _size_entries(subject: Subject) -> tuple[SizeEntry, ...]:
+    files, policy, copies = subject.files, subject.policy, subject.identical_copies
     entries = []
     for binary in files:
         facts = binary.facts
@@ -131,7 +131,7 @@ def _compare(
 
 
 def _sorted(findings: Sequence[Finding]) -> tuple[Finding, ...]:
-    return tuple(sorted(findings, key=lambda f: (f.check_id, f.path, f.message)))
+    return tuple(sorted(findings, key=finding_order))
 
 
 def verify_inputs(
@@ -141,8 +141,10 @@ def verify_inputs(
     *,
     elf_reader: ElfReader = "fast",
     baseline: Baseline | None = None,
+    with_graph: bool = False,
 ) -> Report:
-    """Resolve and check already-read inputs; ``elf_reader`` decodes the files they need; with a
+    """Resolve and check already-read inputs (``with_graph``: the link graph the HTML page
+    draws, built only for it); ``elf_reader`` decodes the files they need; with a
     baseline, compare the sizes with it."""
     relocated = [_relocate(entry) for entry in inputs]
     every = [binary for entry in relocated for binary in entry.files]
@@ -164,7 +166,7 @@ def verify_inputs(
         checked = run_checks(subject)
     finally:
         reader.close()
-    sizes = _size_entries(good, policy)
+    sizes = _size_entries(subject)
     gone: tuple[BaselineSize, ...] = ()
     if baseline is not None:
         sizes, growth, gone = _compare(sizes, policy, baseline)
@@ -177,7 +179,7 @@ def verify_inputs(
         findings=tuple(malformed) + checked,
         sizes=sizes,
         hardening=policy.hardening,
-        graph=link_graph(good, closures, aliases, policy, checked),
+        graph=link_graph(good, closures, aliases, policy, checked) if with_graph else LinkGraph(),
         baseline=baseline.source if baseline else "",
         gone=gone,
     )
@@ -191,6 +193,7 @@ def verify_paths(
     *,
     elf_reader: ElfReader = "fast",
     baseline: Baseline | None = None,
+    with_graph: bool = False,
 ) -> Report:
     """verify-linkage on build trees, folders, installed packages, ELF files and wheels.
 
@@ -203,7 +206,12 @@ def verify_paths(
     try:
         inputs = [read_input(path, names, jobs, elf_reader) for path in paths]
         return verify_inputs(
-            inputs, policy, ld_library_path, elf_reader=elf_reader, baseline=baseline
+            inputs,
+            policy,
+            ld_library_path,
+            elf_reader=elf_reader,
+            baseline=baseline,
+            with_graph=with_graph,
         )
     finally:
         wait_for_workers()  # they exit while the checks run: none outlives the call

@@ -242,11 +242,9 @@ def check_against_record(wheel: str, name: str, entry: RecordEntry, size: int, d
 # --- reading --------------------------------------------------------------------------------
 
 
-_ZIP_ERRORS = (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, zlib.error)
+ZIP_ERRORS = (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, zlib.error)
 """What zipfile raises on a corrupt archive or member (CRC, truncation, bad headers, bad deflate
-data)."""
-ZIP_ERRORS = _ZIP_ERRORS
-"""The same, for the wheel input's other reads (its METADATA)."""
+data); the wheel input's other reads (its METADATA) catch the same."""
 
 RECORD_LIMIT = 64 << 20
 
@@ -255,7 +253,7 @@ def _read_record(wheel: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) ->
     try:
         with archive.open(info) as stream:
             raw = stream.read(RECORD_LIMIT + 1)
-    except _ZIP_ERRORS as error:
+    except ZIP_ERRORS as error:
         raise _fail(wheel, info.filename, f"cannot read the member: {error}") from None
     if len(raw) > RECORD_LIMIT:
         raise _fail(wheel, info.filename, f"RECORD is larger than {RECORD_LIMIT} bytes")
@@ -342,7 +340,7 @@ def open_wheel(path: Path) -> zipfile.ZipFile:
     """The wheel's archive; ``InputError`` when it is no readable zip file."""
     try:
         return zipfile.ZipFile(path)
-    except _ZIP_ERRORS as error:
+    except ZIP_ERRORS as error:
         raise _fail(str(path), "", f"not a readable wheel (zip) file: {error}") from None
 
 
