@@ -315,6 +315,13 @@ def test_init_writes_a_recipe_both_tools_accept(
     assert refused.exit_code == 2
     assert "already exists" in refused.stderr
     assert recipe.read_bytes() == before
+    # nor is a link that points nowhere (yet): writing would replace the user's link
+    dangling = tmp_path / "linked.toml"
+    dangling.symlink_to(tmp_path / "elsewhere.toml")
+    refused = run_cli("init", "--from-cmake", str(build), "--output", str(dangling))
+    assert refused.exit_code == 2
+    assert dangling.is_symlink()
+    assert not (tmp_path / "elsewhere.toml").exists()
 
 
 def test_a_folder_that_is_not_a_build_tree_is_bad_input(run_cli: CliRunner, tmp_path: Path) -> None:

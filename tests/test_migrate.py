@@ -659,3 +659,18 @@ def test_a_recipe_inside_the_project_is_never_scanned(run_cli: CliRunner, tmp_pa
         f"{tmp_path}/notes.md:1:5: renamed: libold.so -> libnew.so",
         "migrate: 1 stale references in 1 files (1 renamed); 1 files scanned",
     ]
+
+
+def test_the_recipe_reached_through_a_link_is_never_rewritten(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    recipe = real / "buildtool.toml"
+    text = '[project]\nname = "x"\n\n[migrate.renamed]\n"libold.so" = "libnew.so"\n'
+    recipe.write_text(text, encoding="utf-8")
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    through_link = tmp_path / "link" / "buildtool.toml"
+    result = run_cli("migrate", "--recipe", str(recipe), "--fix", str(through_link))
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert recipe.read_text(encoding="utf-8") == text

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     from buildtool.cmakecheck.starter import starter_recipe
 
     output: Path = args.output
-    if output.exists():
+    if output.exists() or output.is_symlink():
         raise UsageError(f"{output}: already exists; init never overwrites a file (--output FILE)")
     model = load_codemodel(args.from_cmake)
     write_atomic(output, starter_recipe(model, str(args.from_cmake)))
