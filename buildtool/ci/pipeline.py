@@ -219,7 +219,7 @@ def step_verify_build(workspace: Workspace) -> StepOutcome:
     switches = cached_switches(request.build_dir, [s.name for s in workspace.plan.switches])
     policy = policy_for_recipe(request.loaded, switches)
     report = verify_paths([request.build_dir], policy, baseline=request.baseline, with_graph=True)
-    return _outcome(report)  # report.html draws its graph
+    return _outcome(report)  # the HTML report draws its graph
 
 
 def _keep_report(workspace: Workspace) -> Callable[[Report], None]:

@@ -22,7 +22,7 @@ CI_REPORT_VERSION = 1
 
 JSON_NAME = "buildtool-ci.json"
 JUNIT_NAME = "buildtool-ci.junit.xml"
-HTML_NAME = "report.html"
+HTML_NAME = "buildtool-ci.html"
 """The verify-linkage reports of the run as one page (link graph, sizes, findings)."""
 
 Paint = Callable[[str, str], str]

@@ -104,7 +104,7 @@ def on_github() -> bool:
 
 def write_reports(result: pipeline.CiResult, out_dir: Path) -> list[Path]:
     """``buildtool-ci.json``, ``buildtool-ci.junit.xml`` and (once verify-linkage ran)
-    ``report.html``, each replaced atomically."""
+    ``buildtool-ci.html``, each replaced atomically."""
     json_path = out_dir / reports.JSON_NAME
     junit_path = out_dir / reports.JUNIT_NAME
     write_atomic(json_path, reports.render_json(result))
