@@ -24,8 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.errors import RecipeError
-from buildtool.recipe.load import load_recipe
 from tests.conftest import REPO, CliRunner
 
 ACME = REPO / "examples" / "acme"
@@ -36,23 +34,7 @@ CHECKSUM_OF_ACME = 0x05C4BA3E
 """zlib's CRC-32 of b"acme"."""
 
 
-def _recipe_problem() -> str | None:
-    try:
-        load_recipe(ACME / "buildtool.toml")
-    except RecipeError as error:
-        return str(error)
-    return None
-
-
-PROBLEM = _recipe_problem()
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        PROBLEM is not None,
-        reason=f"examples/acme uses recipe keys this buildtool does not understand yet: {PROBLEM}",
-    ),
-]
+pytestmark = pytest.mark.integration
 
 
 def digests(root: Path) -> dict[str, str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -271,12 +272,21 @@ def test_the_reply_is_asked_for_when_missing_or_stale(run_cli: CliRunner, tmp_pa
     assert run_cli("check-cmake", str(build)).exit_code == 0
     first = sorted(reply.glob("index-*.json"))
     assert first
-    # reconfigured with the defect: the cache is newer than the reply, which is read again
+    # reconfigured with the defect (the query is in place: cmake answers it itself)
     subprocess.run(
         [cmake_executable(), "-DSPLIT_DEFECT=double-owner", build], check=True, capture_output=True
     )
     code, found = check_ids(run_cli, "check-cmake", str(build))
     assert (code, found) == (1, ["BT201"])
+    # a cache changed after the reply (a cache edit, `cmake -D` without a query): asked again
+    cache_time = (build / "CMakeCache.txt").stat().st_mtime
+    for index in reply.glob("index-*.json"):
+        os.utime(index, (cache_time - 10, cache_time - 10))
+    assert not reply_is_current(build)
+    stale = run_cli("check-cmake", str(build))
+    assert stale.exit_code == 1
+    assert "asking CMake for its code model" in stale.stderr
+    assert reply_is_current(build)
 
 
 @pytest.mark.integration

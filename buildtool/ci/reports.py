@@ -15,7 +15,7 @@ from typing import Any
 from buildtool import __version__
 from buildtool.ci.pipeline import CiResult, StepResult
 from buildtool.linkage.findings import Finding
-from buildtool.linkage.report import finding_json, markdown_sizes
+from buildtool.linkage.report import finding_json, markdown_cell, markdown_sizes
 
 CI_REPORT_VERSION = 1
 """``version`` of ``buildtool-ci.json`` (schema: buildtool/schemas/ci.schema.json)."""
@@ -125,10 +125,6 @@ def render_junit(result: CiResult) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, "unicode") + "\n"
 
 
-def _markdown_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def render_markdown(result: CiResult) -> str:
     """The GitHub step summary: verdict, the table, and every finding."""
     lines = [f"## {verdict(result)}", "", "| step | status | seconds |", "|---|---|---:|"]
@@ -141,8 +137,9 @@ def render_markdown(result: CiResult) -> str:
         for step_name, finding in findings:
             lines.append(
                 f"- **{finding.severity}** `{finding.check_id}` {finding.check.name} in "
-                f"`{finding.path}` ({step_name}): {_markdown_cell(finding.message)}  \n"
-                f"  fix: {_markdown_cell(finding.check.hint)}"
+                f"`{markdown_cell(finding.path)}` ({step_name}): "
+                f"{markdown_cell(finding.message)}  \n"
+                f"  fix: {markdown_cell(finding.check.hint)}"
             )
     build = next((s.report for s in result.steps if s.name == "verify-build" and s.report), None)
     if build is not None and build.sizes:

@@ -15,6 +15,7 @@ from typing import Literal
 from buildtool import __version__
 from buildtool.fsutil import carries_generated_header
 from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan, ObjectPlan, TargetSettings
+from buildtool.recipe.values import cmake_version
 
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
@@ -219,12 +220,6 @@ def _render_externals(templates: Mapping[str, str], plan: LinkPlan) -> str:
         body = fill(templates["external.cmake.in"], {"TARGET": ext.target, "SETTINGS": settings})
         parts.append(_guard(templates, (ext.when,) if ext.when else (), body))
     return "".join(parts)
-
-
-def cmake_version(version: str) -> str:
-    """The release part of a version (``1.2.0.dev1`` -> ``1.2.0``): all ``project()`` takes."""
-    match = re.match(r"[0-9]+(\.[0-9]+){0,3}", version)
-    return match.group() if match else "0"
 
 
 def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
