@@ -98,8 +98,6 @@ class LibraryPlan:
     """CMake target name: ``<library-prefix><name>`` (``demo_runtime``)."""
     settings: TargetSettings = TargetSettings()
     """Definitions and flags from the recipe."""
-    when: str = ""
-    """The recipe option it is built under (``when``); empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,8 +115,6 @@ class ObjectPlan:
     """Definitions and flags from the recipe."""
     requires_options: tuple[str, ...] = ()
     """Every option that must be ON for it to build (its owner's and its own ``when``)."""
-    when: str = ""
-    """Its own ``when`` option; empty: always."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -475,7 +471,6 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
             compile_options=lib.compile_options,
             link_options=lib.link_options,
         ),
-        when=lib.when,
     )
 
 
@@ -500,7 +495,6 @@ def _object_plan(planner: _Planner, name: str, obj: ObjectLibrary, owner: str) -
         target=f"{planner.recipe.project.library_prefix}{name}",
         settings=_settings(obj),
         requires_options=tuple(dict.fromkeys(requires)),
-        when=obj.when,
     )
 
 
@@ -640,10 +634,11 @@ def switched(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> LinkPla
     )
 
 
-_CMAKE_TRUE = ("1", "ON", "YES", "TRUE", "Y")
+CMAKE_TRUE = ("1", "ON", "YES", "TRUE", "Y")
+"""What CMake reads as a true boolean (upper-cased), in a cache entry or a ``-D``."""
 
 
 def switches_from_defines(defines: Iterable[tuple[str, str]]) -> dict[str, bool]:
     """``-D NAME=VALUE`` entries as option values, read the way CMake reads booleans (entries
     that are not recipe options are ignored by ``switched``)."""
-    return {name: value.strip().upper() in _CMAKE_TRUE for name, value in defines}
+    return {name: value.strip().upper() in CMAKE_TRUE for name, value in defines}

@@ -18,7 +18,7 @@ import pytest
 
 from buildtool.ci import pipeline
 from buildtool.cmake.configure import plan_recipe
-from buildtool.migrate.files import decode, line_endings, scan_paths
+from buildtool.migrate.files import decode, scan_paths
 from buildtool.migrate.ignore import is_ignored, parse_gitignore
 from buildtool.migrate.rules import compile_rules
 from buildtool.migrate.scan import file_kind, scan_text
@@ -112,18 +112,12 @@ def test_a_header_path_elsewhere_does_not_match(text: str, kind: str) -> None:
     assert found(text, kind) == []
 
 
-def test_encodings_and_line_endings_are_detected() -> None:
+def test_encodings_are_detected() -> None:
     assert decode("Jos\u00e9".encode())[1].name == "UTF-8"  # type: ignore[index]
     assert decode(b"Jos\xe9")[1].name == "LATIN-1"  # type: ignore[index]
     assert decode(b"\xef\xbb\xbfx")[1].name == "UTF-8 with BOM"  # type: ignore[index]
     assert decode(b"\xff\xfex\x00")[0] == "x"  # type: ignore[index]
     assert decode(b"ELF\x00\x01") is None
-    assert [line_endings(t) for t in ("a\r\nb\r\n", "a\n", "a\r\nb\n", "a")] == [
-        "CRLF",
-        "LF",
-        "mixed",
-        "none",
-    ]
 
 
 # --- a fixture tree with every file kind ----------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from buildtool.errors import InputError, UsageError
+from buildtool.plan import CMAKE_TRUE
 
 
 def cmake_executable() -> Path:
@@ -127,9 +128,6 @@ def build_command(build_dir: Path, targets: Sequence[str] = ()) -> list[str | Pa
     return [ninja_executable(), "-C", build_dir, *targets]
 
 
-_TRUE = ("1", "ON", "YES", "TRUE", "Y")
-
-
 def cached_switches(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:
     """The boolean values ``names`` have in a configured folder's ``CMakeCache.txt`` (those it
     holds); nothing when the folder was never configured."""
@@ -143,5 +141,5 @@ def cached_switches(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:
         key, sep, value = line.partition("=")
         name = key.split(":", 1)[0]
         if sep and name in wanted:
-            values[name] = value.strip().upper() in _TRUE
+            values[name] = value.strip().upper() in CMAKE_TRUE
     return values

@@ -19,8 +19,6 @@ class LibraryPolicy:
     """Recipe name."""
     file_name: str
     """File name of the built library: how its CMake target is found."""
-    optional: bool
-    """Whether deployments may lack it (the compiler)."""
     links: tuple[str, ...]
     """File names of the libraries it must link."""
     objects: tuple[str, ...]
@@ -72,7 +70,6 @@ def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> CmakePolicy:
         LibraryPolicy(
             name=lib.name,
             file_name=lib.file_name,
-            optional=lib.optional,
             links=tuple(files[name] for name in lib.links),
             objects=lib.objects,
             forbidden=(

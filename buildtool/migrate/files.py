@@ -82,15 +82,6 @@ def encode(text: str, encoding: TextEncoding) -> bytes:
     return encoding.bom + text.encode(encoding.codec)
 
 
-def line_endings(text: str) -> str:
-    """``LF``, ``CRLF``, ``CR``, ``mixed`` or ``none``: reported, and kept by every rewrite."""
-    crlf = text.count("\r\n")
-    lf = text.count("\n") - crlf
-    cr = text.count("\r") - crlf
-    kinds = [name for name, count in (("CRLF", crlf), ("LF", lf), ("CR", cr)) if count]
-    return kinds[0] if len(kinds) == 1 else ("mixed" if kinds else "none")
-
-
 @dataclasses.dataclass(frozen=True)
 class SourceFile:
     """A text file as read."""
