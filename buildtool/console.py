@@ -113,3 +113,13 @@ def warnings_summary(lines: list[str], shown: int = 20) -> str:
     listed = "".join(f"\n  {line}" for line in lines[:shown])
     more = f"\n  ... and {len(lines) - shown} more" if len(lines) > shown else ""
     return f"{len(lines)} warning{'s' if len(lines) != 1 else ''}:{listed}{more}"
+
+
+def escape_data(text: str) -> str:
+    """A GitHub workflow command's message, escaped."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A GitHub workflow command's property value (``file=``, ``title=``), escaped."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")

@@ -22,14 +22,15 @@ from buildtool.commands.common import (
     add_define_option,
     add_launcher_option,
     add_recipe_option,
+    append_step_summary,
     configure_defines,
     resolve_recipe,
 )
-from buildtool.console import install_log_handler, paint, use_colour
+from buildtool.console import escape_data, install_log_handler, paint, use_colour
 from buildtool.errors import Interrupted
 from buildtool.fsutil import check_folder_possible, write_atomic
 from buildtool.linkage.baseline import load_baseline
-from buildtool.linkage.report import escape_data, github_annotation
+from buildtool.linkage.report import github_annotation
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:
@@ -118,13 +119,6 @@ def write_reports(result: pipeline.CiResult, out_dir: Path) -> list[Path]:
     return written
 
 
-def append_step_summary(result: pipeline.CiResult) -> None:
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with Path(summary).open("a", encoding="utf-8") as handle:
-            handle.write(reports.render_markdown(result))
-
-
 def _render_end(renderer: ConsoleRenderer, result: pipeline.CiResult, written: list[Path]) -> None:
     renderer.write("")
     renderer.write(reports.render_table(result, renderer.paint).rstrip("\n"))
@@ -154,10 +148,10 @@ def run(args: argparse.Namespace) -> int:
     renderer_type = GitHubRenderer if github else ConsoleRenderer
     renderer = renderer_type(stream, use_colour(stream))
     result = pipeline.run_ci(request, renderer)
-    reports = write_reports(result, args.out_dir)
+    written = write_reports(result, args.out_dir)
     if github:
-        append_step_summary(result)
-    _render_end(renderer, result, reports)
+        append_step_summary(reports.render_markdown(result))
+    _render_end(renderer, result, written)
     if result.interrupted:
         raise Interrupted("interrupted; the reports name the step that was running")
     return 0 if result.passed else 1

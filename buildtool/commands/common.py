@@ -94,3 +94,13 @@ def configure_defines(args: argparse.Namespace, loaded: LoadedRecipe) -> dict[st
     from buildtool.cmake.launcher import resolve_launcher_defines
 
     return {**resolve_launcher_defines(args.launcher, loaded), **parse_defines(args.defines)}
+
+
+def append_step_summary(markdown: str) -> None:
+    """Append to the GitHub step summary (``$GITHUB_STEP_SUMMARY``) when there is one."""
+    import os
+
+    summary = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary:
+        with Path(summary).open("a", encoding="utf-8") as handle:
+            handle.write(markdown)

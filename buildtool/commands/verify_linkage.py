@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from buildtool.commands.common import add_recipe_option
+from buildtool.commands.common import add_recipe_option, append_step_summary
 from buildtool.console import paint, use_colour
 from buildtool.errors import UsageError
 from buildtool.fsutil import write_atomic
@@ -157,10 +157,8 @@ def run(args: argparse.Namespace) -> int:
         baseline=baseline,
         with_graph=args.format == "html",
     )
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if args.format == "github" and summary:
-        with Path(summary).open("a", encoding="utf-8") as handle:
-            handle.write(render_markdown(report))
+    if args.format == "github":
+        append_step_summary(render_markdown(report))
     if args.output is None:
         sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
     else:

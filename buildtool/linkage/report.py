@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from buildtool.console import escape_data, escape_property
 from buildtool.linkage.baseline import BaselineSize, percent
 from buildtool.linkage.findings import CHECKS, Finding
 from buildtool.linkage.graph import LinkGraph
@@ -261,15 +262,6 @@ def render_json(report: Report) -> str:
     return json.dumps(report_json(report), indent=2) + "\n"
 
 
-def escape_data(text: str) -> str:
-    """A GitHub workflow command's message, escaped."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
-
-
 def github_annotation(finding: Finding) -> str:
     """One workflow command: ``::error file=...,title=...::message``."""
     level = {"error": "error", "warning": "warning", "info": "notice"}[finding.severity]
@@ -277,7 +269,7 @@ def github_annotation(finding: Finding) -> str:
     body = finding.message + (f"\nevidence: {finding.evidence}" if finding.evidence else "")
     body += f"\nfix: {finding.check.hint}"
     return (
-        f"::{level} file={_escape_property(finding.path)},title={_escape_property(title)}"
+        f"::{level} file={escape_property(finding.path)},title={escape_property(title)}"
         f"::{escape_data(body)}"
     )
 
@@ -288,7 +280,7 @@ def size_notice(report: Report) -> str | None:
         return None
     changes = [f"{entry.path}: {delta_text(entry)}" for entry in report.sizes]
     changes += [f"{gone.path}: gone" for gone in report.gone]
-    title = _escape_property(f"library sizes against {report.baseline}")
+    title = escape_property(f"library sizes against {report.baseline}")
     body = "\n".join(changes) or "no libraries"
     return f"::notice title={title}::{escape_data(body)}"
 

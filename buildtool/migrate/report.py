@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from buildtool.console import escape_data, escape_property
 from buildtool.migrate.files import ScanResult
 from buildtool.migrate.scan import Match
 
@@ -95,11 +96,6 @@ def render_json(result: ScanResult, *, fixed: bool = False) -> str:
     return json.dumps(document, indent=2) + "\n"
 
 
-def _escape(text: str, *, property_value: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-    return text.replace(":", "%3A").replace(",", "%2C") if property_value else text
-
-
 def render_github(result: ScanResult, *, fixed: bool = False) -> str:
     """An ``::error`` annotation per stale reference (a ``::notice`` once fixed), then the
     summary."""
@@ -108,10 +104,9 @@ def render_github(result: ScanResult, *, fixed: bool = False) -> str:
         for match in entry.matches:
             level = "notice" if fixed and match.rule.fixable else "error"
             where = (
-                f"file={_escape(entry.source.shown, property_value=True)},"
-                f"line={match.line},col={match.column}"
+                f"file={escape_property(entry.source.shown)},line={match.line},col={match.column}"
             )
-            title = _escape(f"stale name ({_LABELS[match.rule.kind]})", property_value=True)
-            lines.append(f"::{level} {where},title={title}::{_escape(describe(match))}")
+            title = escape_property(f"stale name ({_LABELS[match.rule.kind]})")
+            lines.append(f"::{level} {where},title={title}::{escape_data(describe(match))}")
     lines.append(summary(result))
     return "".join(line + "\n" for line in lines)
