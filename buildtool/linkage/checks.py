@@ -9,7 +9,6 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import PurePosixPath
 
@@ -655,20 +654,22 @@ def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
         seen.setdefault(key, []).append(binary)
 
 
-def _monolith_parts(
-    subject: Subject, candidate: BinaryFile, siblings: Sequence[BinaryFile], owners: Counter[str]
-) -> list[tuple[BinaryFile, frozenset[str]]]:
-    """The siblings whose own static initializers (those no other sibling has) ``candidate``
-    holds: the parts of the split it still contains. ``owners`` counts the libraries of the
-    folder that have each initializer."""
-    mine = _static_inits(subject.facts(candidate))
-    parts = []
-    for sibling in siblings:
-        shared = _static_inits(subject.facts(sibling)) & mine
-        own = frozenset(name for name in shared if owners[name] == 2)  # the sibling and it
-        if own:
-            parts.append((sibling, own))
-    return parts
+def _shared_initializers(
+    subject: Subject, libraries: Sequence[BinaryFile]
+) -> dict[str, dict[str, set[str]]]:
+    """Library location -> location of another library of the folder -> the static initializers
+    exactly these two hold (no third one): one's own code, copied into the other."""
+    holders: dict[str, list[str]] = {}
+    for binary in libraries:
+        for name in _static_inits(subject.facts(binary)):
+            holders.setdefault(name, []).append(str(binary.location))
+    shared: dict[str, dict[str, set[str]]] = {}
+    for name, pair in holders.items():
+        if len(pair) == 2:
+            first, second = pair
+            shared.setdefault(first, {}).setdefault(second, set()).add(name)
+            shared.setdefault(second, {}).setdefault(first, set()).add(name)
+    return shared
 
 
 def check_stale_monolith(subject: Subject) -> Iterator[Finding]:
@@ -679,15 +680,17 @@ def check_stale_monolith(subject: Subject) -> Iterator[Finding]:
         if subject.facts(binary).soname and subject.facts(binary).static_initializers:
             folders.setdefault(binary.location.parent, []).append(binary)
     for libraries in folders.values():
-        owners = Counter(name for b in libraries for name in _static_inits(subject.facts(b)))
+        shared = _shared_initializers(subject, libraries)
         for candidate in libraries:
             loaded = str(candidate.location) in subject.loaded_by_others
             if loaded or _name(candidate) in subject.policy.removed:
                 continue  # a removed library is BT121 already
-            siblings = [b for b in libraries if b is not candidate]
-            parts = _monolith_parts(subject, candidate, siblings, owners)
+            parts = shared.get(str(candidate.location), {})
             if len(parts) >= 2:
-                shown = "; ".join(f"{_name(b)}: {_listed(inits)}" for b, inits in parts)
+                ordered = [
+                    (b, parts[str(b.location)]) for b in libraries if str(b.location) in parts
+                ]
+                shown = "; ".join(f"{_name(b)}: {_listed(inits)}" for b, inits in ordered)
                 yield Finding(
                     "BT125",
                     candidate.display,
