@@ -52,7 +52,7 @@ def schema(session: nox.Session) -> None:
     session.run(
         "python",
         "-c",
-        "from buildtool.linkage.findings import render_checks_doc as r; "
+        "from buildtool.linkage.checks.catalogue import render_checks_doc as r; "
         "open('docs/checks.md', 'w', encoding='utf-8').write(r())",
     )
     session.run(

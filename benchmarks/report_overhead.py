@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from buildtool.linkage import verify
-from buildtool.linkage.graph import LinkGraph
-from buildtool.linkage.html import render_report_html
-from buildtool.linkage.policy import LinkagePolicy
-from buildtool.linkage.report import Report
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.report.graph import LinkGraph
+from buildtool.linkage.report.html import render_report_html
+from buildtool.linkage.report.model import Report
 
 DEFAULT = Path("/usr/lib/x86_64-linux-gnu")
 

@@ -439,7 +439,7 @@ def run_all(work: Path, runs: int, auditwheel_runs: int, reader_runs: int) -> Re
 def read_facts(files: Sequence[Path], reader: str) -> int:
     """The facts of every file, read in this process by one reader (as ``--reader`` chooses, on
     one CPU and without the checks); the number of ELF files among them."""
-    from buildtool.linkage.elf import read_elf_facts_pyelftools, read_elf_file
+    from buildtool.linkage.binaries.elf import read_elf_facts_pyelftools, read_elf_file
 
     read = read_elf_facts_pyelftools if reader == "pyelftools" else read_elf_file
     return sum(read(path, str(path)) is not None for path in files)

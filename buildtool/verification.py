@@ -12,9 +12,10 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from buildtool.errors import ChecksFailed
-from buildtool.linkage.elf import STATIC_INIT_PREFIX
-from buildtool.linkage.policy import ExecutableRule, LibraryRule, LinkagePolicy, ObjectRule
-from buildtool.linkage.report import Report, render_text
+from buildtool.linkage.binaries import STATIC_INIT_PREFIX
+from buildtool.linkage.checks.policy import ExecutableRule, LibraryRule, LinkagePolicy, ObjectRule
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import pytest
 
 from buildtool.cmake.configure import generated_files, plan_recipe, write_generated
 from buildtool.errors import InputError, RecipeError
-from buildtool.linkage.baseline import (
+from buildtool.linkage.checks.growth import (
     Baseline,
     BaselineSize,
     Growth,
@@ -24,7 +24,7 @@ from buildtool.linkage.baseline import (
     match_baseline,
     parse_baseline,
 )
-from buildtool.linkage.policy import LibraryRule, LinkagePolicy
+from buildtool.linkage.checks.policy import LibraryRule, LinkagePolicy
 from buildtool.recipe.load import load_recipe
 from buildtool.resources import schema_path
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner

@@ -27,7 +27,7 @@ from buildtool.ci import pipeline, reports
 from buildtool.cli import make_parser
 from buildtool.cmake.configure import generated_files, plan_recipe, write_generated
 from buildtool.errors import ChecksFailed
-from buildtool.linkage.findings import Finding
+from buildtool.linkage.checks.catalogue import Finding
 from buildtool.recipe.load import load_recipe
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 

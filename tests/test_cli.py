@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from buildtool import __version__
-from buildtool.linkage.reading import PARALLEL_MIN_BYTES
+from buildtool.linkage.inputs.pool import PARALLEL_MIN_BYTES
 from tests.conftest import REPO, CliRunner
 from tests.test_verify import system_libraries
 
@@ -111,7 +111,8 @@ def test_a_folder_is_checked_without_the_wheel_modules(tmp_path: Path) -> None:
         "import sys\n"
         "from buildtool.cli import main\n"
         f"code = main(['-q', 'verify-linkage', '--no-recipe', {str(tmp_path)!r}])\n"
-        "wheel = {'buildtool.linkage.wheel_archive', 'buildtool.linkage.inflate', 'isal'}\n"
+        "wheel = {'buildtool.linkage.inputs.wheel_archive', 'buildtool.linkage.inputs.inflate',"
+        " 'isal'}\n"
         "print(code, sorted(wheel & set(sys.modules)))\n"
     )
     result = subprocess.run(

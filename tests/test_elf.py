@@ -19,10 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from buildtool.errors import InputError
-from buildtool.linkage.elf import (
-    LINKER_GENERATED,
-    NO_NAMES,
-    ElfFacts,
+from buildtool.linkage.binaries import LINKER_GENERATED, NO_NAMES, BinaryFacts
+from buildtool.linkage.binaries.elf import (
     MalformedElf,
     file_type_name,
     read_elf_facts,
@@ -163,16 +161,16 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
     return Built(root, files)
 
 
-def facts_of(path: Path, names: tuple[str, ...] = REGISTRATIONS) -> ElfFacts:
+def facts_of(path: Path, names: tuple[str, ...] = REGISTRATIONS) -> BinaryFacts:
     facts = read_elf_file(path, path.name, names)
     assert facts is not None
     return facts
 
 
-def differences(a: ElfFacts, b: ElfFacts) -> dict[str, tuple[object, object]]:
+def differences(a: BinaryFacts, b: BinaryFacts) -> dict[str, tuple[object, object]]:
     return {
         f.name: (getattr(a, f.name), getattr(b, f.name))
-        for f in dataclasses.fields(ElfFacts)
+        for f in dataclasses.fields(BinaryFacts)
         if getattr(a, f.name) != getattr(b, f.name)
     }
 

@@ -19,9 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from buildtool.errors import InputError
-from buildtool.linkage.policy import LinkagePolicy
-from buildtool.linkage.report import Report
-from buildtool.linkage.resolve import load_ld_so_cache
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.loaders.glibc import load_ld_so_cache
+from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
 from tests.fuzz.elf_mutations import Chooser, Field, SeedMap, T, mutate, put_field, read_seed

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage.hardening import search_path_problem
-from buildtool.linkage.policy import LinkagePolicy
-from buildtool.linkage.report import Report
+from buildtool.linkage.checks.hardening import search_path_problem
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from buildtool.recipe.load import load_recipe
 from buildtool.verification import policy_for_recipe

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from buildtool.cli import main
 from buildtool.errors import InputError
-from buildtool.linkage.inputs import read_wheel
-from buildtool.linkage.policy import LinkagePolicy
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs.collect import read_wheel
+from buildtool.linkage.inputs.wheel_archive import WheelLimits, parse_record, record_line
 from buildtool.linkage.verify import verify_paths
-from buildtool.linkage.wheel_archive import WheelLimits, parse_record, record_line
 from tests.conftest import require
 
 DIST_INFO = "demo-0.1.0.dist-info"

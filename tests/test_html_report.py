@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage.findings import Finding
-from buildtool.linkage.graph import EXTENSION_SUFFIX, GraphEdge, GraphNode, LinkGraph
-from buildtool.linkage.html import CONTENT_SECURITY_POLICY, render_html, render_report_html
-from buildtool.linkage.layout import assign_layers, layered
-from buildtool.linkage.report import Report, SizeEntry
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.report.graph import EXTENSION_SUFFIX, GraphEdge, GraphNode, LinkGraph
+from buildtool.linkage.report.html import CONTENT_SECURITY_POLICY, render_html, render_report_html
+from buildtool.linkage.report.layout import assign_layers, layered
+from buildtool.linkage.report.model import Report, SizeEntry
 from tests.conftest import REPO, CliRunner, require
 
 HOSTILE = "<img src=x onerror=alert(1)>&\"'\x01\udcff.so"
@@ -109,7 +109,7 @@ def test_the_graph_is_well_formed_svg_with_one_node_per_file() -> None:
 
 
 RENDER_SAMPLE = (
-    "import sys; from buildtool.linkage.html import render_report_html; "
+    "import sys; from buildtool.linkage.report.html import render_report_html; "
     "from tests.test_html_report import sample_report; "
     "sys.stdout.write(render_report_html(sample_report()))"
 )
@@ -269,7 +269,7 @@ def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     nowhere to be found: BT108), a policy its
     binaries break (BT101, BT102, BT130) and a baseline they outgrow (BT131)."""
     from buildtool.cli import main
-    from buildtool.linkage.baseline import parse_baseline
+    from buildtool.linkage.checks.growth import parse_baseline
     from buildtool.linkage.verify import verify_paths
     from buildtool.recipe.load import load_recipe
     from buildtool.verification import policy_for_recipe

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage import inflate
-from buildtool.linkage.elf import ELF_MAGIC
-from buildtool.linkage.inflate import MemberSpan, UnreadableMember, read_span
+from buildtool.linkage.binaries.elf import ELF_MAGIC
+from buildtool.linkage.inputs import inflate
+from buildtool.linkage.inputs.inflate import MemberSpan, UnreadableMember, read_span
 
 
 def _payloads() -> dict[str, bytes]:

@@ -21,13 +21,14 @@ import pytest
 from elftools.elf.elffile import ELFFile
 
 from buildtool.errors import InputError
-from buildtool.linkage import reading
-from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf, NameDigests, name_digest
-from buildtool.linkage.inputs import read_wheel
-from buildtool.linkage.policy import LinkagePolicy
-from buildtool.linkage.reading import Outcome, Source, read_sources
+from buildtool.linkage.binaries import BinaryFacts, Decoder, NameDigests, name_digest
+from buildtool.linkage.binaries.elf import MalformedElf
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs.collect import read_wheel
+from buildtool.linkage.inputs.pool import Outcome, Source, read_sources
+from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.linkage.verify import verify_paths
-from buildtool.linkage.wheel_archive import record_line
 from buildtool.recipe.load import load_recipe
 from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE
@@ -41,18 +42,18 @@ REGISTRATIONS = ("demo.gemm_fp16_int", "rpc.testing.GetShapeElem", "no.such.name
 def pool_for_everything(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Send every input to the pool and split every file on disk into 8 ``.symtab`` parts;
     the list grows by one each time the pool runs."""
-    monkeypatch.setattr(reading, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(reading, "SPLIT_MIN_BYTES", 1)
-    monkeypatch.setattr(reading, "PART_BYTES", 1)
-    monkeypatch.setattr(reading, "BATCH_BYTES", 4096)
+    monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pool, "SPLIT_MIN_BYTES", 1)
+    monkeypatch.setattr(pool, "PART_BYTES", 1)
+    monkeypatch.setattr(pool, "BATCH_BYTES", 4096)
     runs: list[int] = []
-    run_parallel = reading._run_parallel
+    run_parallel = pool._run_parallel
 
     def counted(*args: object, **kwargs: object) -> Iterator[object]:
         runs.append(1)
         return run_parallel(*args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(reading, "_run_parallel", counted)
+    monkeypatch.setattr(pool, "_run_parallel", counted)
     return runs
 
 
@@ -83,7 +84,7 @@ def test_facts_of_example_and_system_libraries(
 
     serial, parallel = both_ways(read, pool_for_everything)
     assert parallel == serial
-    facts = [outcome for outcome in read(1) if isinstance(outcome, ElfFacts)]
+    facts = [outcome for outcome in read(1) if isinstance(outcome, BinaryFacts)]
     assert len(facts) == len(sources)
     unstripped = [f for f in facts if f.has_symtab and f.file_type == "shared"]
     assert unstripped
@@ -199,22 +200,22 @@ def test_pyelftools_reads_files_whole_and_alike(
 ) -> None:
     """The reader choice reaches the workers; pyelftools reads each file whole (no ``.symtab``
     parts, no wheel member without its code) and gives the facts the fast decoder gives."""
-    monkeypatch.setattr(reading, "SPARSE_MIN_BYTES", 0)
+    monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
     files = sources_of(binaries(duplicate_gemm_build))
     wheel = elf_wheel(duplicate_gemm_build, tmp_path)
 
-    def read(jobs: int, elf_reader: ElfReader) -> list[Outcome]:
-        members = read_wheel(wheel, REGISTRATIONS, jobs=jobs, elf_reader=elf_reader).files
-        on_disk = read_sources(files, REGISTRATIONS, jobs, elf_reader)
+    def read(jobs: int, decoder: Decoder) -> list[Outcome]:
+        members = read_wheel(wheel, REGISTRATIONS, jobs=jobs, decoder=decoder).files
+        on_disk = read_sources(files, REGISTRATIONS, jobs, decoder)
         return [*on_disk, *(member.facts for member in members)]
 
     expected = read(1, "fast")
     pool_for_everything.clear()
     for name in ("read_elf_facts", "read_symtab_part", "code_ranges", "left_out_unused"):
-        monkeypatch.setattr(reading, name, _not_for_pyelftools)
+        monkeypatch.setattr(pool, name, _not_for_pyelftools)
     serial, parallel = both_ways(lambda jobs: read(jobs, "pyelftools"), pool_for_everything)
     assert serial == parallel == expected
-    assert all(isinstance(outcome, ElfFacts) for outcome in expected)
+    assert all(isinstance(outcome, BinaryFacts) for outcome in expected)
 
 
 def test_name_digests_as_a_set() -> None:
@@ -247,7 +248,7 @@ def test_a_dying_worker_leaves_the_reading_to_this_process(
 ) -> None:
     sources = sources_of(binaries(good_build))
     expected = read_sources(sources, REGISTRATIONS, 1)
-    monkeypatch.setattr(reading, "_run_task", _die)
+    monkeypatch.setattr(pool, "_run_task", _die)
     assert read_sources(sources, REGISTRATIONS, 2) == expected
     assert pool_for_everything
     assert "reading them in this one" in caplog.text

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage.policy import LinkagePolicy
+from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.verify import verify_paths
 
 pytestmark = pytest.mark.realwheels

@@ -6,15 +6,11 @@ import json
 
 import jsonschema
 
-from buildtool.linkage.findings import CHECKS, Finding, render_checks_doc
-from buildtool.linkage.report import (
-    Report,
-    SizeEntry,
-    github_annotation,
-    render_github,
-    render_json,
-    render_text,
-)
+from buildtool.linkage.checks.catalogue import CHECKS, Finding, render_checks_doc
+from buildtool.linkage.report.github import github_annotation, render_github
+from buildtool.linkage.report.json_report import render_json
+from buildtool.linkage.report.model import Report, SizeEntry
+from buildtool.linkage.report.text import render_text
 from buildtool.resources import schema_path
 from tests.conftest import REPO
 
@@ -95,8 +91,8 @@ def test_checks_run_are_those_the_recipe_turns_on() -> None:
 def test_sizes_against_a_baseline_in_text_json_github_and_markdown() -> None:
     import dataclasses
 
-    from buildtool.linkage.baseline import BaselineSize
-    from buildtool.linkage.report import render_markdown
+    from buildtool.linkage.checks.growth import BaselineSize
+    from buildtool.linkage.report.github import render_markdown
 
     previous = BaselineSize("old/lib/libx.so", 2_000_000, 1_000_000, 10)
     entry = dataclasses.replace(REPORT.sizes[0], previous=previous)

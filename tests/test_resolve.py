@@ -17,26 +17,31 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from buildtool.linkage.elf import NO_NAMES, ElfFacts, read_elf_file
-from buildtool.linkage.resolve import (
-    LD_SO_CACHE,
-    CacheEntry,
+from buildtool.linkage.binaries import NO_NAMES, BinaryFacts
+from buildtool.linkage.binaries.elf import read_elf_file
+from buildtool.linkage.loaders.closure import (
     Closure,
     Environment,
-    FactsReader,
+    filesystem_lookup,
+    resolve_closure,
+)
+from buildtool.linkage.loaders.glibc import (
+    LD_SO_CACHE,
+    CacheEntry,
+    FactsLookup,
     LdSoCache,
-    closure_index,
     default_system_dirs,
     expand_dst,
-    filesystem_reader,
+    load_ld_so_cache,
+    parse_ld_so_cache,
+    search_dirs,
+    search_steps,
+)
+from buildtool.linkage.loaders.symbols import (
+    closure_index,
     index_definitions,
     index_object,
     is_satisfied,
-    load_ld_so_cache,
-    parse_ld_so_cache,
-    resolve_closure,
-    search_dirs,
-    search_steps,
     split_key,
     unresolved_against,
     unresolved_symbols,
@@ -45,7 +50,7 @@ from buildtool.linkage.resolve import (
 from tests.conftest import require
 from tests.test_verify import system_libraries
 
-BASE = ElfFacts(
+BASE = BinaryFacts(
     path="x", elf_class=64, little_endian=True, machine="x86_64", file_type="shared",
     interpreter=None, soname=None, needed=(), rpath=None, runpath=None, defined=frozenset(),
     versioned_definitions=False,
@@ -58,7 +63,7 @@ BASE = ElfFacts(
 )  # fmt: skip
 
 
-def fake(**changes: object) -> ElfFacts:
+def fake(**changes: object) -> BinaryFacts:
     return dataclasses.replace(BASE, **changes)  # type: ignore[arg-type]
 
 
@@ -125,10 +130,10 @@ def test_default_system_dirs() -> None:
 # --- closure over an in-memory tree ---------------------------------------------------------
 
 
-def tree_reader(tree: dict[str, ElfFacts]) -> tuple[list[str], FactsReader]:
+def tree_reader(tree: dict[str, BinaryFacts]) -> tuple[list[str], FactsLookup]:
     asked: list[str] = []
 
-    def read(path: str) -> ElfFacts | None:
+    def read(path: str) -> BinaryFacts | None:
         asked.append(path)
         return tree.get(path)
 
@@ -451,7 +456,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
 def closure_of(path: Path, env: Environment | None = None) -> Closure:
     facts = read_elf_file(path)
     assert facts is not None
-    return resolve_closure(str(path), facts, filesystem_reader(), env or system_env())
+    return resolve_closure(str(path), facts, filesystem_lookup(), env or system_env())
 
 
 def system_env(ld_library_path: list[str] | None = None) -> Environment:

@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage import reading
-from buildtool.linkage.elf import (
-    ElfFacts,
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.binaries.elf import (
     Ranges,
     code_ranges,
     cut_ranges,
     left_out_unused,
     read_elf_facts,
 )
-from buildtool.linkage.inputs import read_wheel
+from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs.collect import read_wheel
 from tests.conftest import require
 from tests.test_hostile_wheels import Member, write_wheel
 from tests.test_verify import system_libraries
@@ -100,7 +100,7 @@ def test_cut_ranges() -> None:
 
 
 def _without_paths(facts: object) -> object:
-    return dataclasses.replace(facts, path="") if isinstance(facts, ElfFacts) else facts
+    return dataclasses.replace(facts, path="") if isinstance(facts, BinaryFacts) else facts
 
 
 @pytest.mark.integration
@@ -113,18 +113,18 @@ def test_wheel_members_read_without_their_code(
     wheel = write_wheel(tmp_path / "sparse-0.1.0-py3-none-any.whl", members)
     whole = [_without_paths(b.facts) for b in read_wheel(wheel, REGISTRATIONS, jobs=1).files]
 
-    monkeypatch.setattr(reading, "SPARSE_MIN_BYTES", 0)
-    monkeypatch.setattr(reading, "KEEP_FRONT_BYTES", 0)
+    monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
+    monkeypatch.setattr(pool, "KEEP_FRONT_BYTES", 0)
     inflations: list[bool] = []
-    inflate = reading._Reader._inflate
+    inflate = pool._SourceDecoder._inflate
 
     def counted(
-        self: reading._Reader, source: reading.Source, member: object, sparse: bool
+        self: pool._SourceDecoder, source: pool.Source, member: object, sparse: bool
     ) -> object:
         inflations.append(sparse)
         return inflate(self, source, member, sparse)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(reading._Reader, "_inflate", counted)
+    monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
     sparse = [_without_paths(b.facts) for b in read_wheel(wheel, REGISTRATIONS, jobs=1).files]
     assert sparse == whole
     assert inflations.count(False) >= 1  # at least the noseparate-code library, read again

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage import hardening
-from buildtool.linkage.policy import ExecutableRule, LibraryRule, LinkagePolicy
-from buildtool.linkage.report import Report
+from buildtool.linkage.checks import hardening
+from buildtool.linkage.checks.policy import ExecutableRule, LibraryRule, LinkagePolicy
+from buildtool.linkage.inputs.wheel_archive import record_line
+from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
-from buildtool.linkage.wheel_archive import record_line
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 pytestmark = pytest.mark.integration

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage.report import Report
+from buildtool.linkage.inputs.wheel_archive import record_line
+from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
-from buildtool.linkage.wheel_archive import record_line
 from buildtool.recipe.load import load_recipe
 from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE, CliRunner, build_with_edited_cmake
@@ -99,7 +99,7 @@ def test_duplicate_object_stripped(duplicate_gemm_build: Path, tmp_path: Path) -
 
 
 def test_duplicate_object_without_recipe(duplicate_gemm_build: Path) -> None:
-    from buildtool.linkage.policy import LinkagePolicy
+    from buildtool.linkage.checks.policy import LinkagePolicy
 
     report = verify_paths([duplicate_gemm_build], LinkagePolicy.empty())
     assert ("BT103", "libdemo_compiler.so") in ids(report)
@@ -291,7 +291,7 @@ def system_libraries() -> Iterator[Path]:
 
 
 def test_system_libraries_give_no_false_positives() -> None:
-    from buildtool.linkage.policy import LinkagePolicy
+    from buildtool.linkage.checks.policy import LinkagePolicy
 
     paths = list(system_libraries())
     assert paths, "no system libraries found"
@@ -301,7 +301,7 @@ def test_system_libraries_give_no_false_positives() -> None:
 
 @pytest.mark.wheel
 def test_tvm_ffi_wheel_gives_no_false_positives(tmp_path: Path) -> None:
-    from buildtool.linkage.policy import LinkagePolicy
+    from buildtool.linkage.checks.policy import LinkagePolicy
 
     subprocess.run(
         [

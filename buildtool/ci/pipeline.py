@@ -25,9 +25,10 @@ from buildtool.cmake.run import cached_switches, ctest_command
 from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
-from buildtool.linkage.baseline import Baseline
-from buildtool.linkage.findings import Finding
-from buildtool.linkage.report import Report, render_text
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.checks.growth import Baseline
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WheelVariant, has_split

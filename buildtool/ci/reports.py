@@ -14,8 +14,9 @@ from typing import Any
 
 from buildtool import __version__
 from buildtool.ci.pipeline import CiResult, StepResult
-from buildtool.linkage.findings import Finding
-from buildtool.linkage.report import finding_json, markdown_cell, markdown_sizes
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.report.github import markdown_cell, markdown_sizes
+from buildtool.linkage.report.json_report import finding_json
 
 CI_REPORT_VERSION = 1
 """``version`` of ``buildtool-ci.json`` (schema: buildtool/schemas/ci.schema.json)."""
@@ -153,7 +154,7 @@ def render_markdown(result: CiResult) -> str:
 def render_html(result: CiResult) -> str | None:
     """The verify-linkage reports of the run (the build tree's, the wheels') as one HTML page;
     None when no step got as far as making one."""
-    from buildtool.linkage.html import render_html as render_page  # only ci writes the page
+    from buildtool.linkage.report.html import render_html as render_page
 
     parts = [
         (f"{step.name}: {', '.join(PurePath(i).name for i in step.report.inputs)}", step.report)

@@ -10,8 +10,10 @@ from typing import Any
 
 from buildtool.cmakecheck.codemodel import LIBRARY_TYPES
 from buildtool.cmakecheck.rules import Graph
-from buildtool.linkage.findings import CMAKE_CHECKS, Finding
-from buildtool.linkage.report import finding_json, finding_lines, github_annotation
+from buildtool.linkage.checks.catalogue import CMAKE_CHECKS, Finding
+from buildtool.linkage.report.github import github_annotation
+from buildtool.linkage.report.json_report import finding_json
+from buildtool.linkage.report.text import finding_lines
 
 REPORT_VERSION = 1
 

@@ -22,7 +22,7 @@ from buildtool.cmakecheck.linkline import (
     rpath_entries,
 )
 from buildtool.cmakecheck.policy import CmakePolicy
-from buildtool.linkage.findings import Finding
+from buildtool.linkage.checks.catalogue import Finding
 
 
 @dataclasses.dataclass(frozen=True)

@@ -29,8 +29,8 @@ from buildtool.commands.common import (
 from buildtool.console import escape_data, install_log_handler, paint, use_colour
 from buildtool.errors import Interrupted
 from buildtool.fsutil import check_folder_possible, write_atomic
-from buildtool.linkage.baseline import load_baseline
-from buildtool.linkage.report import github_annotation
+from buildtool.linkage.checks.growth import load_baseline
+from buildtool.linkage.report.github import github_annotation
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:

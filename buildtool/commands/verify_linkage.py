@@ -13,14 +13,11 @@ from buildtool.commands.common import add_recipe_option, append_step_summary
 from buildtool.console import paint, use_colour
 from buildtool.errors import UsageError
 from buildtool.fsutil import write_atomic
-from buildtool.linkage.elf import ELF_READERS
-from buildtool.linkage.report import (
-    Report,
-    render_github,
-    render_json,
-    render_markdown,
-    render_text,
-)
+from buildtool.linkage.binaries import DECODERS
+from buildtool.linkage.report.github import render_github, render_markdown
+from buildtool.linkage.report.json_report import render_json
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.verification import policy_for_recipe, recipe_covers
 
@@ -83,7 +80,7 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--reader",
-        choices=ELF_READERS,
+        choices=DECODERS,
         default="fast",
         help="what decodes the ELF files: fast (default) or pyelftools (tens of times slower, "
         "independent of the fast decoder: a cross-check of its facts)",
@@ -130,7 +127,7 @@ def _render(report: Report, output_format: str, colour: bool) -> str:
     if output_format == "github":
         return render_github(report)
     if output_format == "html":
-        from buildtool.linkage.html import render_report_html  # only this format needs it
+        from buildtool.linkage.report.html import render_report_html
 
         return render_report_html(report)
     return render_text(report, lambda text, style: paint(text, style, colour))
@@ -143,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         ld_library_path = [entry for entry in os.environ.get("LD_LIBRARY_PATH", "").split(":")]
     baseline = None
     if args.baseline is not None:
-        from buildtool.linkage.baseline import load_baseline
+        from buildtool.linkage.checks.growth import load_baseline
 
         baseline = load_baseline(args.baseline)  # before the work: a bad file fails fast
     loaded = _recipe(args)
@@ -153,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         policy,
         ld_library_path,
         args.jobs,
-        elf_reader=args.reader,
+        decoder=args.reader,
         baseline=baseline,
         with_graph=args.format == "html",
     )

@@ -14,7 +14,8 @@ from buildtool.commands.common import (
     resolve_recipe,
 )
 from buildtool.console import collecting_warnings, warnings_summary
-from buildtool.linkage.report import Report, render_text
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.report.text import render_text
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WHEEL_VARIANTS
 from buildtool.plan import switches_from_defines

@@ -8,7 +8,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
-from buildtool.linkage.baseline import (
+from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries.elf import MalformedElf
+from buildtool.linkage.checks.catalogue import Finding, finding_order
+from buildtool.linkage.checks.growth import (
     Baseline,
     BaselineSize,
     Growth,
@@ -16,23 +19,20 @@ from buildtool.linkage.baseline import (
     match_baseline,
     unmatched,
 )
-from buildtool.linkage.checks import run_checks
-from buildtool.linkage.elf import ElfFacts, ElfReader, MalformedElf
-from buildtool.linkage.findings import Finding, finding_order
-from buildtool.linkage.graph import LinkGraph, link_graph
-from buildtool.linkage.inputs import BinaryFile, InputSet, read_input
-from buildtool.linkage.policy import LinkagePolicy
-from buildtool.linkage.reading import FunctionNameReader, wait_for_workers
-from buildtool.linkage.report import Report, SizeEntry
-from buildtool.linkage.resolve import (
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.checks.subject import FunctionNames, Subject, digests_as_names
+from buildtool.linkage.checks.suite import run_checks
+from buildtool.linkage.inputs.collect import BinaryFile, InputSet, read_input
+from buildtool.linkage.inputs.pool import FunctionNameLookup, wait_for_workers
+from buildtool.linkage.loaders.closure import (
     Closure,
     Environment,
-    FactsReader,
-    filesystem_reader,
-    load_ld_so_cache,
+    filesystem_lookup,
     resolve_closure,
 )
-from buildtool.linkage.subject import FunctionNames, Subject, digests_as_names
+from buildtool.linkage.loaders.glibc import FactsLookup, load_ld_so_cache
+from buildtool.linkage.report.graph import LinkGraph, link_graph
+from buildtool.linkage.report.model import Report, SizeEntry
 
 SITE = PurePosixPath("/.site-packages")
 """Where wheel members lie for resolution: every wheel given is installed into one place."""
@@ -47,7 +47,7 @@ def _relocate(inputs: InputSet) -> InputSet:
     return dataclasses.replace(inputs, files=files)
 
 
-def _function_names(reader: FunctionNameReader) -> FunctionNames:
+def _function_names(reader: FunctionNameLookup) -> FunctionNames:
     """Names for duplicate-code findings, read again from the files; the digests themselves
     when a file cannot be read any more (changed or gone since)."""
 
@@ -62,19 +62,19 @@ def _function_names(reader: FunctionNameReader) -> FunctionNames:
     return names
 
 
-def _reader(
+def _facts_lookup(
     files: Sequence[BinaryFile],
     inputs: Sequence[InputSet],
     names: Sequence[str],
-    elf_reader: ElfReader = "fast",
-) -> FactsReader:
-    known: dict[str, ElfFacts | None] = {str(b.location): b.facts for b in files}
+    decoder: Decoder = "fast",
+) -> FactsLookup:
+    known: dict[str, BinaryFacts | None] = {str(b.location): b.facts for b in files}
     for entry in inputs:
         for alias, target in entry.aliases.items():
             known[str(alias)] = known.get(str(target))
-    disk = filesystem_reader(names, elf_reader)
+    disk = filesystem_lookup(names, decoder)
 
-    def read(path: str) -> ElfFacts | None:
+    def read(path: str) -> BinaryFacts | None:
         path = posixpath.normpath(path)
         if path in known:
             return known[path]
@@ -110,7 +110,7 @@ def _size_entries(subject: Subject) -> tuple[SizeEntry, ...]:
 
 
 def _closures(
-    files: Sequence[BinaryFile], read: FactsReader, env: Environment
+    files: Sequence[BinaryFile], read: FactsLookup, env: Environment
 ) -> dict[PurePosixPath, Closure]:
     closures = {}
     for binary in files:
@@ -139,12 +139,12 @@ def verify_inputs(
     policy: LinkagePolicy,
     ld_library_path: Sequence[str] | None = None,
     *,
-    elf_reader: ElfReader = "fast",
+    decoder: Decoder = "fast",
     baseline: Baseline | None = None,
     with_graph: bool = False,
 ) -> Report:
     """Resolve and check already-read inputs (``with_graph``: the link graph the HTML page
-    draws, built only for it); ``elf_reader`` decodes the files they need; with a
+    draws, built only for it); ``decoder`` decodes the files they need; with a
     baseline, compare the sizes with it."""
     relocated = [_relocate(entry) for entry in inputs]
     every = [binary for entry in relocated for binary in entry.files]
@@ -155,13 +155,18 @@ def verify_inputs(
         if b.malformed is not None
     ]
     env = Environment(cache=load_ld_so_cache(), ld_library_path=ld_library_path)
-    read = _reader(good, relocated, policy.registration_names, elf_reader)
+    read = _facts_lookup(good, relocated, policy.registration_names, decoder)
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
     closures = _closures(good, read, env)
-    reader = FunctionNameReader()
+    reader = FunctionNameLookup()
     try:
         subject = Subject(
-            tuple(good), closures, policy, frozenset(names), _function_names(reader), relocated
+            files=tuple(good),
+            closures=closures,
+            policy=policy,
+            in_input=frozenset(names),
+            function_names=_function_names(reader),
+            sets=relocated,
         )
         checked = run_checks(subject)
     finally:
@@ -191,7 +196,7 @@ def verify_paths(
     ld_library_path: Sequence[str] | None = None,
     jobs: int | None = None,
     *,
-    elf_reader: ElfReader = "fast",
+    decoder: Decoder = "fast",
     baseline: Baseline | None = None,
     with_graph: bool = False,
 ) -> Report:
@@ -199,17 +204,17 @@ def verify_paths(
 
     ``jobs``: processes that read ELF files (default: every CPU available; 1 reads them in
     this process). The report is the same for any number; every one of them has exited when
-    this returns. ``elf_reader``: what decodes the files (``pyelftools``: a slower cross-check of
+    this returns. ``decoder``: what decodes the files (``pyelftools``: a slower cross-check of
     the fast decoder). ``baseline``: an earlier run's sizes to compare with (BT131 and the deltas).
     """
     names = policy.registration_names
     try:
-        inputs = [read_input(path, names, jobs, elf_reader) for path in paths]
+        inputs = [read_input(path, names, jobs, decoder) for path in paths]
         return verify_inputs(
             inputs,
             policy,
             ld_library_path,
-            elf_reader=elf_reader,
+            decoder=decoder,
             baseline=baseline,
             with_graph=with_graph,
         )

@@ -14,10 +14,10 @@ import dataclasses
 import re
 from pathlib import Path
 
-from buildtool.linkage.elf import MalformedElf, read_elf_facts
-from buildtool.linkage.findings import Finding
-from buildtool.linkage.policy import LinkagePolicy
-from buildtool.linkage.report import Report
+from buildtool.linkage.binaries.elf import MalformedElf, read_elf_facts
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.fuzz.elf_mutations import Mutant
 from tests.fuzz.seeds import GOOD_NAME

@@ -1,0 +1,28 @@
+"""What a binary holds, whatever its format: ``BinaryFacts``; ``elf/`` is the one place that knows
+ELF."""
+
+from __future__ import annotations
+
+from buildtool.linkage.binaries.facts import (
+    CRT_FUNCTIONS,
+    DECODERS,
+    LINKER_GENERATED,
+    NO_NAMES,
+    STATIC_INIT_PREFIX,
+    BinaryFacts,
+    Decoder,
+    NameDigests,
+    name_digest,
+)
+
+__all__ = [
+    "CRT_FUNCTIONS",
+    "DECODERS",
+    "LINKER_GENERATED",
+    "NO_NAMES",
+    "STATIC_INIT_PREFIX",
+    "BinaryFacts",
+    "Decoder",
+    "NameDigests",
+    "name_digest",
+]

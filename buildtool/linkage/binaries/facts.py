@@ -1,0 +1,203 @@
+"""Format-neutral facts about one binary, and the toolchain's names that are no project's code.
+No decoding here: each format's reader (``elf/``) produces ``BinaryFacts``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+Decoder = Literal["fast", "pyelftools"]
+"""Which reader decodes the files: ``fast`` (the struct decoder, the default) or ``pyelftools``
+(slower, independent of it: a cross-check)."""
+DECODERS: Final[tuple[Decoder, ...]] = ("fast", "pyelftools")
+
+
+LINKER_GENERATED: Final = frozenset(
+    {
+        "_end",
+        "_edata",
+        "__bss_start",
+        "_init",
+        "_fini",
+        "__end__",
+        "_etext",
+        "etext",
+        "edata",
+        "end",
+        "_DYNAMIC",
+        "_GLOBAL_OFFSET_TABLE_",
+    }
+)
+"""Symbols the linker (or crti/crtn) puts in every object: never evidence of duplicated code."""
+
+CRT_FUNCTIONS: Final = frozenset(
+    {
+        "_init",
+        "_fini",
+        "_start",
+        "deregister_tm_clones",
+        "register_tm_clones",
+        "__do_global_dtors_aux",
+        "frame_dummy",
+        "__libc_csu_init",
+        "__libc_csu_fini",
+        "_dl_relocate_static_pie",
+        "__static_initialization_and_destruction_0",
+        "_Z41__static_initialization_and_destruction_0v",
+        "__tls_init",
+        "__x86.get_pc_thunk.bx",
+        "__x86.get_pc_thunk.ax",
+        "__x86.get_pc_thunk.cx",
+        "__x86.get_pc_thunk.dx",
+    }
+)
+"""``.symtab`` functions that toolchain startup files or every C++ TU contribute."""
+
+STATIC_INIT_PREFIX: Final = "_GLOBAL__sub_I_"
+
+
+def name_digest(name: str) -> int:
+    """The digest ``NameDigests`` keeps for a name: Python's 64-bit hash of its UTF-8 bytes.
+
+    The hash is salted per interpreter (``PYTHONHASHSEED``), so digests agree only within one
+    process and the workers it forks, which read every file of a run, and are never stored. It
+    costs a third of a cryptographic digest, which counts at half a million names a file.
+    """
+    return hash(name.encode("utf-8"))
+
+
+@dataclass(frozen=True, eq=False)
+class NameDigests:
+    """A set of names kept as 64-bit digests (``name_digest``): 8 bytes a name.
+
+    libtorch_cpu.so defines 350k functions whose names take 58 MB; their digests take 3 MB and
+    compare without one Python object per name. Two names share a digest with odds of 2**-64.
+    The names themselves are read again from the file when a finding has to show them.
+
+    The set is the digests in ``packed`` less those in ``excluded``: several processes read the
+    parts of a big symbol table, and putting the parts together is then a concatenation.
+    """
+
+    packed: bytes
+    """Digests in native byte order, 8 bytes each, in no particular order; one may repeat."""
+    excluded: frozenset[int] = frozenset()
+    """Digests that are not in the set even where ``packed`` holds them."""
+
+    @property
+    def stored(self) -> int:
+        """How many digests ``packed`` holds: what comparing the set costs."""
+        return len(self.packed) // 8
+
+    def _values(self) -> memoryview:
+        return memoryview(self.packed).cast("q")
+
+    def _distinct(self) -> set[int]:
+        return set(self._values()) - self.excluded
+
+    def __len__(self) -> int:
+        return len(self._distinct())
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._distinct())
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        digest = name_digest(name)
+        return digest not in self.excluded and digest in self._values()
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, NameDigests):
+            return NotImplemented
+        return self._distinct() == other._distinct()
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._distinct()))
+
+    def __repr__(self) -> str:
+        return f"NameDigests(<{self.stored} digests>)"
+
+    def common(self, other: NameDigests) -> frozenset[int]:
+        """Digests of the names both sets hold."""
+        small, large = (self, other) if self.stored <= other.stored else (other, self)
+        both = set(small._values()).intersection(large._values())
+        return frozenset(both - self.excluded - other.excluded)
+
+
+NO_NAMES: Final = NameDigests(b"")
+
+
+@dataclass(frozen=True)
+class BinaryFacts:
+    """What verify-linkage knows about one binary, whatever its format: the loader's inputs
+    (dependencies, search paths, exports and imports), initializers and sizes. The ELF reader
+    fills every field today (symbol keys: ``binaries.elf``'s package doc)."""
+
+    path: str
+    """The display path given by the caller (a tree-relative path or a wheel member)."""
+    elf_class: int
+    """32 or 64."""
+    little_endian: bool
+    machine: str
+    """``x86_64``, ``aarch64``, ... or ``unknown(<e_machine>)``."""
+    file_type: str
+    """shared, pie, executable, relocatable, core or other."""
+    interpreter: str | None
+    """``PT_INTERP`` (the program interpreter), None when absent."""
+    soname: str | None
+    needed: tuple[str, ...]
+    """``DT_NEEDED`` entries in file order."""
+    rpath: tuple[str, ...] | None
+    """``DT_RPATH`` split on ``:`` (empty entries kept as ""); None when absent."""
+    runpath: tuple[str, ...] | None
+    """``DT_RUNPATH`` split on ``:`` (empty entries kept as ""); None when absent."""
+    defined: frozenset[str]
+    """Keys of defined, non-local dynamic symbols."""
+    versioned_definitions: bool
+    """Whether a key of ``defined`` carries a version (an ``@``): without one, resolving against
+    this file needs no version matching."""
+    undefined: frozenset[str]
+    """Keys of undefined dynamic symbols that are not weak."""
+    weak_undefined: frozenset[str]
+    unique: frozenset[str]
+    """Keys of ``STB_GNU_UNIQUE`` definitions (a subset of ``defined``)."""
+    weak_defined: frozenset[str]
+    """Keys of weak definitions (a subset of ``defined``): inline functions and template
+    instantiations that every library using them may carry, so never evidence of duplication."""
+    exported_count: int
+    """Defined, non-local, default-visibility dynamic symbol entries."""
+    version_definitions: tuple[str, ...]
+    """Version nodes this file defines (``.gnu.version_d`` minus the base entry), in order."""
+    version_needs: tuple[tuple[str, tuple[str, ...]], ...]
+    """``(file, versions)`` this file requires (``.gnu.version_r``), in order."""
+    init_array_size: int
+    """Bytes of ``DT_INIT_ARRAYSZ`` (or of ``SHT_INIT_ARRAY`` sections without dynamic info)."""
+    has_symtab: bool
+    """True when a ``.symtab`` is present (the file is not stripped)."""
+    static_initializers: tuple[str, ...]
+    """``.symtab`` names starting ``_GLOBAL__sub_I_`` (one per C++ TU with static init), sorted."""
+    symtab_functions: NameDigests = field(hash=False)
+    """The code this file defines, by name: ``.symtab`` defined FUNC/IFUNC names of default
+    visibility, less the weak ones (COMDAT code: inline functions, template instances; hidden
+    ones the linker made local are left out too), GCC's ``.cold`` split parts, toolchain startup
+    code (``CRT_FUNCTIONS``) and static initializers; empty when stripped."""
+    registration_strings: frozenset[str]
+    """Which of the requested names occur NUL-terminated in allocated non-code data."""
+    file_size: int
+    code_size: int
+    """Sum of ``SHF_EXECINSTR`` section sizes (executable ``PT_LOAD`` bytes without sections)."""
+    sections: tuple[tuple[str, int], ...]
+    """``(name, size)`` of every section but the null one, in header order."""
+    bind_now: bool
+    """``DT_BIND_NOW``, ``DF_BIND_NOW`` or ``DF_1_NOW``."""
+    relro: bool
+    """A ``PT_GNU_RELRO`` segment is present."""
+    exec_stack: bool
+    """``PT_GNU_STACK`` is missing or executable."""
+    textrel: bool
+    """``DT_TEXTREL`` or ``DF_TEXTREL``."""
+    nodeflib: bool
+    """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
+    format: str = "elf"
+    """The file format: ``elf`` (the only one read today)."""

@@ -1,0 +1,445 @@
+"""The catalogue of checks (rules as data) and the findings they produce."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One check: a stable id and name, what it catches, and how to fix it."""
+
+    id: str
+    name: str
+    severity: Severity
+    summary: str
+    hint: str
+    needs_recipe: bool = False
+    hardening: bool = False
+    """Runs only when the recipe turns hardening on (``[verify] hardening = true``)."""
+    needs_baseline: bool = False
+    """Runs only against an earlier report (``verify-linkage --baseline previous.json``)."""
+
+
+CHECKS: tuple[Check, ...] = (
+    Check(
+        "BT100",
+        "malformed-elf",
+        "error",
+        "A file starting with the ELF magic is truncated or corrupt.",
+        "Rebuild or re-download the file; the offset names the broken structure.",
+    ),
+    Check(
+        "BT101",
+        "required-needed-missing",
+        "error",
+        "A library or executable lacks a DT_NEEDED entry the recipe requires (its links, "
+        "its no-as-needed libraries): the registrations it relies on never run.",
+        "Link it with -Wl,--push-state,--no-as-needed <lib> -Wl,--pop-state "
+        "(recipe: no-as-needed), or reference a symbol of the library.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT102",
+        "forbidden-needed",
+        "error",
+        "A DT_NEEDED entry the policy forbids: a required library needing an optional one "
+        "(runtime -> compiler), a recipe pattern (libLLVM* in the runtime), or a project "
+        "library outside an executable's allow-list.",
+        "Move the code that needs it into the optional library, or drop the link.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT103",
+        "duplicate-object-code",
+        "error",
+        "The same object code is linked into two shared objects that one process loads and the "
+        "copies can collide: its static initializers run twice against shared state (duplicate "
+        "registration abort), or its exported definitions interpose. Unstripped, code whose "
+        "functions have internal linkage only, or are mostly exported by both, collides; code "
+        "whose external-linkage functions are bound inside each library is BT124.",
+        "Link the object library into one library only; the others get it through a PUBLIC link.",
+    ),
+    Check(
+        "BT104",
+        "duplicate-registration",
+        "error",
+        "A declared registration name is present in more than one library that one process loads.",
+        "Register the name in exactly one library (the one the recipe names).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT105",
+        "registration-missing",
+        "warning",
+        "A declared registration name is not in the library the recipe says holds it: no such "
+        "string, and none of its sources' static initializers in its .symtab.",
+        "Compile the registering source into that library, or correct the recipe.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT106",
+        "undefined-symbol",
+        "error",
+        "An undefined symbol that nothing in the file's NEEDED closure defines: loading it "
+        "fails, or a lazy call aborts later.",
+        "Link the library that defines it, or ship the right version of it.",
+    ),
+    Check(
+        "BT107",
+        "needed-not-found",
+        "error",
+        "A DT_NEEDED entry that the dynamic loader would not find from where the file lies.",
+        "Ship the library next to it and set RUNPATH to $ORIGIN (or $ORIGIN/../lib).",
+    ),
+    Check(
+        "BT108",
+        "system-needed-not-found",
+        "warning",
+        "A DT_NEEDED entry that is not part of the inputs and that this machine lacks (a system "
+        "or driver library, e.g. libcuda): it must come from the user's system.",
+        "Install it where the binary runs, or bundle it with the package.",
+    ),
+    Check(
+        "BT110",
+        "runpath-not-origin",
+        "error",
+        "A RUNPATH/RPATH entry the binary depends on that is not $ORIGIN-relative: an absolute "
+        "or build-tree folder that resolves a NEEDED entry (or would, on a machine that has the "
+        "folder), an entry relative to the current directory ('', '.', 'lib') or in a "
+        "world-writable folder. With a recipe, any non-$ORIGIN entry of the project's own "
+        "libraries and executables.",
+        "Use $ORIGIN-relative entries only (CMake: BUILD_WITH_INSTALL_RPATH, INSTALL_RPATH "
+        "$ORIGIN).",
+    ),
+    Check(
+        "BT111",
+        "rpath-not-runpath",
+        "warning",
+        "DT_RPATH instead of DT_RUNPATH: it overrides LD_LIBRARY_PATH and leaks to every "
+        "library loaded below it.",
+        "Link with -Wl,--enable-new-dtags.",
+    ),
+    Check(
+        "BT112",
+        "runpath-missing",
+        "error",
+        "The file needs a project library that lies beside it (or in ../lib) but has no "
+        "RUNPATH to find it.",
+        "Set RUNPATH to $ORIGIN for libraries and $ORIGIN/../lib for executables in bin/.",
+    ),
+    Check(
+        "BT113",
+        "unused-absolute-search-entry",
+        "warning",
+        "An absolute RUNPATH/RPATH entry from which no NEEDED entry resolves (a folder of the "
+        "build machine, or one this machine lacks): ld.so tries it and moves on, but a machine "
+        "that has the folder would load whatever lies there first.",
+        "Drop the entry (patchelf --set-rpath, or CMake INSTALL_RPATH without it).",
+    ),
+    Check(
+        "BT114",
+        "needed-from-another-distribution",
+        "warning",
+        "A DT_NEEDED entry found only in another input wheel, which this wheel's Requires-Dist "
+        "names: ld.so finds it only when that distribution's library is already loaded (its "
+        "Python package imported first), as it matches NEEDED names against loaded SONAMEs.",
+        "Import the other package before loading this library (or point RUNPATH at its folder, "
+        "e.g. $ORIGIN/../../<other>/lib).",
+    ),
+    Check(
+        "BT115",
+        "registration-not-found-as-string",
+        "info",
+        "A declared registration name is not a string constant in its library, but the code "
+        "that would register it may be there (its sources' static initializers are, or the file "
+        "is stripped): compilers store short names in instructions, so absence is not proven.",
+        "Nothing to do if the name registers at run time; a longer name is stored as a string.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT120",
+        "libraries-not-together",
+        "error",
+        "The project's libraries are not all in one lib/ folder (the loader looks in one).",
+        "Install every project library to <package>/lib/ (build trees: <build>/lib/).",
+    ),
+    Check(
+        "BT121",
+        "removed-library-present",
+        "error",
+        "A legacy library the recipe lists as removed is still there (a stale monolith).",
+        "Delete it from the build or wheel; nothing may load it any more.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT122",
+        "duplicate-library-copy",
+        "error",
+        "A second copy of a library (the same SONAME in two files), e.g. grafted by auditwheel "
+        "repair into <pkg>.libs/: loading both runs the registrations twice.",
+        "Repair with --exclude for the project's own libraries and give them RUNPATH $ORIGIN.",
+    ),
+    Check(
+        "BT124",
+        "private-static-copy",
+        "warning",
+        "Two libraries one process loads each hold a copy of the same object code, but each "
+        "binds to its own: a statically linked library kept private (its functions hidden or "
+        "localized by a version script), or two vendored copies of one third-party library. "
+        "Both work; the copy costs space.",
+        "Link the shared code into one library that both need, if the space matters.",
+    ),
+    Check(
+        "BT125",
+        "stale-monolith",
+        "error",
+        "A library that nothing in the inputs loads holds the static initializers of several "
+        "libraries beside it: the monolith the split replaced, still shipped (loaded by an old "
+        "path, it registers everything a second time).",
+        "Delete it from the build or wheel (with a recipe, list it in verify.removed).",
+    ),
+    Check(
+        "BT130",
+        "size-budget-exceeded",
+        "error",
+        "A library is larger than the budget the recipe sets for it.",
+        "Move heavy code to the optional library, or raise the budget knowingly.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT131",
+        "size-growth-exceeded",
+        "error",
+        "A library grew, against the baseline report (--baseline), by more percent of its file "
+        "size than the recipe allows ([verify] max-growth-percent).",
+        "Find what the change added to the library (its new sources, inlined templates, static "
+        "data); move it to the optional library, or raise the allowance knowingly.",
+        needs_recipe=True,
+        needs_baseline=True,
+    ),
+    Check(
+        "BT140",
+        "relro-not-full",
+        "error",
+        "Hardening ([verify] hardening = true): no full RELRO. Without PT_GNU_RELRO, or with it "
+        "but lazy binding (no BIND_NOW), the GOT stays writable: a memory bug can redirect calls.",
+        "Link with -Wl,-z,relro,-z,now (buildtool's CMake helpers do on Linux).",
+        needs_recipe=True,
+        hardening=True,
+    ),
+    Check(
+        "BT141",
+        "executable-stack",
+        "error",
+        "Hardening: the stack is executable (PT_GNU_STACK missing or with PF_X), so code "
+        "written to it can run.",
+        "Link with -Wl,-z,noexecstack, and give hand-written assembly a .note.GNU-stack section.",
+        needs_recipe=True,
+        hardening=True,
+    ),
+    Check(
+        "BT142",
+        "rpath-present",
+        "error",
+        "Hardening: DT_RPATH is present. It overrides LD_LIBRARY_PATH and is inherited by every "
+        "library loaded below, so it reaches further than the file that sets it.",
+        "Link with -Wl,--enable-new-dtags so the linker writes DT_RUNPATH instead.",
+        needs_recipe=True,
+        hardening=True,
+    ),
+    Check(
+        "BT143",
+        "unsafe-search-path",
+        "error",
+        "Hardening: a RUNPATH/RPATH entry relative to the current directory ('', '.', 'lib') or "
+        "in a world-writable folder (/tmp, /var/tmp, /dev/shm): whoever writes there chooses "
+        "what is loaded.",
+        "Use $ORIGIN-relative entries (or system folders only root can write to).",
+        needs_recipe=True,
+        hardening=True,
+    ),
+    Check(
+        "BT144",
+        "text-relocations",
+        "error",
+        "Hardening: text relocations (DT_TEXTREL): the loader writes into the code, which must "
+        "then be writable, and every process gets a private copy of it.",
+        "Compile every object with -fPIC (CMake: POSITION_INDEPENDENT_CODE ON); fix hand-written "
+        "assembly that uses absolute addresses.",
+        needs_recipe=True,
+        hardening=True,
+    ),
+    Check(
+        "BT145",
+        "not-pie",
+        "error",
+        "Hardening: an executable that is not position independent (ET_EXEC) loads at a fixed "
+        "address, so address-space layout randomization cannot move it.",
+        "Compile with -fPIE and link with -pie (CMake: POSITION_INDEPENDENT_CODE ON, "
+        "check_pie_supported(), policy CMP0083 NEW).",
+        needs_recipe=True,
+        hardening=True,
+    ),
+)
+
+CMAKE_CHECKS: tuple[Check, ...] = (
+    Check(
+        "BT201",
+        "cmake-object-library-twice",
+        "error",
+        "check-cmake: the object files of one OBJECT library are linked into two targets that "
+        "one process loads (linked to each other, linked by one target, or both loaded by the "
+        "recipe's loader): their static initializers run twice (duplicate registration abort).",
+        "Link the object library into one library only (the recipe's owner); the others get "
+        "its code through a PUBLIC link to that library.",
+    ),
+    Check(
+        "BT202",
+        "cmake-source-compiled-twice",
+        "warning",
+        "check-cmake: one source file is compiled into two targets that one process loads: a "
+        "static initializer in it runs twice, and its symbols exist twice.",
+        "Compile it into one library and link that library from the other.",
+    ),
+    Check(
+        "BT203",
+        "cmake-forbidden-link",
+        "error",
+        "check-cmake: a link the policy forbids: a required library linking an optional one "
+        "(runtime -> compiler), or a library matching a recipe pattern (libLLVM* in the runtime).",
+        "Move the code that needs it into the optional library, or drop the link.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT204",
+        "cmake-as-needed-drops-link",
+        "error",
+        "check-cmake: an executable links a library the recipe says it must keep in DT_NEEDED "
+        "(no-as-needed: it needs only its registrations) without --no-as-needed, and the "
+        "toolchain links with --as-needed: the linker drops it.",
+        "Link it as -Wl,--push-state,--no-as-needed <lib> -Wl,--pop-state (CMake: "
+        "$<LINK_LIBRARY:...> with a no-as-needed feature).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT205",
+        "cmake-object-owner-differs",
+        "error",
+        "check-cmake: an object library of the recipe is linked into a target other than the one "
+        "library the recipe names as its owner.",
+        "Link its objects into the owner only, or correct the recipe's objects list.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT206",
+        "cmake-libraries-not-together",
+        "error",
+        "check-cmake: the shared libraries are not all built into one folder (the loader and "
+        "RUNPATH $ORIGIN look in one).",
+        "Set CMAKE_LIBRARY_OUTPUT_DIRECTORY (or LIBRARY_OUTPUT_DIRECTORY) to one folder.",
+    ),
+    Check(
+        "BT207",
+        "cmake-runpath-not-origin",
+        "error",
+        "check-cmake: a library or executable of the split is linked with a RUNPATH entry that is "
+        "not $ORIGIN-relative (CMake's default build RPATH is the absolute build folder), or with "
+        "none although it links a library of the split.",
+        "Set BUILD_WITH_INSTALL_RPATH ON and INSTALL_RPATH $ORIGIN (executables in bin/: "
+        "$ORIGIN/../lib).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT208",
+        "cmake-removed-target",
+        "error",
+        "check-cmake: a target still builds a legacy file the recipe lists as removed.",
+        "Delete the target (or stop building it by default).",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT209",
+        "cmake-required-link-missing",
+        "error",
+        "check-cmake: a library or executable does not link a library the recipe says it links.",
+        "Add it to target_link_libraries, or correct the recipe.",
+        needs_recipe=True,
+    ),
+    Check(
+        "BT210",
+        "cmake-target-missing",
+        "warning",
+        "check-cmake: no target of the build tree builds a library or executable the recipe "
+        "names (it is off in this configuration, or renamed).",
+        "Turn its option on, or correct the recipe's file name.",
+        needs_recipe=True,
+    ),
+)
+"""check-cmake's checks: the same mistakes, read from CMake's code model before anything is
+built (``buildtool/cmakecheck/rules.py``)."""
+
+CHECKS_BY_ID = {check.id: check for check in (*CHECKS, *CMAKE_CHECKS)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Finding:
+    """One problem in one file, with the facts that show it."""
+
+    check_id: str
+    path: str
+    message: str
+    evidence: str = ""
+    needed: str = ""
+    """The DT_NEEDED entry the finding is about, when it is about one (a missing, forbidden or
+    unresolved dependency): the report's link graph marks that edge."""
+
+    @property
+    def check(self) -> Check:
+        return CHECKS_BY_ID[self.check_id]
+
+    @property
+    def severity(self) -> Severity:
+        return self.check.severity
+
+
+def render_checks_doc() -> str:
+    """docs/checks.md: the reference of every check, generated from ``CHECKS``."""
+    lines = [
+        "# verify-linkage checks",
+        "",
+        "Generated from `buildtool/linkage/checks/catalogue.py`; a test fails when this file is",
+        "stale.",
+        "Checks marked *recipe* run only with a recipe (its linkage policy); those marked",
+        "*hardening* only when the recipe says `[verify] hardening = true`; those marked",
+        "*baseline* only with `--baseline` (the JSON report of an earlier run).",
+        "",
+    ]
+    for check in (*CHECKS, *CMAKE_CHECKS):
+        if check is CMAKE_CHECKS[0]:
+            lines += [
+                "# check-cmake checks",
+                "",
+                "`buildtool check-cmake BUILD_DIR` reads CMake's code model right after configure.",
+                "",
+            ]
+        recipe = " · *recipe*" if check.needs_recipe else ""
+        recipe += " · *hardening*" if check.hardening else ""
+        recipe += " · *baseline*" if check.needs_baseline else ""
+        lines += [
+            f"## {check.id} `{check.name}` ({check.severity}{recipe})",
+            "",
+            check.summary,
+            "",
+            f"**Fix:** {check.hint}",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def finding_order(finding: Finding) -> tuple[str, str, str]:
+    """How every report lists findings: catalogue order, then by path and message."""
+    return (finding.check_id, finding.path, finding.message)

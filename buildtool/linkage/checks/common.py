@@ -1,0 +1,36 @@
+"""Small helpers the check families share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.inputs.collect import BinaryFile
+
+SHOWN = 8
+"""How many symbols or names a finding lists before it says "and N more"."""
+
+
+def listed(items: Iterable[str]) -> str:
+    ordered = sorted(items)
+    shown = ", ".join(ordered[:SHOWN])
+    return shown + (f" and {len(ordered) - SHOWN} more" if len(ordered) > SHOWN else "")
+
+
+def base_name(binary: BinaryFile) -> str:
+    return binary.location.name
+
+
+GRAFT_SUFFIX = re.compile(r"(?:-[0-9a-f]{8})+(?=\.so)")
+"""auditwheel renames grafted copies ``libx.so`` -> ``libx-1a2b3c4d.so`` (a copy grafted twice,
+by two repairs, gets two hashes)."""
+
+
+def static_inits(facts: BinaryFacts) -> frozenset[str]:
+    # GCC splits cold paths into "<fn>.cold": the same initializer, not another one.
+    return frozenset(name.removesuffix(".cold") for name in facts.static_initializers)
+
+
+def is_grafted(facts: BinaryFacts) -> bool:
+    return bool(facts.soname and GRAFT_SUFFIX.search(facts.soname))

@@ -1,0 +1,287 @@
+"""Checks on code and registrations held twice by co-loaded libraries."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+from buildtool.linkage.binaries import LINKER_GENERATED, BinaryFacts
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.checks.common import (
+    GRAFT_SUFFIX,
+    base_name,
+    is_grafted,
+    listed,
+    static_inits,
+)
+from buildtool.linkage.checks.policy import LibraryRule, ObjectRule
+from buildtool.linkage.checks.subject import Subject
+from buildtool.linkage.inputs.collect import BinaryFile
+
+
+def _exported_strong(facts: BinaryFacts, among: frozenset[str]) -> frozenset[str]:
+    """The keys of ``among`` that ``facts`` exports as strong, non-unique definitions."""
+    return (among & facts.defined) - facts.unique - facts.weak_defined - LINKER_GENERATED
+
+
+def _pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[tuple[BinaryFile, BinaryFile]]:
+    """Co-loaded pairs, the one that loads the other second: it brought the copy in."""
+    for index, first in enumerate(files):
+        for second in files[index + 1 :]:
+            if not subject.co_loaded(first, second):
+                continue
+            yield (second, first) if subject.needs(first, second) else (first, second)
+
+
+def _shared_keys(
+    subject: Subject, keys_of: Callable[[BinaryFacts], frozenset[str]]
+) -> dict[tuple[BinaryFile, BinaryFile], set[str]]:
+    """Co-loaded pairs of shared libraries and the keys both have (one pass over all keys)."""
+    libraries = subject.shared
+    owners: dict[str, list[int]] = {}
+    for index, binary in enumerate(libraries):
+        for key in keys_of(subject.facts(binary)):
+            owners.setdefault(key, []).append(index)
+    groups: dict[tuple[int, ...], set[str]] = {}
+    for key, found_in in owners.items():
+        if len(found_in) > 1:
+            groups.setdefault(tuple(found_in), set()).add(key)
+    shared: dict[tuple[BinaryFile, BinaryFile], set[str]] = {}
+    for group, keys in groups.items():
+        for pair in _pairs(subject, [libraries[index] for index in group]):
+            shared.setdefault(pair, set()).update(keys)
+    return shared
+
+
+def _duplicate_finding(pair: tuple[BinaryFile, BinaryFile], evidence: str) -> Finding:
+    first, second = pair
+    return Finding(
+        "BT103",
+        second.display,
+        f"contains the same object code as {first.display}, and one process loads both",
+        evidence,
+    )
+
+
+Pair = tuple[BinaryFile, BinaryFile]
+
+
+def _shared_functions(subject: Subject, pairs: Iterable[Pair]) -> dict[Pair, list[str]]:
+    """The functions each pair both defines (a digest comparison), by name: the names are read
+    from the smaller file of each pair, once per file."""
+    found: dict[Pair, tuple[BinaryFile, frozenset[int]]] = {}
+    for pair in pairs:
+        first, second = (subject.facts(binary).symtab_functions for binary in pair)
+        both = first.common(second)
+        if both:
+            found[pair] = (pair[0] if first.stored <= second.stored else pair[1], both)
+    wanted: dict[str, tuple[BinaryFile, set[int]]] = {}
+    for named_by, both in found.values():
+        wanted.setdefault(named_by.display, (named_by, set()))[1].update(both)
+    names = {
+        display: subject.function_names(named_by, frozenset(digests))
+        for display, (named_by, digests) in wanted.items()
+    }
+    return {
+        pair: [names[named_by.display].get(d, f"#{d:016x}") for d in both]
+        for pair, (named_by, both) in found.items()
+    }
+
+
+def _stripped_exports(subject: Subject) -> dict[tuple[BinaryFile, BinaryFile], set[str]]:
+    """Pairs with a stripped library and the strong exports both define (only a stripped
+    library's exports can be this evidence, so no other key is gathered)."""
+    stripped = [b for b in subject.shared if not subject.facts(b).has_symtab]
+    among = frozenset().union(*(subject.facts(b).defined for b in stripped))
+    return _shared_keys(subject, lambda facts: _exported_strong(facts, among)) if among else {}
+
+
+_INTERNAL_LINKAGE = re.compile(r"L[0-9]|_GLOBAL__N_")
+"""Marks of internal linkage in an Itanium-mangled name: ``L<length><name>`` (a ``static`` name,
+also as a template argument) and the anonymous namespace."""
+
+
+def _bound_privately(name: str, exported: frozenset[str]) -> bool:
+    """A C++ function with external linkage in its source that the link kept out of ``.dynsym``
+    (hidden visibility, a version script's ``local:``): callers in the library bind to this copy,
+    never to another library's. C names cannot tell ``static`` from hidden, so they do not
+    count."""
+    return name.startswith("_Z") and not _INTERNAL_LINKAGE.search(name) and name not in exported
+
+
+def _exported_names(facts: BinaryFacts) -> frozenset[str]:
+    """Strong dynamic definitions by name (a version suffix dropped)."""
+    names = facts.defined - facts.weak_defined
+    if facts.versioned_definitions:
+        return frozenset(key.split("@", 1)[0] for key in names)
+    return names
+
+
+def _object_code_finding(
+    subject: Subject, pair: Pair, initializers: Iterable[str], functions: Sequence[str]
+) -> Finding:
+    """BT103 when the shared code can collide, BT124 when it is a private copy in each.
+
+    Code whose functions all have internal linkage does something only through its static
+    initializer, which then reaches state outside the file (the seed's registry): it collides.
+    A statically linked library kept private (most of its external-linkage functions bound inside
+    each library) registers into its own copies of its registries: each library works alone."""
+    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
+    interposing = [name for name in functions if name in first and name in second]
+    private = [name for name in functions if _bound_privately(name, first | second)]
+    counts = (
+        f"{len(functions)} defined functions in both: {len(private)} with external linkage "
+        f"bound inside each library (not in .dynsym), {len(interposing)} exported by both"
+    )
+    if private and len(private) > len(interposing) and not _recipe_registrations(subject, pair):
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"contains a private copy of object code also in {pair[0].display}: each library "
+            f"binds to its own copy (about {_wasted(subject, pair, len(functions))} of code "
+            "twice)",
+            f"unstripped: static initializers {listed(initializers)}; {counts}; bound inside "
+            f"each: {listed(private)}; without a recipe no rule tells a private registry from "
+            "a shared one (a recipe's object libraries make this BT103)",
+        )
+    return _duplicate_finding(
+        pair,
+        f"unstripped: static initializers {listed(initializers)} and {counts}: {listed(functions)}",
+    )
+
+
+def _recipe_registrations(subject: Subject, pair: Pair) -> frozenset[str]:
+    """Names the recipe says are registered (by a library or an object library) that both files
+    hold: their code registers into the registry the two share, so the copies collide."""
+    first, second = (subject.facts(binary).registration_strings for binary in pair)
+    return frozenset(subject.policy.registration_names) & first & second
+
+
+def _wasted(subject: Subject, pair: Pair, shared: int) -> str:
+    """An estimate of the duplicated code: the smaller library's code size in proportion to the
+    share of its functions that the other one also has (``.symtab`` keeps no sizes here)."""
+    facts = min((subject.facts(binary) for binary in pair), key=lambda f: f.code_size)
+    total = max(len(facts.symtab_functions), shared, 1)
+    return f"{facts.code_size * shared / total / 1e6:.2f} MB"
+
+
+def _both_grafted(subject: Subject, pair: Pair) -> str | None:
+    """The library two repair-tool copies are of (``libgfortran.so.5``), or None."""
+    first, second = (subject.facts(binary) for binary in pair)
+    if not (is_grafted(first) and is_grafted(second)):
+        return None
+    return GRAFT_SUFFIX.sub("", first.soname or "")
+
+
+def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Finding:
+    vendored = _both_grafted(subject, pair)
+    if vendored:
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"and {pair[0].display} are two vendored copies of {vendored}, grafted by a repair "
+            "tool: their exported symbols interpose",
+            f"stripped: exported symbols defined in both: {listed(names)}",
+        )
+    return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {listed(names)}")
+
+
+def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
+    inits = _shared_keys(subject, static_inits)
+    functions = _shared_functions(subject, inits)
+    reported: set[tuple[BinaryFile, BinaryFile]] = set()
+    for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):
+        also = functions.get(pair)
+        if also:
+            reported.add(pair)
+            yield _object_code_finding(subject, pair, names, also)
+    exported = _stripped_exports(subject)
+    for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
+        stripped = not all(subject.facts(b).has_symtab for b in pair)
+        if pair not in reported and stripped:
+            yield _stripped_finding(subject, pair, names)
+
+
+def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:
+    return (pair[0].display, pair[1].display)
+
+
+def _object_marks(facts: BinaryFacts, obj: ObjectRule) -> str:
+    """Evidence that ``obj``'s code is in a library: the strongest kind the file still has."""
+    if facts.has_symtab:
+        found = static_inits(facts) & set(obj.static_initializers)
+        if found:
+            return f"unstripped: static initializers {listed(found)}"
+    # Stripped, or a policy-only recipe (no sources, so no initializer names): the strings.
+    strings = facts.registration_strings & set(obj.registers)
+    kind = "unstripped" if facts.has_symtab else "stripped"
+    return f"{kind}: registration strings {listed(strings)}" if strings else ""
+
+
+def check_owned_initializers(subject: Subject) -> Iterator[Finding]:
+    """With a recipe: an object library's code lives in its owner only."""
+    for rule in subject.policy.libraries:
+        for obj in rule.objects:
+            for binary in subject.shared:
+                if base_name(binary) == rule.file_name:
+                    continue
+                evidence = _object_marks(subject.facts(binary), obj)
+                if evidence:
+                    yield Finding(
+                        "BT103",
+                        binary.display,
+                        f"contains object library {obj.name!r}, which the recipe links into "
+                        f"{rule.file_name} only",
+                        evidence,
+                    )
+
+
+def check_registrations(subject: Subject) -> Iterator[Finding]:
+    for rule in subject.policy.libraries:
+        for name in rule.registers:
+            holders = [b for b in subject.shared if name in subject.facts(b).registration_strings]
+            for pair in _pairs(subject, holders):
+                # The library the recipe names keeps the name; the other one is the intruder.
+                first, second = pair[::-1] if base_name(pair[1]) == rule.file_name else pair
+                yield Finding(
+                    "BT104",
+                    second.display,
+                    f"registration {name!r} is also in {first.display}; the recipe puts it in "
+                    f"{rule.file_name}",
+                    "string constant present in both libraries",
+                )
+            owners = [b for b in subject.shared if base_name(b) == rule.file_name]
+            for owner in owners:
+                if name not in subject.facts(owner).registration_strings:
+                    yield _registration_missing(subject.facts(owner), owner, rule, name)
+
+
+def _registration_missing(
+    facts: BinaryFacts, owner: BinaryFile, rule: LibraryRule, name: str
+) -> Finding:
+    """BT105 when the absence is proven: the file keeps its ``.symtab`` and none of the static
+    initializers of its sources and objects is in it, so the registering code is not there.
+    Otherwise BT115: compilers store short names as instruction immediates, not strings."""
+    initializers = set(rule.static_initializers)
+    initializers.update(i for obj in rule.objects for i in obj.static_initializers)
+    present = static_inits(facts) & initializers
+    if facts.has_symtab and not present:
+        return Finding(
+            "BT105",
+            owner.display,
+            f"registration {name!r} is not in this library",
+            "not found as a string constant in its read-only data, and none of the static "
+            "initializers of its sources is in its .symtab",
+        )
+    why = (
+        f"its sources' static initializers are there ({listed(present)})"
+        if present
+        else "it is stripped"
+    )
+    return Finding(
+        "BT115",
+        owner.display,
+        f"registration {name!r} not found as a string",
+        f"no such string constant in its read-only data, but {why}: a short name may be stored "
+        "in instructions, so its absence is not proven",
+    )

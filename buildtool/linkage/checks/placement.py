@@ -1,0 +1,126 @@
+"""Checks on where files sit: one lib/ folder, legacy libraries, second copies, stale monoliths."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from pathlib import PurePosixPath
+
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.checks.common import (
+    GRAFT_SUFFIX,
+    base_name,
+    is_grafted,
+    listed,
+    static_inits,
+)
+from buildtool.linkage.checks.subject import Subject
+from buildtool.linkage.inputs.collect import BinaryFile
+
+
+def _grafted_name(binary: BinaryFile, facts: BinaryFacts) -> str:
+    return GRAFT_SUFFIX.sub("", facts.soname or base_name(binary))
+
+
+def check_layout(subject: Subject) -> Iterator[Finding]:
+    project = [b for b in subject.shared if base_name(b) in subject.policy.project_files]
+    folders = sorted({str(b.location.parent) for b in project})
+    if len(folders) > 1:
+        yield Finding(
+            "BT120",
+            project[0].display,
+            "the project's libraries are spread over several folders",
+            f"folders: {', '.join(folders)}",
+        )
+    for binary in project:
+        if binary.location.parent.name != "lib":
+            yield Finding(
+                "BT120",
+                binary.display,
+                "a project library outside a lib/ folder",
+                f"folder: {binary.location.parent}",
+            )
+    for binary in subject.files:
+        if base_name(binary) in subject.policy.removed:
+            yield Finding(
+                "BT121",
+                binary.display,
+                f"{base_name(binary)} is a removed legacy library",
+                f"recipe: verify.removed lists {base_name(binary)}",
+            )
+
+
+def _harmless_copy(subject: Subject, first: BinaryFile, second: BinaryFile) -> bool:
+    """Two libraries with one (graft-free) SONAME that one process can hold without harm:
+    third-party copies grafted by repair tools (each wheel vendors its own), or one SONAME in
+    two inputs (ld.so maps the first one loaded and matches the other's users against it)."""
+    a, b = subject.facts(first), subject.facts(second)
+    if is_grafted(a) and is_grafted(b):
+        return True
+    return a.soname == b.soname and subject.origin_of(first) != subject.origin_of(second)
+
+
+def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
+    """BT122 keys on SONAME: files without one are modules, not copies of a library."""
+    same = subject.identical_copies
+    seen: dict[str, list[BinaryFile]] = {}
+    for binary in sorted(subject.shared, key=lambda b: (len(b.display), b.display)):
+        facts = subject.facts(binary)
+        if facts.soname is None or binary.display in same:
+            continue
+        key = _grafted_name(binary, facts)
+        earlier = [b for b in seen.get(key, []) if not _harmless_copy(subject, b, binary)]
+        if earlier:
+            yield Finding(
+                "BT122",
+                binary.display,
+                f"is a second copy of {earlier[0].display}",
+                f"both are {key} (SONAMEs {subject.facts(earlier[0]).soname} and {facts.soname})",
+            )
+        seen.setdefault(key, []).append(binary)
+
+
+def _shared_initializers(
+    subject: Subject, libraries: Sequence[BinaryFile]
+) -> dict[str, dict[str, set[str]]]:
+    """Library location -> location of another library of the folder -> the static initializers
+    exactly these two hold (no third one): one's own code, copied into the other."""
+    holders: dict[str, list[str]] = {}
+    for binary in libraries:
+        for name in static_inits(subject.facts(binary)):
+            holders.setdefault(name, []).append(str(binary.location))
+    shared: dict[str, dict[str, set[str]]] = {}
+    for name, pair in holders.items():
+        if len(pair) == 2:
+            first, second = pair
+            shared.setdefault(first, {}).setdefault(second, set()).add(name)
+            shared.setdefault(second, {}).setdefault(first, set()).add(name)
+    return shared
+
+
+def check_stale_monolith(subject: Subject) -> Iterator[Finding]:
+    """A library nothing loads that holds the static initializers of several libraries beside
+    it (TVM's leftover libtvm.so next to libtvm_runtime.so), with or without a recipe."""
+    folders: dict[PurePosixPath, list[BinaryFile]] = {}
+    for binary in subject.shared:
+        if subject.facts(binary).soname and subject.facts(binary).static_initializers:
+            folders.setdefault(binary.location.parent, []).append(binary)
+    for libraries in folders.values():
+        shared = _shared_initializers(subject, libraries)
+        for candidate in libraries:
+            loaded = str(candidate.location) in subject.loaded_by_others
+            if loaded or base_name(candidate) in subject.policy.removed:
+                continue  # a removed library is BT121 already
+            parts = shared.get(str(candidate.location), {})
+            if len(parts) >= 2:
+                ordered = [
+                    (b, parts[str(b.location)]) for b in libraries if str(b.location) in parts
+                ]
+                shown = "; ".join(f"{base_name(b)}: {listed(inits)}" for b, inits in ordered)
+                yield Finding(
+                    "BT125",
+                    candidate.display,
+                    f"is a stale monolith: it holds the code of {len(parts)} libraries beside "
+                    "it and nothing loads it",
+                    f"their own static initializers are in it ({shown})",
+                )

@@ -1,0 +1,208 @@
+"""What the checks look at: one run's ELF files, their NEEDED closures and the policy. Pure.
+
+Its own module so that ``checks`` and ``hardening`` both depend on it and not on each other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import cached_property
+from pathlib import PurePosixPath
+from typing import NamedTuple
+
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
+from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
+
+FunctionNames = Callable[[BinaryFile, frozenset[int]], Mapping[int, str]]
+"""The names of some of a file's ``.symtab`` functions by digest (see
+``BinaryFacts.symtab_functions``). The shell reads the file again: only a duplicate-code finding,
+which shows them, needs names."""
+
+
+def digests_as_names(_binary: BinaryFile, digests: frozenset[int]) -> dict[int, str]:
+    """A ``FunctionNames`` that reads nothing: it shows the digests."""
+    return {digest: f"#{digest:016x}" for digest in digests}
+
+
+class Origin(NamedTuple):
+    """Where a file comes from: one input, and the distribution that installs it (a wheel's,
+    or the one whose RECORD lists it in an installed folder; None when unknown)."""
+
+    label: str
+    """The input (PATH argument) the file was read from."""
+    distribution: Distribution | None
+    """The distribution that installs it, when a wheel's or a RECORD's metadata says."""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Subject:
+    """What the checks look at: the input's ELF files, their closures and the policy."""
+
+    files: tuple[BinaryFile, ...]
+    """Well-formed ELF files of the inputs (malformed ones are findings already)."""
+    closures: Mapping[PurePosixPath, Closure]
+    """Each file's NEEDED closure, by location."""
+    policy: LinkagePolicy
+    in_input: frozenset[str]
+    """Base names of every file (and symlink) in the inputs."""
+    function_names: FunctionNames = digests_as_names
+    """How duplicate-code findings name the functions two libraries share."""
+    sets: Sequence[InputSet] = ()
+    """The inputs the files came from (each wheel, folder or file given), in order."""
+
+    def facts(self, binary: BinaryFile) -> BinaryFacts:
+        assert binary.facts is not None
+        return binary.facts
+
+    @property
+    def shared(self) -> tuple[BinaryFile, ...]:
+        return tuple(b for b in self.files if self.facts(b).file_type == "shared")
+
+    def needs(self, a: BinaryFile, b: BinaryFile) -> bool:
+        """Whether loading ``a`` loads ``b``."""
+        closure = self.closures.get(a.location)
+        return closure is not None and str(b.location) in closure.objects
+
+    def co_loaded(self, a: BinaryFile, b: BinaryFile) -> bool:
+        """Whether one load context holds both: one root's closure loads them both."""
+        loaders = self._root_loaders
+        return not loaders.get(str(a.location), frozenset()).isdisjoint(
+            loaders.get(str(b.location), ())
+        )
+
+    @cached_property
+    def loaded_by_others(self) -> frozenset[str]:
+        """Locations of the files another input file loads (one that they do not load back)."""
+        by_path = {closure.root: closure for closure in self.closures.values()}
+        loaded: set[str] = set()
+        for root, closure in by_path.items():
+            for path in closure.load_order[1:]:
+                other = by_path.get(path)
+                if other is None or root not in other.objects:
+                    loaded.add(path)
+        return frozenset(loaded)
+
+    def is_root(self, binary: BinaryFile) -> bool:
+        """Whether ld.so starts a load context at ``binary``: an executable, a Python extension
+        module (a shared object without SONAME), a library the recipe's loader opens, or a
+        library nothing in the inputs loads."""
+        facts = self.facts(binary)
+        return (
+            facts.file_type != "shared"
+            or facts.soname is None
+            or binary.location.name in self.policy.project_files
+            or str(binary.location) not in self.loaded_by_others
+        )
+
+    @cached_property
+    def roots(self) -> tuple[BinaryFile, ...]:
+        """The files load contexts start at, in input order."""
+        return tuple(b for b in self.files if self.is_root(b))
+
+    def contexts(self, binary: BinaryFile) -> tuple[Closure, ...]:
+        """The closures ``binary`` is loaded in: those of the roots that load it (its own when
+        it is a root), by root path."""
+        roots = self._root_loaders.get(str(binary.location), set())
+        return tuple(self.closures[root] for root in sorted(roots, key=str))
+
+    @cached_property
+    def _root_loaders(self) -> dict[str, set[PurePosixPath]]:
+        """Object path -> the roots whose closure loads it."""
+        loaders: dict[str, set[PurePosixPath]] = {}
+        for root in self.roots:
+            closure = self.closures.get(root.location)
+            for path in closure.objects if closure else ():
+                loaders.setdefault(path, set()).add(root.location)
+        return loaders
+
+    @cached_property
+    def _origins(self) -> dict[str, Origin]:
+        """Each file's origin: its input, and within an installed folder its distribution."""
+        origins: dict[str, Origin] = {}
+        for entry in self.sets:
+            for binary in entry.files:
+                dist = entry.owners.get(binary.location, entry.distribution)
+                origins[str(binary.location)] = Origin(entry.label, dist)
+        return origins
+
+    @cached_property
+    def _origin_names(self) -> dict[Origin, frozenset[str]]:
+        """Per origin: every name its files can be found by (file names, symlinks, SONAMEs)."""
+        names: dict[Origin, set[str]] = {}
+        for entry in self.sets:
+            for binary in entry.files:
+                found = names.setdefault(self._origins[str(binary.location)], set())
+                found.add(binary.location.name)
+                if binary.facts is not None and binary.facts.soname:
+                    found.add(binary.facts.soname)
+            if entry.aliases:
+                unowned = Origin(entry.label, entry.distribution)
+                names.setdefault(unowned, set()).update(a.name for a in entry.aliases)
+        return {origin: frozenset(found) for origin, found in names.items()}
+
+    def origin_of(self, binary: BinaryFile) -> Origin | None:
+        return self._origins.get(str(binary.location))
+
+    def ships(self, binary: BinaryFile, name: str) -> bool:
+        """Whether ``binary``'s own input (its distribution, in an installed folder) has a file
+        found by ``name`` (the recipe's libraries count as shipped too); without inputs,
+        whether any input has it."""
+        if name in self.policy.project_files:
+            return True
+        origin = self.origin_of(binary)
+        if origin is None:
+            return name in self.in_input
+        return name in self._origin_names.get(origin, frozenset())
+
+    def other_providers(self, binary: BinaryFile, name: str) -> tuple[Origin, ...]:
+        """The other inputs (or distributions) that have a file found by ``name``."""
+        own = self.origin_of(binary)
+        return tuple(
+            origin
+            for origin, names in self._origin_names.items()
+            if origin != own and name in names
+        )
+
+    def definitions(self, path: str, facts: BinaryFacts) -> DefinitionIndex:
+        """The dynamic definitions of one loaded object, indexed once for every closure."""
+        index = self._indexes.get(path)
+        if index is None:
+            index = self._indexes[path] = index_object(facts)
+        return index
+
+    @cached_property
+    def _indexes(self) -> dict[str, DefinitionIndex]:
+        return {}
+
+    @cached_property
+    def identical_copies(self) -> dict[str, BinaryFile]:
+        """See ``identical_copies``: worked out once for the copy check and the size table."""
+        return identical_copies(self.shared)
+
+
+def _sameness(facts: BinaryFacts) -> tuple[object, ...]:
+    """What two copies of one file have in common (the contents are not kept)."""
+    return (facts.soname, facts.file_size, facts.code_size, facts.sections, facts.needed,
+            facts.exported_count, facts.defined)  # fmt: skip
+
+
+def identical_copies(files: Iterable[BinaryFile]) -> dict[str, BinaryFile]:
+    """Display of each shared library that is the same file as an earlier one with its SONAME
+    in its folder (``libx.so``, ``libx.so.26``, ``libx.so.26.1.0`` shipped as three files) ->
+    that one: ld.so maps one of them, so they are one library and the rest is wasted space."""
+    first: dict[tuple[object, ...], BinaryFile] = {}
+    copies: dict[str, BinaryFile] = {}
+    for binary in sorted(files, key=lambda b: (len(b.display), b.display)):
+        facts = binary.facts
+        if facts is None or facts.file_type != "shared" or facts.soname is None:
+            continue
+        key = (binary.location.parent, *_sameness(facts))
+        if key in first:
+            copies[binary.display] = first[key]
+        else:
+            first[key] = binary
+    return copies

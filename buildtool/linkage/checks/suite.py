@@ -1,0 +1,49 @@
+"""Every check, chained in catalogue order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from buildtool.linkage.checks.catalogue import Finding, finding_order
+from buildtool.linkage.checks.duplicates import (
+    check_duplicate_object_code,
+    check_owned_initializers,
+    check_registrations,
+)
+from buildtool.linkage.checks.growth import check_size_budgets
+from buildtool.linkage.checks.hardening import check_hardening
+from buildtool.linkage.checks.needed import (
+    check_forbidden_needed,
+    check_needed_found,
+    check_required_needed,
+)
+from buildtool.linkage.checks.placement import (
+    check_duplicate_copies,
+    check_layout,
+    check_stale_monolith,
+)
+from buildtool.linkage.checks.search_paths import check_search_paths
+from buildtool.linkage.checks.subject import Subject
+from buildtool.linkage.checks.symbols import check_undefined_symbols
+
+CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
+    check_required_needed,
+    check_forbidden_needed,
+    check_duplicate_object_code,
+    check_owned_initializers,
+    check_registrations,
+    check_undefined_symbols,
+    check_needed_found,
+    check_search_paths,
+    check_layout,
+    check_duplicate_copies,
+    check_stale_monolith,
+    check_size_budgets,
+    check_hardening,
+)
+
+
+def run_checks(subject: Subject) -> tuple[Finding, ...]:
+    """Every finding, duplicates removed, in catalogue order then by path."""
+    findings = dict.fromkeys(f for check in CHECK_FUNCTIONS for f in check(subject))
+    return tuple(sorted(findings, key=finding_order))

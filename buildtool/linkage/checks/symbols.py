@@ -1,0 +1,70 @@
+"""Checks on undefined symbols: what no object of a load context defines."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from pathlib import PurePosixPath
+
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.checks.common import listed
+from buildtool.linkage.checks.subject import Subject
+from buildtool.linkage.inputs.collect import BinaryFile
+from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.symbols import unresolved_against, unsatisfied_version_needs
+
+PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
+"""Python C-API symbols: the interpreter that loads an extension provides them."""
+
+
+def _unresolved_in(subject: Subject, facts: BinaryFacts, closure: Closure) -> set[str]:
+    indexes = (subject.definitions(path, closure.objects[path]) for path in closure.load_order)
+    return {
+        key for key in unresolved_against(facts.undefined, indexes) if not PYTHON_API.match(key)
+    }
+
+
+def _undefined_findings(
+    subject: Subject, binary: BinaryFile, contexts: Sequence[Closure]
+) -> Finding | None:
+    """Symbols (and versions) unresolved in every context ``binary`` is loaded in."""
+    facts = subject.facts(binary)
+    unresolved: set[str] | None = None
+    versions: set[str] | None = None
+    for closure in contexts:
+        if unresolved is None or unresolved:
+            found = _unresolved_in(subject, facts, closure)
+            unresolved = found if unresolved is None else unresolved & found
+        needs = {f"{file} {v}" for file, v in unsatisfied_version_needs(facts, closure)}
+        versions = needs if versions is None else versions & needs
+    if not unresolved and not versions:
+        return None
+    parts = []
+    if unresolved:
+        parts.append(f"{len(unresolved)} undefined: {listed(unresolved)}")
+    if versions:
+        parts.append(f"versions not defined: {listed(versions)}")
+    first = contexts[0]
+    loaded = ", ".join(
+        PurePosixPath(path).name for path in first.load_order if path != str(binary.location)
+    )
+    return Finding(
+        "BT106",
+        binary.display,
+        "has undefined symbols that nothing it loads defines",
+        "; ".join(parts) + f" (closure: {loaded or 'nothing'})",
+    )
+
+
+def check_undefined_symbols(subject: Subject) -> Iterator[Finding]:
+    for binary in subject.files:
+        # a missing NEEDED is its own finding; its symbols cannot be judged in that context
+        contexts = [c for c in subject.contexts(binary) if not c.missing]
+        own = subject.closures.get(binary.location)
+        if not contexts and own is not None and not own.missing:
+            contexts = [own]  # every loader misses something: the file's own needs still count
+        if contexts:
+            finding = _undefined_findings(subject, binary, contexts)
+            if finding:
+                yield finding

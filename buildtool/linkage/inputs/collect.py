@@ -1,0 +1,313 @@
+"""Collecting the ELF files verify-linkage reads: build trees, folders, installed packages, wheels.
+
+Every file is read once (mmap for files on disk, one decompression for wheel members) and turned
+into ``BinaryFacts``, by every CPU for a big input (see ``reading``); non-ELF files are skipped,
+malformed ones become findings. Wheels are read straight from the zip: nothing is extracted to
+disk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import stat
+from collections.abc import Collection, Iterator, Mapping
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from buildtool.errors import InputError
+from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries.elf import MalformedElf
+from buildtool.linkage.inputs.pool import Source, read_source, read_sources
+
+if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
+    import zipfile
+
+    from buildtool.linkage.inputs.wheel_archive import WheelLimits
+
+WHEEL_SEPARATOR = "!/"
+"""Joins a wheel's path and a member's name in display paths: ``dist/x.whl!/demo/lib/liba.so``."""
+
+SKIPPED_FOLDERS = frozenset({".git", "__pycache__", "CMakeFiles", ".cmake", "skb", ".nox", ".venv"})
+"""Folders never walked: version control, caches, and CMake's object files."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BinaryFile:
+    """One ELF file of an input."""
+
+    display: str
+    """How findings name it (path as given, or ``wheel!/member``)."""
+    location: PurePosixPath
+    """Where it lies for ``$ORIGIN`` and layout: absolute on disk, or ``/<member>`` in a wheel."""
+    facts: BinaryFacts | None
+    malformed: MalformedElf | None
+    source: Source | None = None
+    """Where its bytes are, to read them again (a finding that names functions does)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Distribution:
+    """A Python distribution: what a wheel, or a ``*.dist-info`` folder of an installed one, says
+    in its ``METADATA``."""
+
+    name: str
+    """``Name``, normalized (PEP 503: lower case, runs of ``-_.`` as one ``-``)."""
+    requires: frozenset[str]
+    """Normalized names of its ``Requires-Dist`` entries (markers and extras ignored)."""
+
+
+def normalized(name: str) -> str:
+    """A distribution name as PEP 503 compares them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def parse_metadata(text: str) -> Distribution | None:
+    """Name and Requires-Dist of a core metadata file (RFC 822 headers); None without a Name."""
+    name = ""
+    requires: set[str] = set()
+    for line in text.split("\n"):
+        if not line.strip():
+            break  # the headers end at the first empty line; the description follows
+        key, _, value = line.partition(":")
+        if key == "Name":
+            name = normalized(value.strip())
+        elif key == "Requires-Dist":
+            match = _REQUIREMENT_NAME.match(value)
+            if match:
+                requires.add(normalized(match.group(1)))
+    return Distribution(name, frozenset(requires)) if name else None
+
+
+@dataclasses.dataclass(frozen=True)
+class InputSet:
+    """The ELF files of one PATH argument and the names they can be found by."""
+
+    kind: str
+    """``build-tree``, ``folder``, ``wheel`` or ``file``."""
+    label: str
+    files: tuple[BinaryFile, ...]
+    aliases: dict[PurePosixPath, PurePosixPath]
+    """Symlinks inside the input: link location -> target location (``libx.so -> libx.so.1``)."""
+    distribution: Distribution | None = None
+    """What a wheel input installs (None for other inputs, or a wheel without metadata)."""
+    owners: Mapping[PurePosixPath, Distribution] = dataclasses.field(default_factory=dict)
+    """An installed folder's files by the distribution whose ``*.dist-info/RECORD`` lists them
+    (a site-packages folder holds many)."""
+
+    @property
+    def in_wheel(self) -> bool:
+        return self.kind == "wheel"
+
+
+def _binary(
+    source: Source, location: PurePosixPath, outcome: BinaryFacts | MalformedElf
+) -> BinaryFile:
+    if isinstance(outcome, MalformedElf):
+        return BinaryFile(source.display, location, None, outcome, source)
+    return BinaryFile(source.display, location, outcome, None, source)
+
+
+def _disk_location(path: Path) -> PurePosixPath:
+    return PurePosixPath(path.resolve().as_posix())
+
+
+def read_disk_file(
+    path: Path, display: str, names: Collection[str], decoder: Decoder = "fast"
+) -> BinaryFile | None:
+    """Facts of one file on disk (mmap), or None when it is not ELF."""
+    try:
+        size = path.stat().st_size
+    except OSError as error:
+        raise InputError(f"{display}: cannot read: {error.strerror or error}") from None
+    source = Source(str(path), display, size)
+    outcome = read_source(source, names, decoder)
+    return None if outcome is None else _binary(source, _disk_location(path), outcome)
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Files under ``root`` in ``os.walk``'s top-down order, sorted, without recursion (a folder
+    nested a thousand deep must not exhaust Python's stack)."""
+    pending = [root]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue  # unreadable or gone: os.walk skips it too
+        subfolders = []
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in SKIPPED_FOLDERS:
+                    subfolders.append(Path(entry.path))
+            else:
+                yield Path(entry.path)
+        pending.extend(reversed(subfolders))
+
+
+def _folder_roots(path: Path) -> tuple[str, list[Path]]:
+    if (path / "CMakeCache.txt").is_file():
+        # A CMake build tree: only its outputs, never object files or wheel build folders.
+        return "build-tree", [p for p in (path / "lib", path / "bin") if p.is_dir()]
+    roots = [path]
+    grafted = path.parent / f"{path.name}.libs"
+    if grafted.is_dir():
+        # An installed package: auditwheel puts grafted libraries beside it in <pkg>.libs/.
+        roots.append(grafted)
+    return "folder", roots
+
+
+def read_folder(
+    path: Path, names: Collection[str], jobs: int | None = None, decoder: Decoder = "fast"
+) -> InputSet:
+    """Every ELF file under a folder (symlinks recorded as aliases, not read twice)."""
+    kind, roots = _folder_roots(path)
+    candidates: list[tuple[Path, int]] = []
+    aliases: dict[PurePosixPath, PurePosixPath] = {}
+    for root in roots:
+        for candidate in _walk(root):
+            if candidate.is_symlink():
+                # os.path, not Path.resolve: a symlink loop is a dead link here, not an error
+                target = os.path.realpath(candidate)
+                if Path(target).is_file():
+                    location = PurePosixPath(candidate.parent.resolve().as_posix()) / candidate.name
+                    aliases[location] = PurePosixPath(target)
+                continue
+            status = candidate.lstat()
+            if stat.S_ISREG(status.st_mode):
+                candidates.append((candidate, status.st_size))
+    sources = [Source(str(candidate), str(candidate), size) for candidate, size in candidates]
+    outcomes = read_sources(sources, names, jobs, decoder)
+    files = tuple(
+        _binary(source, _disk_location(Path(source.path)), outcome)
+        for source, outcome in zip(sources, outcomes, strict=True)
+        if outcome is not None
+    )
+    owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
+    return InputSet(kind, str(path), files, aliases, owners=owners)
+
+
+def _installed_owners(
+    path: Path, locations: set[PurePosixPath]
+) -> dict[PurePosixPath, Distribution]:
+    """Which distribution installed each of ``locations``: the ``*.dist-info`` folders in
+    ``path`` (a site-packages folder) or beside it (an installed package's folder)."""
+    owners: dict[PurePosixPath, Distribution] = {}
+    for site in (path, path.parent):
+        for info in sorted(site.glob("*.dist-info")):
+            try:
+                metadata = (info / "METADATA").read_text(encoding="utf-8", errors="replace")
+                record = (info / "RECORD").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue  # an incomplete install: its files stay unattributed
+            distribution = parse_metadata(metadata)
+            if distribution is not None:
+                _attribute(site.resolve(), record, distribution, locations, owners)
+    return owners
+
+
+def _attribute(
+    site: Path,
+    record: str,
+    distribution: Distribution,
+    locations: set[PurePosixPath],
+    owners: dict[PurePosixPath, Distribution],
+) -> None:
+    import csv  # only installed folders have a RECORD to read
+
+    for row in csv.reader(record.splitlines()):
+        if row:
+            location = PurePosixPath(os.path.normpath(site / row[0]))
+            if location in locations:
+                owners.setdefault(location, distribution)
+
+
+LIBRARY_NAME = re.compile(r"\.so(\.[0-9]+)*\Z")
+"""``libx.so``, ``libx.so.1.2``, ``mod.cpython-311-x86_64-linux-gnu.so``: what loaders open."""
+
+
+def _not_elf_library(display: str) -> BinaryFile:
+    reason = "named like a shared library, but does not start with the ELF magic"
+    return BinaryFile(display, PurePosixPath("/"), None, MalformedElf(display, 0, reason))
+
+
+def _wheel_sources(path: Path, limits: WheelLimits) -> tuple[list[Source], Distribution | None]:
+    """A source for every member to read, once the headers and RECORD passed; and what the
+    wheel's ``*.dist-info/METADATA`` says it installs."""
+    from buildtool.linkage.inputs.wheel_archive import checked_members, open_wheel
+
+    with open_wheel(path) as archive:
+        members = checked_members(str(path), archive, limits)
+        distribution = _wheel_distribution(archive, [member.name for member in members])
+    sources = [
+        Source(str(path), f"{path}{WHEEL_SEPARATOR}{member.name}", member.span.file_size, member)
+        for member in members
+    ]
+    return sources, distribution
+
+
+_METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
+
+
+def _wheel_distribution(archive: zipfile.ZipFile, names: list[str]) -> Distribution | None:
+    """The one top-level ``*.dist-info/METADATA`` (its size already checked with every member)."""
+    from buildtool.linkage.inputs.wheel_archive import ZIP_ERRORS
+
+    found = [name for name in names if _METADATA.fullmatch(name)]
+    if len(found) != 1:
+        return None
+    try:
+        text = archive.read(found[0]).decode("utf-8", "replace")
+    except ZIP_ERRORS:
+        return None  # a broken member is reported when it is read with the others
+    return parse_metadata(text)
+
+
+def read_wheel(
+    path: Path,
+    names: Collection[str],
+    limits: WheelLimits | None = None,
+    jobs: int | None = None,
+    decoder: Decoder = "fast",
+) -> InputSet:
+    """Every ELF member of a wheel, checked (see ``wheel_archive``) and decompressed member by
+    member (see ``reading``); a non-ELF member named like a shared library is a malformed file.
+    ``limits``: default ``wheel_archive.DEFAULT_LIMITS``."""
+    from buildtool.linkage.inputs.wheel_archive import DEFAULT_LIMITS
+
+    sources, distribution = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
+    outcomes = read_sources(sources, names, jobs, decoder)
+    files: list[BinaryFile] = []
+    for source, outcome in zip(sources, outcomes, strict=True):
+        assert source.member is not None
+        name = source.member.name
+        if outcome is not None:
+            files.append(_binary(source, PurePosixPath(f"/{name}"), outcome))
+        elif LIBRARY_NAME.search(name):
+            location = PurePosixPath(f"/{name}")
+            files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
+    return InputSet("wheel", str(path), tuple(files), {}, distribution)
+
+
+def read_input(
+    path: Path, names: Collection[str], jobs: int | None = None, decoder: Decoder = "fast"
+) -> InputSet:
+    """One PATH argument: a ``.whl``, a folder, or a single file. ``jobs``: processes that may
+    read, ``decoder``: what decodes the facts (see ``reading.read_sources``)."""
+    if path.is_dir():
+        return read_folder(path, names, jobs, decoder)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    if not path.is_file():
+        # a FIFO would block the read forever; a device is no binary
+        raise InputError(f"{path}: not a regular file, a folder or a wheel")
+    if path.suffix == ".whl":
+        return read_wheel(path, names, jobs=jobs, decoder=decoder)
+    binary = read_disk_file(path, str(path), names, decoder)
+    if binary is None:
+        raise InputError(f"{path}: not an ELF file (expected a shared library or executable)")
+    return InputSet("file", str(path), (binary,), {})

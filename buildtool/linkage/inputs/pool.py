@@ -1,0 +1,593 @@
+"""Reading the ELF facts of many files: each file once, on every CPU when the input is big.
+
+Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
+Each process maps a wheel once and inflates its members one at a time (see ``inflate``); an ELF
+member goes into a buffer that the process reuses, so a wheel never sits in memory whole, and a
+big one goes there without its code (no fact comes from it), unless that could change a fact. Small
+inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
+the list of sources (tasks name them by position), largest work first, small files in batches;
+the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
+parts that the workers read at once, while this process reads the rest of that file. The results
+are the same whichever way a file was read: a file that a split read finds corrupt is read again
+whole, for the exact finding.
+
+The facts come from the fast decoder, or from pyelftools (``Decoder``: a slower cross-check that
+shares no decoding with it); pyelftools reads every file whole, never in parts or without its code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import logging
+import mmap
+import os
+import sys
+import threading
+from collections.abc import Callable, Collection, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
+
+from buildtool.errors import InputError
+from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries.elf import (
+    ELF_MAGIC,
+    MalformedElf,
+    Ranges,
+    SymtabPart,
+    code_ranges,
+    cut_ranges,
+    left_out_unused,
+    read_elf_facts,
+    read_elf_facts_pyelftools,
+    read_function_names,
+    read_symtab_part,
+    with_symtab,
+)
+
+if TYPE_CHECKING:
+    from multiprocessing.context import BaseContext
+
+    from buildtool.linkage.inputs.wheel_archive import CheckedMember
+
+PARALLEL_MIN_BYTES: Final = 32 << 20
+"""Inputs smaller than this are read in this process: a pool would cost more than it saves."""
+
+SPLIT_MIN_BYTES: Final = 96 << 20
+"""Files on disk at least this big have their ``.symtab`` read in parts by several processes."""
+
+PART_BYTES: Final = 64 << 20
+"""File bytes per ``.symtab`` part (at most ``MAX_PARTS`` parts)."""
+
+MAX_PARTS: Final = 8
+
+SPARSE_MIN_BYTES: Final = 64 << 20
+"""Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
+buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
+
+KEEP_FRONT_BYTES: Final = 32 << 20
+"""Bytes at the start of a member always kept: linkers put the dynamic symbol tables there,
+often inside the executable segment."""
+
+BATCH_BYTES: Final = 8 << 20
+"""Small files go to a worker together, up to this many bytes (or ``BATCH_FILES`` files)."""
+
+BATCH_FILES: Final = 256
+
+log = logging.getLogger("buildtool")
+
+Outcome = BinaryFacts | MalformedElf | None
+"""One file's facts, the reason it is malformed, or None when it is not ELF."""
+
+
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class Source(NamedTuple):
+    """Where one file's bytes are: a file on disk, or a member of a wheel."""
+
+    path: str
+    """The file on disk, or the wheel."""
+    display: str
+    """How findings name the file."""
+    size: int
+    """Bytes of the file (a member's uncompressed size): what its reading costs."""
+    member: CheckedMember | None = None
+    """The wheel member; None for a file on disk."""
+
+
+def available_cpus() -> int:
+    """CPUs this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+# --- one process's reading --------------------------------------------------------------------
+
+
+class _SourceDecoder:
+    """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
+    ``registration_names``: the names the facts search for (a sparse read must keep the data
+    sections then); ``decoder``: what decodes the facts."""
+
+    def __init__(self, registration_names: Collection[str] = (), decoder: Decoder = "fast") -> None:
+        self._names = registration_names
+        self.decoder: Decoder = decoder
+        self._wheels: dict[str, mmap.mmap] = {}
+        self._buffer: mmap.mmap | None = None
+
+    def close(self) -> None:
+        for mapping in self._wheels.values():
+            mapping.close()
+        self._wheels.clear()
+        if self._buffer is not None:
+            self._buffer.close()
+            self._buffer = None
+
+    def decode(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
+        """``decode`` over the source's bytes; None when the file is not ELF."""
+        if source.member is None:
+            return self._decode_file(source, decode)
+        return self._decode_member(source, source.member, decode)
+
+    def _decode_file(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
+        try:
+            with Path(source.path).open("rb") as handle:
+                if handle.read(len(ELF_MAGIC)) != ELF_MAGIC:
+                    return None
+                size = os.fstat(handle.fileno()).st_size
+                with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+                    return decode(_Bytes(mapped, size, file_backed=True))
+        except OSError as error:
+            raise InputError(f"{source.display}: cannot read: {error.strerror or error}") from None
+
+    def _decode_member(
+        self, source: Source, member: CheckedMember, decode: Callable[[_Bytes], _T]
+    ) -> _T | None:
+        """A big member is read without its code first; when a fact may come from what was
+        left out (or the file looks corrupt), it is read again whole."""
+        # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
+        sparse = self.decoder == "fast" and source.size >= SPARSE_MIN_BYTES
+        read = self._inflate(source, member, sparse=sparse)
+        if read is None:
+            return None
+        raw, left_out = read
+        if left_out:
+            try:
+                result = decode(raw)
+            except MalformedElf:
+                result = None
+            readable = result is not None and not isinstance(result, MalformedElf)
+            if readable and left_out_unused(raw.data, raw.size, left_out, self._names):
+                return result
+            read = self._inflate(source, member, sparse=False)
+            assert read is not None  # the same bytes: still ELF
+            raw = read[0]
+        return decode(raw)
+
+    def _inflate(
+        self, source: Source, member: CheckedMember, sparse: bool
+    ) -> tuple[_Bytes, Ranges] | None:
+        """Inflate the member (hashed and checked against RECORD); an ELF member's bytes go to
+        the buffer, taken only once the member shows it is ELF, less its code when ``sparse``.
+        None when it is not ELF."""
+        from buildtool.linkage.inputs.wheel_archive import read_member
+
+        mapping = self._wheel(source.path)
+        target: mmap.mmap | None = None
+        view: memoryview | None = None
+        left_out: Ranges = ()
+        filled = 0
+
+        def sink(chunk: bytes) -> None:  # never past file_size: read_span checks
+            nonlocal target, view, left_out, filled
+            if view is None:  # the first chunk: the ELF header and the program headers
+                left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse else ()
+                target = self._buffer_for(source, source.size, left_out)
+                view = memoryview(target)
+            _copy_outside(view, filled, chunk, left_out)
+            filled += len(chunk)
+
+        try:
+            head, size = read_member(source.path, mapping, member, sink)
+        finally:
+            if view is not None:
+                view.release()
+        if head != ELF_MAGIC or target is None:
+            return None
+        return _Bytes(target, size, file_backed=False), left_out
+
+    def _wheel(self, path: str) -> mmap.mmap:
+        mapping = self._wheels.get(path)
+        if mapping is None:
+            from buildtool.linkage.inputs.wheel_archive import map_wheel
+
+            mapping = self._wheels[path] = map_wheel(Path(path))
+        return mapping
+
+    def _buffer_for(self, source: Source, size: int, left_out: Ranges) -> mmap.mmap:
+        """The reused buffer, at least ``size`` bytes; its pages outside ``left_out`` are about
+        to be written."""
+        if self._buffer is None or len(self._buffer) < size:
+            if self._buffer is not None:
+                self._buffer.close()
+                self._buffer = None
+            try:
+                self._buffer = _private_memory(max(size, mmap.PAGESIZE), populate=not left_out)
+            except (OSError, MemoryError, OverflowError) as error:
+                problem = f"no memory for its {size} bytes: {error}"
+                raise InputError(f"{source.display}: {problem}") from None
+            if left_out:
+                _populate(self._buffer, cut_ranges(((0, size),), left_out))
+        return self._buffer
+
+
+def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:
+    """Copy ``chunk`` to ``view`` at ``position``, less the parts in ``left_out``."""
+    if not left_out:
+        view[position : position + len(chunk)] = chunk
+        return
+    with memoryview(chunk) as source:
+        for start, end in cut_ranges(((position, position + len(chunk)),), left_out):
+            view[start:end] = source[start - position : end - position]
+
+
+_MADV_POPULATE_WRITE: Final = getattr(mmap, "MADV_POPULATE_WRITE", None)
+_LINUX_MADV_POPULATE_WRITE: Final = 23
+"""Linux 5.14 and later; Python names it from 3.12 on."""
+
+
+def _populate(memory: mmap.mmap, ranges: Ranges) -> None:
+    """Fault in the pages of ``ranges`` at once where the system can (see ``_private_memory``)."""
+    option = _MADV_POPULATE_WRITE
+    if option is None and sys.platform.startswith("linux"):
+        option = _LINUX_MADV_POPULATE_WRITE
+    if option is None:
+        return
+    for start, end in ranges:
+        first = start - start % mmap.PAGESIZE
+        try:
+            memory.madvise(option, first, end - first)
+        except (OSError, ValueError):  # an older kernel: the pages come as written
+            return
+
+
+def _private_memory(size: int, populate: bool) -> mmap.mmap:
+    """Anonymous memory of this process. Private: the first write to a page costs less;
+    ``populate``: every page is about to be written, so fault them all in at once where the
+    system can: one call instead of a page fault per page (a quarter of a second for 434 MB)."""
+    if not (hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS")):
+        return mmap.mmap(-1, size)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    if populate:
+        flags |= getattr(mmap, "MAP_POPULATE", 0)
+    return mmap.mmap(-1, size, flags=flags)
+
+
+_T = TypeVar("_T")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Bytes:
+    """A file's bytes: the first ``size`` bytes of ``data``."""
+
+    data: mmap.mmap
+    size: int
+    file_backed: bool
+
+
+def _outcome(
+    reader: _SourceDecoder, source: Source, names: Collection[str], symtab: bool
+) -> Outcome:
+    def decode(raw: _Bytes) -> Outcome:
+        try:
+            if reader.decoder == "pyelftools":
+                stream = io.BytesIO(raw.data[: raw.size])
+                return read_elf_facts_pyelftools(stream, source.display, names)
+            return read_elf_facts(
+                raw.data,
+                source.display,
+                names,
+                size=raw.size,
+                file_backed=raw.file_backed,
+                read_symtab=symtab,
+            )
+        except MalformedElf as error:
+            return error.with_traceback(None)  # its frames would keep views of the bytes
+
+    return reader.decode(source, decode)
+
+
+def _part(
+    reader: _SourceDecoder, source: Source, part: int, parts: int
+) -> SymtabPart | MalformedElf:
+    def decode(raw: _Bytes) -> SymtabPart | MalformedElf:
+        try:
+            return read_symtab_part(
+                raw.data, source.display, part, parts, size=raw.size, file_backed=raw.file_backed
+            )
+        except MalformedElf as error:
+            return error.with_traceback(None)
+
+    return reader.decode(source, decode) or MalformedElf(source.display, 0, "not ELF")
+
+
+def read_source(source: Source, names: Collection[str], decoder: Decoder = "fast") -> Outcome:
+    """One file's facts, read in this process."""
+    reader = _SourceDecoder(names, decoder)
+    try:
+        return _outcome(reader, source, names, True)
+    finally:
+        reader.close()
+
+
+class FunctionNameLookup:
+    """Reads the ``.symtab`` function names of files again, for the findings that show them;
+    a wheel is opened once however many of its members are read."""
+
+    def __init__(self) -> None:
+        self._reader = _SourceDecoder()
+
+    def __call__(self, source: Source, digests: Collection[int]) -> dict[int, str]:
+        """The names whose digests are ``digests``, by digest."""
+        found = self._reader.decode(
+            source,
+            lambda raw: read_function_names(
+                raw.data, source.display, digests, size=raw.size, file_backed=raw.file_backed
+            ),
+        )
+        return found or {}
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+# --- planning and running the work ------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class _Task:
+    """Work for one process: whole files, the rest of a big file, or a part of its ``.symtab``."""
+
+    sources: tuple[int, ...]
+    """Positions in the list of sources."""
+    cost: int
+    """Bytes to read: big work is handed out first."""
+    part: int | None = None
+    """None: read the files (without ``.symtab`` when ``parts`` > 1); else this part."""
+    parts: int = 1
+
+
+def _batch_tasks(sources: Sequence[Source], split: bool = True) -> list[_Task]:
+    """``split``: big files on disk have their ``.symtab`` read in parts."""
+    tasks: list[_Task] = []
+    batch: list[int] = []
+    batch_bytes = 0
+    for index, source in enumerate(sources):
+        if split and source.member is None and source.size >= SPLIT_MIN_BYTES:
+            parts = min(MAX_PARTS, max(2, source.size // PART_BYTES))
+            share = source.size // (parts + 1)
+            tasks.append(_Task((index,), share, None, parts))
+            tasks += [_Task((index,), share, part, parts) for part in range(parts)]
+        elif source.size >= BATCH_BYTES:
+            tasks.append(_Task((index,), source.size))
+        else:
+            batch.append(index)
+            batch_bytes += source.size
+            if batch_bytes >= BATCH_BYTES or len(batch) >= BATCH_FILES:
+                tasks.append(_Task(tuple(batch), batch_bytes))
+                batch, batch_bytes = [], 0
+    if batch:
+        tasks.append(_Task(tuple(batch), batch_bytes))
+    return sorted(tasks, key=lambda task: -task.cost)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Failed:
+    """A source that could not be read at all (an unreadable file, a wheel member that fails
+    its checks): the error is raised for the first such source, as a serial read would."""
+
+    error: InputError
+
+
+_TaskResult = list[Outcome | _Failed] | SymtabPart | MalformedElf | _Failed
+
+
+@dataclasses.dataclass(frozen=True)
+class _Worker:
+    """A worker process's state: what its tasks refer to, and its reader."""
+
+    sources: Sequence[Source]
+    names: tuple[str, ...]
+    reader: _SourceDecoder
+
+
+_WORKERS: dict[int, _Worker] = {}
+"""The state of this process when it is a worker (by process id: a forked child must never use
+its parent's)."""
+
+
+def _start_worker(
+    sources: Sequence[Source], names: tuple[str, ...], decoder: Decoder = "fast"
+) -> None:
+    """A forked worker's first step. Forked, it gets the sources as they are in the parent
+    (nothing is pickled: a big wheel has tens of thousands, and pickling them cost more than
+    reading them); tasks name sources by position."""
+    _WORKERS[os.getpid()] = _Worker(sources, names, _SourceDecoder(names, decoder))
+
+
+_SAME_HASHES: Final = b"names are hashed alike in every process of a run"
+"""Hashed by each worker with its results: ``NameDigests`` from processes that hash differently
+(not forked from this one) must never be compared."""
+
+
+def _run_task(task: _Task) -> tuple[int, _TaskResult]:
+    worker = _WORKERS[os.getpid()]
+    sources = [worker.sources[index] for index in task.sources]
+    return hash(_SAME_HASHES), _task_result(worker.reader, task, sources, worker.names)
+
+
+def _task_result(
+    reader: _SourceDecoder, task: _Task, sources: Sequence[Source], names: tuple[str, ...]
+) -> _TaskResult:
+    if task.part is not None:
+        try:
+            return _part(reader, sources[0], task.part, task.parts)
+        except InputError as error:
+            return _Failed(error)
+    outcomes: list[Outcome | _Failed] = []
+    for source in sources:
+        try:
+            outcomes.append(_outcome(reader, source, names, task.parts == 1))
+        except InputError as error:
+            outcomes.append(_Failed(error))
+            break  # the rest of the batch is read by no one: an error is raised anyway
+    return outcomes
+
+
+_RETIRING: list[threading.Thread] = []
+"""The threads of pools whose workers are still exiting (they wait for the workers)."""
+
+
+def wait_for_workers() -> None:
+    """Return once the workers of every earlier parallel read have exited."""
+    while _RETIRING:
+        _RETIRING.pop().join()
+
+
+def _fork_context() -> BaseContext | None:
+    """Fork when it is safe: workers start at once and inherit everything imported (and
+    ``NameDigests`` need the hashes of this process). Imported here: a small input never pays
+    for the pool's modules."""
+    import multiprocessing
+
+    wait_for_workers()  # a process with threads must not fork
+    if not sys.platform.startswith("linux") or threading.active_count() > 1:
+        return None  # macOS lists fork, but forking there is not safe in general
+    return multiprocessing.get_context("fork")
+
+
+def _read_here(task: _Task) -> bool:
+    """The facts of a file split into ``.symtab`` parts (all but the parts) are read in this
+    process while the workers read the parts: sending them back would cost about as much as
+    reading them (libtorch_cpu.so's 74k dynamic symbols)."""
+    return task.part is None and task.parts > 1
+
+
+def _run_here(
+    tasks: Sequence[_Task],
+    sources: Sequence[Source],
+    names: tuple[str, ...],
+    decoder: Decoder = "fast",
+) -> Iterator[tuple[_Task, _TaskResult]]:
+    reader = _SourceDecoder(names, decoder)
+    try:
+        for task in tasks:
+            yield task, _task_result(reader, task, [sources[i] for i in task.sources], names)
+    finally:
+        reader.close()
+
+
+def _run_parallel(
+    tasks: Sequence[_Task],
+    sources: Sequence[Source],
+    names: tuple[str, ...],
+    jobs: int,
+    context: BaseContext,
+    *,
+    decoder: Decoder = "fast",
+) -> Iterator[tuple[_Task, _TaskResult]]:
+    from concurrent.futures import ProcessPoolExecutor
+
+    threads_before = set(threading.enumerate())
+    pool = ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=context,
+        initializer=_start_worker,
+        initargs=(sources, names, decoder),
+    )
+    try:
+        here = [task for task in tasks if _read_here(task)]
+        futures = [(task, pool.submit(_run_task, task)) for task in tasks if not _read_here(task)]
+        yield from _run_here(here, sources, names, decoder)
+        for task, future in futures:
+            hashed, result = future.result()
+            if hashed != hash(_SAME_HASHES):
+                raise RuntimeError("a worker hashes names unlike this process: not forked")
+            yield task, result
+    except BaseException:
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    # Every result is in: the workers exit (freeing their buffers takes a while) while the
+    # checks run; the next parallel read, or the end of verify_paths, waits for them.
+    pool.shutdown(wait=False)
+    _RETIRING.extend(set(threading.enumerate()) - threads_before)
+
+
+def _assemble(
+    sources: Sequence[Source],
+    results: Iterator[tuple[_Task, _TaskResult]],
+    names: Collection[str],
+) -> list[Outcome]:
+    outcomes: list[Outcome] = [None] * len(sources)
+    failed: dict[int, InputError] = {}
+    parts: dict[int, list[SymtabPart | MalformedElf]] = {}
+    for task, result in results:
+        if isinstance(result, _Failed):
+            failed[task.sources[0]] = result.error
+            continue
+        if not isinstance(result, list):
+            parts.setdefault(task.sources[0], []).append(result)
+            continue
+        for index, outcome in zip(task.sources, result, strict=False):
+            if isinstance(outcome, _Failed):
+                failed[index] = outcome.error
+            else:
+                outcomes[index] = outcome
+    if failed:
+        raise failed[min(failed)]
+    for index, found in parts.items():
+        outcomes[index] = _joined(sources[index], outcomes[index], found, names)
+    return outcomes
+
+
+def _joined(
+    source: Source,
+    main: Outcome,
+    parts: Sequence[SymtabPart | MalformedElf],
+    names: Collection[str],
+) -> Outcome:
+    if main is None:
+        return None
+    good = [part for part in parts if isinstance(part, SymtabPart)]
+    if isinstance(main, BinaryFacts) and len(good) == len(parts):
+        return with_symtab(main, good)
+    return read_source(source, names)  # corrupt: the finding a whole read gives, exactly
+
+
+def read_sources(
+    sources: Sequence[Source],
+    names: Collection[str],
+    jobs: int | None = None,
+    decoder: Decoder = "fast",
+) -> list[Outcome]:
+    """Every source's outcome, in order. ``jobs``: processes to use (default: every CPU this
+    process may use); 1, a small input, or a system other than Linux (workers are forked)
+    reads in this process. ``decoder``: what decodes the facts."""
+    jobs = available_cpus() if jobs is None else jobs
+    tasks = _batch_tasks(sources, split=decoder == "fast")
+    big = sum(source.size for source in sources) >= PARALLEL_MIN_BYTES
+    context = _fork_context() if jobs > 1 and big and len(tasks) > 1 else None
+    if context is not None:
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            results = _run_parallel(tasks, sources, tuple(names), jobs, context, decoder=decoder)
+            return _assemble(sources, results, names)
+        except BrokenProcessPool:  # a worker died (out of memory?): read in this process instead
+            log.warning("a process reading ELF files died; reading them in this one")
+    reader = _SourceDecoder(names, decoder)
+    try:
+        return [_outcome(reader, source, names, True) for source in sources]
+    finally:
+        reader.close()

@@ -1,0 +1,350 @@
+"""Reading an untrusted wheel in memory: member names, sizes and RECORD checked, nothing extracted.
+
+A wheel from an index or a CI artifact may be hostile: members that escape the install folder
+(``..``, absolute paths, symlinks), names that clash once installed (duplicates, a file where a
+folder must be), zip bombs (a tiny archive that decompresses to terabytes, or entries that overlap
+so one compressed block counts many times), or a ``RECORD`` that does not describe what is there.
+Each is an ``InputError`` naming the wheel and the member, raised before anything is decompressed
+when the headers already show it, and enforced again while reading, since headers can lie.
+
+Members are read one at a time from a mapping of the wheel (see ``inflate``), in bounded chunks,
+hashed as they stream; only ELF members are kept in memory, in a buffer the caller gives. Nothing
+is ever written to disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import dataclasses
+import hashlib
+import itertools
+import mmap
+import stat
+import zipfile
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from buildtool.errors import InputError
+from buildtool.linkage.inputs.inflate import MemberSpan, Sink, UnreadableMember, read_span
+
+ALLOWED_COMPRESSION = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
+"""What wheel tools write, and what ``inflate`` reads in bounded steps."""
+
+RECORD_SIGNATURES = ("RECORD.jws", "RECORD.p7s")
+"""Files beside RECORD that RECORD cannot list (they sign it)."""
+
+ACCEPTED_HASHES = ("sha256", "sha384", "sha512", "blake2b", "sha3_256", "sha3_384", "sha3_512")
+"""RECORD hash algorithms accepted: sha256 or stronger, as pip requires."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WheelLimits:
+    """Bounds on what reading one wheel may cost."""
+
+    max_members: int = 200_000
+    """Entries in the archive."""
+    max_member_bytes: int = 8 << 30
+    """Uncompressed bytes of one member (CUDA and LLVM-static libraries run to a few GB)."""
+    max_total_bytes: int = 32 << 30
+    """Uncompressed bytes of all members together."""
+    max_ratio: int = 200
+    """Uncompressed / compressed bytes of one member above ``ratio_floor_bytes``: real binaries
+    compress 2-10x, a zip bomb 1000x."""
+    ratio_floor_bytes: int = 16 << 20
+    """Members smaller than this may have any ratio (they cannot hurt)."""
+
+
+DEFAULT_LIMITS = WheelLimits()
+
+
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class RecordEntry(NamedTuple):
+    algorithm: str
+    digest: str
+    """urlsafe base64 without padding, as RECORD writes it; "" when RECORD gives none."""
+    size: int | None
+
+
+def _fail(wheel: str, member: str, problem: str) -> InputError:
+    return InputError(f"{wheel}!/{member}: {problem}" if member else f"{wheel}: {problem}")
+
+
+# --- names ----------------------------------------------------------------------------------
+
+
+def _name_problem(name: str) -> str | None:
+    """Why a member name could write outside the install folder, or None when it is safe."""
+    if not name or "\0" in name:
+        return "an empty name or one with a NUL byte"
+    if "\\" in name:
+        return "a backslash in the name (zip paths use '/'; Windows would read a folder)"
+    # str.split and set tests, not PurePosixPath: a wheel has tens of thousands of members
+    parts = name.split("/")
+    first = parts[0]
+    if first in _EMPTY_OR_DOT:
+        first = next((part for part in parts if part not in _EMPTY_OR_DOT), "")
+    if name.startswith("/") or ":" in first:
+        return "an absolute path"
+    if ".." in parts:
+        return "a '..' component that leads outside the install folder"
+    if not _EMPTY_OR_DOT.isdisjoint(name.rstrip("/").split("/")):
+        return "an empty or '.' path component"
+    return None
+
+
+_EMPTY_OR_DOT: Final = frozenset({"", "."})
+
+
+def _mode_problem(info: zipfile.ZipInfo) -> str | None:
+    if info.flag_bits & 0x1:
+        return "encrypted"
+    if info.compress_type not in ALLOWED_COMPRESSION:
+        return f"compression method {info.compress_type} (a wheel uses stored or deflate)"
+    mode = info.external_attr >> 16
+    if info.create_system == 3 and stat.S_ISLNK(mode):
+        return "a symbolic link (installers write it as a file, or follow it out of the folder)"
+    kind = stat.S_IFMT(mode) if info.create_system == 3 else 0  # zip writers may leave it 0
+    if kind not in (0, stat.S_IFREG, stat.S_IFDIR):
+        return f"a special file (mode {mode:#o})"
+    return None
+
+
+def _add_folders(folders: set[str], name: str) -> None:
+    """Add the folders above ``name`` (a checked name: no empty, "." or ".." component)."""
+    folder = name.rpartition("/")[0]
+    while folder and folder not in folders:  # a known folder's parents are known
+        folders.add(folder)
+        folder = folder.rpartition("/")[0]
+
+
+def check_names(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> None:
+    """Refuse unsafe names, symlinks, special files, duplicates and file/folder clashes."""
+    files: set[str] = set()
+    listed_folders: set[str] = set()
+    folders: set[str] = set()
+    for info in infos:
+        problem = _name_problem(info.filename) or _mode_problem(info)
+        if problem:
+            raise _fail(wheel, info.filename, f"member is {problem}")
+        name = info.filename.rstrip("/")
+        listed = listed_folders if info.is_dir() else files
+        if name in listed:
+            raise _fail(wheel, info.filename, "member name appears twice")
+        listed.add(name)
+        _add_folders(folders, name)
+    folders |= listed_folders
+    clashes = sorted(files & folders)
+    if clashes:
+        raise _fail(wheel, clashes[0], "member is both a file and a folder")
+
+
+# --- sizes ----------------------------------------------------------------------------------
+
+
+def _member_size_problem(info: zipfile.ZipInfo, limits: WheelLimits) -> str | None:
+    if info.file_size > limits.max_member_bytes:
+        return f"declares {info.file_size} bytes, over the limit of {limits.max_member_bytes}"
+    ratio_applies = info.file_size >= limits.ratio_floor_bytes
+    if ratio_applies and info.file_size > limits.max_ratio * max(info.compress_size, 1):
+        ratio = info.file_size // max(info.compress_size, 1)
+        return f"compresses {ratio}:1, over the limit of {limits.max_ratio}:1 (a zip bomb)"
+    return None
+
+
+def _overlap(infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo | None:
+    """A member whose compressed bytes run into the next member's (one block counted twice)."""
+    ordered = sorted(infos, key=lambda info: info.header_offset)
+    for first, second in itertools.pairwise(ordered):
+        if first.header_offset + first.compress_size > second.header_offset:
+            return second
+    return None
+
+
+def check_sizes(wheel: str, infos: Sequence[zipfile.ZipInfo], limits: WheelLimits) -> None:
+    """Refuse what the headers already show to be a bomb, before decompressing anything."""
+    if len(infos) > limits.max_members:
+        raise _fail(wheel, "", f"{len(infos)} members, over the limit of {limits.max_members}")
+    for info in infos:
+        problem = _member_size_problem(info, limits)
+        if problem:
+            raise _fail(wheel, info.filename, f"member {problem}")
+    total = sum(info.file_size for info in infos)
+    if total > limits.max_total_bytes:
+        raise _fail(
+            wheel, "", f"members declare {total} bytes, over the limit of {limits.max_total_bytes}"
+        )
+    overlapping = _overlap(infos)
+    if overlapping is not None:
+        raise _fail(wheel, overlapping.filename, "member overlaps the one before it (a zip bomb)")
+
+
+# --- RECORD ---------------------------------------------------------------------------------
+
+
+def find_record(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo:
+    """The one ``<name>.dist-info/RECORD`` at the top of the wheel (names already checked)."""
+    records = [
+        info
+        for info in infos
+        if info.filename.endswith(".dist-info/RECORD") and info.filename.count("/") == 1
+    ]
+    if len(records) != 1:
+        found = ", ".join(info.filename for info in records) or "none"
+        raise _fail(wheel, "", f"expected one <name>.dist-info/RECORD, found {found}")
+    return records[0]
+
+
+def _record_entry(wheel: str, row: Sequence[str]) -> tuple[str, RecordEntry]:
+    if len(row) != 3:
+        raise _fail(wheel, "RECORD", f"expected path,hash,size rows, found {row!r}")
+    path, hash_field, size_field = row
+    algorithm, _, digest = hash_field.partition("=")
+    if hash_field and (algorithm not in ACCEPTED_HASHES or not digest):
+        raise _fail(wheel, path, f"RECORD hash {hash_field!r} is not sha256 or stronger")
+    if size_field and not size_field.isdigit():
+        raise _fail(wheel, path, f"RECORD size {size_field!r} is not a number")
+    return path, RecordEntry(algorithm, digest, int(size_field) if size_field else None)
+
+
+def parse_record(wheel: str, text: str) -> dict[str, RecordEntry]:
+    """RECORD's rows by path (pure); a path listed twice is an error."""
+    entries: dict[str, RecordEntry] = {}
+    try:
+        rows = [row for row in csv.reader(text.splitlines()) if row]
+    except csv.Error as error:
+        raise _fail(wheel, "RECORD", f"not a CSV file: {error}") from None
+    for row in rows:
+        path, entry = _record_entry(wheel, row)
+        if path in entries:
+            raise _fail(wheel, path, "listed twice in RECORD")
+        entries[path] = entry
+    return entries
+
+
+def _unlisted(record_name: str) -> frozenset[str]:
+    """RECORD and its signatures: members RECORD cannot list."""
+    folder = record_name.rpartition("/")[0]
+    return frozenset((record_name, *(f"{folder}/{signature}" for signature in RECORD_SIGNATURES)))
+
+
+def check_against_record(wheel: str, name: str, entry: RecordEntry, size: int, digest: str) -> None:
+    """One member's size and hash against its RECORD row."""
+    if entry.size is not None and entry.size != size:
+        raise _fail(wheel, name, f"member has {size} bytes, RECORD says {entry.size}")
+    if entry.digest != digest:
+        raise _fail(wheel, name, f"member's {entry.algorithm} hash differs from RECORD's")
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+ZIP_ERRORS = (OSError, zipfile.BadZipFile, EOFError, ValueError, NotImplementedError, zlib.error)
+"""What zipfile raises on a corrupt archive or member (CRC, truncation, bad headers, bad deflate
+data); the wheel input's other reads (its METADATA) catch the same."""
+
+RECORD_LIMIT = 64 << 20
+
+
+def _read_record(wheel: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
+    try:
+        with archive.open(info) as stream:
+            raw = stream.read(RECORD_LIMIT + 1)
+    except ZIP_ERRORS as error:
+        raise _fail(wheel, info.filename, f"cannot read the member: {error}") from None
+    if len(raw) > RECORD_LIMIT:
+        raise _fail(wheel, info.filename, f"RECORD is larger than {RECORD_LIMIT} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _fail(wheel, info.filename, "RECORD is not UTF-8 text") from None
+
+
+def _checked_record(
+    wheel: str, archive: zipfile.ZipFile, infos: Sequence[zipfile.ZipInfo]
+) -> tuple[str, dict[str, RecordEntry]]:
+    record_info = find_record(wheel, infos)
+    record = parse_record(wheel, _read_record(wheel, archive, record_info))
+    listed = {info.filename for info in infos if not info.is_dir()}
+    for path in record:
+        if path not in listed:
+            raise _fail(wheel, path, "RECORD lists this member, which the wheel does not hold")
+    return record_info.filename, record
+
+
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class CheckedMember(NamedTuple):
+    """A member to read, once the headers and RECORD passed."""
+
+    name: str
+    span: MemberSpan
+    record: RecordEntry | None
+    """Its RECORD row: its size and hash are checked as it is read."""
+
+
+def checked_members(
+    wheel: str, archive: zipfile.ZipFile, limits: WheelLimits
+) -> list[CheckedMember]:
+    """Every check the headers and RECORD allow, before anything else is decompressed; then
+    the members to read."""
+    infos = archive.infolist()
+    check_names(wheel, infos)
+    check_sizes(wheel, infos, limits)
+    record_name, record = _checked_record(wheel, archive, infos)
+    unlisted = _unlisted(record_name)
+    return [
+        CheckedMember(info.filename, MemberSpan.of(info), record.get(info.filename))
+        for info in infos
+        if not info.is_dir() and info.filename not in unlisted
+    ]
+
+
+def read_member(
+    wheel: str, mapping: mmap.mmap, member: CheckedMember, sink: Sink | None
+) -> tuple[bytes, int]:
+    """One member of ``checked_members``, read from a mapping of the wheel, hashed and checked
+    against its RECORD row; an ELF member's bytes go to ``sink`` chunk by chunk, in order. Its
+    first four bytes and its size.
+
+    Each member may use its whole declared size: ``check_sizes`` bounded their sum, and no
+    member decompresses past its own, so members can be read in any order, by any process.
+    """
+    entry = member.record
+    if entry is None:
+        raise _fail(wheel, member.name, "member is not listed in RECORD")
+    if not entry.digest:
+        raise _fail(wheel, member.name, "RECORD gives no hash for this member")
+    try:
+        content = read_span(mapping, member.span, entry.algorithm, sink)
+    except UnreadableMember as error:
+        raise _fail(wheel, member.name, str(error)) from None
+    digest = base64.urlsafe_b64encode(content.digest).rstrip(b"=").decode("ascii")
+    check_against_record(wheel, member.name, entry, content.size, digest)
+    return content.head, content.size
+
+
+def map_wheel(path: Path) -> mmap.mmap:
+    """The wheel's bytes, mapped read-only; ``InputError`` when it cannot be read."""
+    try:
+        with path.open("rb") as handle:
+            return mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as error:  # ValueError: an empty file cannot be mapped
+        raise _fail(str(path), "", f"cannot read the wheel: {error}") from None
+
+
+def open_wheel(path: Path) -> zipfile.ZipFile:
+    """The wheel's archive; ``InputError`` when it is no readable zip file."""
+    try:
+        return zipfile.ZipFile(path)
+    except ZIP_ERRORS as error:
+        raise _fail(str(path), "", f"not a readable wheel (zip) file: {error}") from None
+
+
+def record_line(name: str, content: bytes) -> str:
+    """A RECORD row for ``content`` (what wheel tools write): for tests and for tools."""
+    digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=")
+    return f"{name},sha256={digest.decode('ascii')},{len(content)}"

@@ -1,0 +1,214 @@
+"""The NEEDED closure of a root, in ld.so's breadth-first load order."""
+
+from __future__ import annotations
+
+import posixpath
+import stat
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries.read import read_binary_file
+from buildtool.linkage.loaders.glibc import (
+    LD_SO_CACHE,
+    FactsLookup,
+    LdSoCache,
+    default_system_dirs,
+    effective_rpath,
+    expand_entries,
+    search_steps,
+)
+
+# --- the NEEDED closure ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NeededEdge:
+    """One DT_NEEDED entry and where ld.so would find it."""
+
+    requester: str
+    """Path of the object whose DT_NEEDED this is."""
+    needed: str
+    path: str | None
+    """The resolved path; None when nothing was found."""
+    via: str
+    """loaded (an object already loaded), path (the name has a ``/``), rpath, ld_library_path,
+    runpath, cache, default, or "not found"."""
+
+
+@dataclass(frozen=True)
+class Closure:
+    """The objects one root loads, in ld.so's breadth-first order."""
+
+    root: str
+    load_order: tuple[str, ...]
+    objects: Mapping[str, BinaryFacts]
+    edges: tuple[NeededEdge, ...]
+    names: Mapping[str, str]
+    """Every name an object was requested as, and each SONAME -> its path."""
+
+    @property
+    def missing(self) -> tuple[NeededEdge, ...]:
+        return tuple(edge for edge in self.edges if edge.path is None)
+
+    def provider(self, name: str) -> BinaryFacts | None:
+        """The loaded object a NEEDED name or SONAME refers to."""
+        path = self.names.get(name)
+        return self.objects[path] if path is not None else None
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What ld.so would take from the running system."""
+
+    cache: LdSoCache = field(default_factory=LdSoCache)
+    system_dirs: Sequence[str] | None = None
+    """None: default_system_dirs for the root's class and machine."""
+    ld_library_path: Sequence[str] | None = None
+
+
+@dataclass
+class _Walk:
+    """Mutable state of one breadth-first walk (local to resolve_closure)."""
+
+    root: BinaryFacts
+    objects: dict[str, BinaryFacts]
+    order: list[str]
+    parents: dict[str, str | None]
+    names: dict[str, str]
+    edges: list[NeededEdge]
+    system: tuple[str, ...]
+    """The default directories for the root's class and machine."""
+    steps: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    """Each loaded object's search steps: the same for all of its NEEDED entries."""
+
+
+def _compatible(root: BinaryFacts, candidate: BinaryFacts) -> bool:
+    return (candidate.elf_class, candidate.machine, candidate.little_endian) == (
+        root.elf_class,
+        root.machine,
+        root.little_endian,
+    )
+
+
+def _chain_rpaths(walk: _Walk, path: str) -> list[tuple[str, ...]]:
+    """Effective RPATHs of the loaders of ``path`` (nearest first), each with its own $ORIGIN."""
+    chain: list[tuple[str, ...]] = []
+    loader = walk.parents.get(path)
+    while loader is not None:
+        chain.append(effective_rpath(walk.objects[loader], posixpath.dirname(loader)))
+        loader = walk.parents.get(loader)
+    return chain
+
+
+def _steps(walk: _Walk, path: str, env: Environment) -> tuple[tuple[str, str], ...]:
+    steps = walk.steps.get(path)
+    if steps is None:
+        chain = _chain_rpaths(walk, path)
+        origin = posixpath.dirname(path)
+        steps = search_steps(walk.objects[path], origin, chain, env.ld_library_path, walk.system)
+        walk.steps[path] = steps
+    return steps
+
+
+def _candidates(walk: _Walk, path: str, name: str, env: Environment) -> Iterable[tuple[str, str]]:
+    facts, system = walk.objects[path], walk.system
+    for step, directory in _steps(walk, path, env):
+        if directory != LD_SO_CACHE:
+            yield step, posixpath.join(directory, name)
+            continue
+        for cached in env.cache.paths(name, walk.root.elf_class, walk.root.machine):
+            if not (facts.nodeflib and posixpath.dirname(cached) in system):
+                yield step, cached
+
+
+def _find(
+    walk: _Walk, path: str, name: str, env: Environment, read: FactsLookup
+) -> tuple[str, str, BinaryFacts] | None:
+    if "/" in name:
+        facts = walk.objects[path]
+        target = posixpath.normpath(expand_entries((name,), facts, posixpath.dirname(path))[0])
+        candidates: Iterable[tuple[str, str]] = [("path", target)]
+    else:
+        candidates = _candidates(walk, path, name, env)
+    for step, candidate in candidates:
+        found = walk.objects.get(candidate) or read(candidate)
+        if found is not None and _compatible(walk.root, found):
+            return (step, candidate, found)
+    return None
+
+
+def _load(walk: _Walk, requester: str, name: str, env: Environment, read: FactsLookup) -> None:
+    known = walk.names.get(name)
+    if known is not None:
+        walk.edges.append(NeededEdge(requester, name, known, "loaded"))
+        return
+    hit = _find(walk, requester, name, env, read)
+    if hit is None:
+        walk.edges.append(NeededEdge(requester, name, None, "not found"))
+        return
+    step, path, facts = hit
+    walk.edges.append(NeededEdge(requester, name, path, step))
+    walk.names[name] = path
+    if path not in walk.objects:
+        walk.objects[path] = facts
+        walk.order.append(path)
+        walk.parents[path] = requester
+        if facts.soname:
+            walk.names.setdefault(facts.soname, path)
+
+
+def resolve_closure(
+    root_path: str,
+    root: BinaryFacts,
+    read: FactsLookup,
+    env: Environment | None = None,
+    max_objects: int = 100_000,
+) -> Closure:
+    """Load ``root``'s NEEDED closure breadth-first, as ld.so would, reading facts via ``read``.
+
+    ``root_path`` is where ``root`` lives (its directory is ``$ORIGIN``); the reader may raise
+    (e.g. MalformedElf for a corrupt candidate), which ends the walk.
+    """
+    env = env or Environment()
+    root_path = posixpath.normpath(root_path)
+    system = (
+        env.system_dirs
+        if env.system_dirs is not None
+        else default_system_dirs(root.elf_class, root.machine)
+    )
+    walk = _Walk(root, {root_path: root}, [root_path], {root_path: None}, {}, [], tuple(system))
+    if root.soname:
+        walk.names[root.soname] = root_path
+    queue = deque([root_path])
+    while queue and len(walk.order) <= max_objects:
+        path = queue.popleft()
+        before = len(walk.order)
+        for name in walk.objects[path].needed:
+            _load(walk, path, name, env, read)
+        queue.extend(walk.order[before:])
+    return Closure(root_path, tuple(walk.order), walk.objects, tuple(walk.edges), walk.names)
+
+
+def filesystem_lookup(
+    registration_names: Sequence[str] = (), decoder: Decoder = "fast"
+) -> FactsLookup:
+    """A memoizing lookup of real files: None for missing, unreadable or unknown paths.
+    ``decoder``: what decodes them."""
+    seen: dict[str, BinaryFacts | None] = {}
+
+    def read(path: str) -> BinaryFacts | None:
+        if path not in seen:
+            try:
+                # a NEEDED entry may name any path: a FIFO there would block the read forever
+                regular = stat.S_ISREG(Path(path).stat().st_mode)
+                seen[path] = (
+                    read_binary_file(path, path, registration_names, decoder) if regular else None
+                )
+            except OSError:  # missing, unreadable, a name too long, a symlink loop, unmappable
+                seen[path] = None
+        return seen[path]
+
+    return read

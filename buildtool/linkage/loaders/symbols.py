@@ -1,0 +1,123 @@
+"""Symbol binding as glibc does it: versioned keys against the loaded objects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.loaders.closure import Closure
+
+# --- symbol resolution ----------------------------------------------------------------------
+
+
+def split_key(key: str) -> tuple[str, str | None, bool]:
+    """``(name, version, is the default version)`` of a symbol key (see elf's module doc)."""
+    at = key.find("@")
+    if at < 0:
+        return (key, None, False)
+    if key.startswith("@@", at):
+        return (key[:at], key[at + 2 :], True)
+    return (key[:at], key[at + 1 :], False)
+
+
+@dataclass(frozen=True)
+class DefinitionIndex:
+    """The definitions of a set of objects, arranged for ld.so's version matching."""
+
+    unversioned: frozenset[str]
+    """Names defined without a version."""
+    default: frozenset[str]
+    """Names with a default (``name@@V``) definition."""
+    versioned: frozenset[str]
+    """``name@V`` for every versioned definition, default or hidden."""
+
+
+def index_object(facts: BinaryFacts) -> DefinitionIndex:
+    """``index_definitions`` of one object; its keys as they are when none has a version."""
+    if not facts.versioned_definitions:
+        return DefinitionIndex(facts.defined, frozenset(), frozenset())
+    return index_definitions([facts.defined])
+
+
+def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
+    """Index the ``defined`` keys of several objects (e.g. every object in a closure)."""
+    unversioned: set[str] = set()
+    default: set[str] = set()
+    versioned: set[str] = set()
+    for keys in defined_sets:
+        every = keys if isinstance(keys, (set, frozenset)) else set(keys)
+        if "@" not in "".join(every):  # no versions at all: one C-level pass
+            unversioned.update(every)
+            continue
+        plain = {key for key in every if "@" not in key}
+        unversioned.update(plain)
+        for key in every - plain:
+            at = key.find("@")
+            if key.startswith("@@", at):
+                default.add(key[:at])
+                versioned.add(key[:at] + key[at + 1 :])
+            else:
+                versioned.add(key)
+    return DefinitionIndex(frozenset(unversioned), frozenset(default), frozenset(versioned))
+
+
+def is_satisfied(key: str, index: DefinitionIndex) -> bool:
+    """Whether ld.so would bind an undefined ``key`` to one of the indexed definitions.
+
+    ``name@V`` binds to ``name@V``/``name@@V`` or to an unversioned ``name``; ``name`` binds to an
+    unversioned ``name`` or to the default version ``name@@V``.
+    """
+    name, version, _default = split_key(key)
+    if version is None:
+        return name in index.unversioned or name in index.default
+    return f"{name}@{version}" in index.versioned or name in index.unversioned
+
+
+def unresolved_symbols(facts: BinaryFacts, index: DefinitionIndex) -> frozenset[str]:
+    """Strong undefined keys of ``facts`` that nothing in the index defines."""
+    return frozenset(key for key in facts.undefined if not is_satisfied(key, index))
+
+
+def unresolved_against(keys: Iterable[str], indexes: Iterable[DefinitionIndex]) -> frozenset[str]:
+    """The ``keys`` that no index satisfies: ``unresolved_symbols`` against the union of the
+    indexes without building the union (one index per object, shared by every closure).
+
+    Set differences do the work: an unversioned key is satisfied by ``unversioned`` or
+    ``default``; a ``name@V`` key by ``versioned`` or by ``name`` in ``unversioned``.
+    """
+    plain = {key for key in keys if "@" not in key}
+    versioned = {key for key in keys if "@" in key and "@@" not in key}
+    odd = [key for key in keys if "@@" in key]  # never a reference's key; kept exact anyway
+    by_name: dict[str, set[str]] = {}
+    for key in versioned:  # each has an "@"; the name is what comes before it
+        by_name.setdefault(key[: key.find("@")], set()).add(key)
+    for index in indexes:
+        if not (plain or versioned or odd):
+            break
+        plain.difference_update(index.unversioned, index.default)
+        versioned.difference_update(index.versioned)
+        for name in index.unversioned.intersection(by_name):
+            versioned.difference_update(by_name.pop(name))
+        odd = [key for key in odd if not is_satisfied(key, index)]
+    return frozenset(plain | versioned | set(odd))
+
+
+def closure_index(closure: Closure) -> DefinitionIndex:
+    """Definitions of every object the closure loads (the root included)."""
+    return index_definitions(facts.defined for facts in closure.objects.values())
+
+
+def unsatisfied_version_needs(facts: BinaryFacts, closure: Closure) -> tuple[tuple[str, str], ...]:
+    """``(file, version)`` needs whose file is loaded but does not define that version.
+
+    ld.so refuses to start with "version `V' not found"; a file that is not loaded at all is
+    already a missing NEEDED.
+    """
+    missing: list[tuple[str, str]] = []
+    for file, versions in facts.version_needs:
+        provider = closure.provider(file)
+        if provider is None:
+            continue
+        missing += [(file, v) for v in versions if v not in provider.version_definitions]
+    return tuple(missing)

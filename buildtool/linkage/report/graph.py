@@ -1,0 +1,127 @@
+"""The link graph of one run: its ELF files as nodes, their DT_NEEDED entries as edges. Pure.
+
+What the HTML report draws. Files of the inputs are nodes; a NEEDED entry resolved to another
+input file is an edge; one nothing provides is an edge to a ``missing`` node; one resolved outside
+the inputs (libc, libstdc++) is listed on its node rather than drawn, so the project's own
+structure stays readable. A NEEDED entry the recipe requires but the file lacks (BT101) is an edge
+too, marked absent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import PurePosixPath
+from typing import Literal
+
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs.collect import BinaryFile
+from buildtool.linkage.loaders.closure import Closure
+
+NodeKind = Literal["library", "executable", "extension", "missing"]
+
+EXTENSION_SUFFIX = re.compile(r"\.(cpython-[^./]+|abi3|pypy[^./]*)\.so$")
+"""Python extension modules: ``_C.cpython-312-x86_64-linux-gnu.so``, ``x.abi3.so``."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphNode:
+    """One file of the inputs (or a NEEDED name nothing provides)."""
+
+    path: str
+    """How findings name it (``BinaryFile.display``); ``not found: <NEEDED>`` for a missing
+    node."""
+    name: str
+    """Its file name."""
+    kind: NodeKind
+    """``library``, ``executable`` (anything not a shared object), ``extension`` (a Python
+    extension module) or ``missing``."""
+    role: str = ""
+    """What the recipe says it is: ``required`` or ``optional`` for a library, ``executable``
+    for an executable or test; "" when the recipe does not name it (or there is no recipe)."""
+    recipe_name: str = ""
+    """Its name in the recipe (``runtime``, ``compiler``, ``minrpc``), or ""."""
+    outside: tuple[str, ...] = ()
+    """NEEDED entries resolved outside the inputs (system libraries), in file order."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphEdge:
+    """A DT_NEEDED entry from one node to another."""
+
+    source: str
+    """The needing node's path."""
+    target: str
+    """The needed node's path."""
+    needed: str
+    """The DT_NEEDED entry as written."""
+    present: bool = True
+    """False for an entry the recipe requires and the file lacks (BT101)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkGraph:
+    """Nodes in input order, then missing ones; edges in file order."""
+
+    nodes: tuple[GraphNode, ...] = ()
+    """Every file, then one node per NEEDED name nothing provides."""
+    edges: tuple[GraphEdge, ...] = ()
+    """Each file's own NEEDED entries among the nodes, then the absent required ones."""
+
+
+def _kind(binary: BinaryFile) -> NodeKind:
+    assert binary.facts is not None
+    if binary.facts.file_type != "shared":
+        return "executable"
+    return "extension" if EXTENSION_SUFFIX.search(binary.location.name) else "library"
+
+
+def _node(binary: BinaryFile, policy: LinkagePolicy, outside: tuple[str, ...]) -> GraphNode:
+    name = binary.location.name
+    library = policy.library_by_file(name)
+    executable = policy.executable_by_file(name)
+    role, recipe_name = "", ""
+    if library is not None:
+        role, recipe_name = ("optional" if library.optional else "required"), library.name
+    elif executable is not None:
+        role, recipe_name = "executable", executable.name
+    return GraphNode(binary.display, name, _kind(binary), role, recipe_name, outside)
+
+
+def link_graph(
+    files: Sequence[BinaryFile],
+    closures: Mapping[PurePosixPath, Closure],
+    aliases: Mapping[PurePosixPath, PurePosixPath],
+    policy: LinkagePolicy,
+    findings: Sequence[Finding],
+) -> LinkGraph:
+    """The graph of well-formed ``files`` (each one's own NEEDED entries, as resolved)."""
+    display = {str(b.location): b.display for b in files}
+    for alias, target in aliases.items():
+        if str(target) in display:
+            display.setdefault(str(alias), display[str(target)])
+    nodes: list[GraphNode] = []
+    edges: list[GraphEdge] = []
+    missing: dict[str, GraphNode] = {}
+    for binary in files:
+        closure = closures.get(binary.location)
+        own = [e for e in closure.edges if e.requester == str(binary.location)] if closure else []
+        outside = []
+        for edge in own:
+            if edge.path is None:
+                node = missing.setdefault(
+                    edge.needed, GraphNode(f"not found: {edge.needed}", edge.needed, "missing")
+                )
+                edges.append(GraphEdge(binary.display, node.path, edge.needed))
+            elif edge.path in display:
+                edges.append(GraphEdge(binary.display, display[edge.path], edge.needed))
+            else:
+                outside.append(edge.needed)
+        nodes.append(_node(binary, policy, tuple(outside)))
+    by_name = {b.location.name: b.display for b in files}
+    for finding in findings:
+        if finding.check_id == "BT101" and finding.needed in by_name:
+            edges.append(GraphEdge(finding.path, by_name[finding.needed], finding.needed, False))
+    return LinkGraph(tuple(nodes) + tuple(missing.values()), tuple(edges))

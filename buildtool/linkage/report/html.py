@@ -1,0 +1,304 @@
+"""The verify-linkage report as one self-contained HTML page. Pure.
+
+Three parts per report: the link graph (SVG drawn by ``svg``: nodes are the input's files with
+the recipe's roles, edges their DT_NEEDED entries, findings marked on both), the library sizes as
+bars with their budgets (and the change since a baseline), and the findings table, linked both
+ways with the graph. No script, no external font, stylesheet or image: the page carries a
+Content-Security-Policy that forbids every request, so nothing in it (not even a hostile file
+name) can make the browser fetch anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from buildtool import __version__
+from buildtool.linkage.checks.growth import file_name, percent
+from buildtool.linkage.report.model import (
+    Report,
+    SizeEntry,
+    signed_bytes,
+    signed_count,
+    signed_percent,
+)
+from buildtool.linkage.report.svg import Anchors, megabytes, render_bar, render_graph, xml_text
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+)
+"""Inline styles only: no script, no request of any kind."""
+
+STYLE = """
+:root { --ink: #1f2328; --muted: #59636e; --line: #d1d9e0; --paper: #ffffff; --wash: #f6f8fa;
+  --required: #0969da; --optional: #8250df; --exe: #1a7f37; --ext: #bf8700; --other: #6e7781;
+  --error: #cf222e; --warning: #bc4c00; --ok: #1a7f37; }
+* { box-sizing: border-box; }
+body { margin: 0; padding: 24px 32px 48px; font: 14px/1.45 system-ui, -apple-system, "Segoe UI",
+  "Helvetica Neue", Arial, sans-serif; color: var(--ink); background: var(--paper); }
+h1 { font-size: 22px; margin: 0 0 4px; }
+h2 { font-size: 17px; margin: 32px 0 8px; padding-bottom: 4px;
+  border-bottom: 1px solid var(--line); }
+h3 { font-size: 15px; margin: 24px 0 4px; }
+.verdict { display: inline-block; margin: 6px 0 10px; padding: 4px 12px; border-radius: 14px;
+  font-weight: 600; color: #fff; background: var(--ok); }
+.verdict.failed { background: var(--error); }
+dl.facts { display: grid; grid-template-columns: max-content auto; gap: 2px 14px; margin: 0;
+  color: var(--muted); }
+dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; font-family: ui-monospace, monospace; }
+.legend { display: flex; flex-wrap: wrap; gap: 6px 18px; margin: 4px 0 10px; color: var(--muted);
+  font-size: 13px; }
+.legend span::before { content: ""; display: inline-block; width: 12px; height: 12px;
+  margin-right: 6px; vertical-align: -1px; border-radius: 3px; background: var(--c); }
+.legend .line::before { height: 0; border-top: 2px var(--s, solid) var(--c); border-radius: 0;
+  background: none; vertical-align: 3px; width: 22px; }
+.scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 8px;
+  background: var(--wash); padding: 8px; }
+svg.graph { display: block; margin: 0 auto; font-size: 13px; }
+.node > rect { fill: #fff; stroke: var(--line); stroke-width: 1.5; }
+.node .stripe { stroke: none; fill: var(--c, var(--other)); }
+.node.role-required { --c: var(--required); } .node.role-optional { --c: var(--optional); }
+.node.kind-executable { --c: var(--exe); } .node.kind-extension { --c: var(--ext); }
+.node.kind-missing > rect { stroke: var(--error); stroke-dasharray: 5 4; fill: #fff5f5; }
+.node.kind-missing { --c: var(--error); }
+.node.sev-error > rect:first-of-type { stroke: var(--error); stroke-width: 3; }
+.node.sev-warning > rect:first-of-type { stroke: var(--warning); stroke-width: 3; }
+.node:target > rect:first-of-type { stroke: #000; stroke-width: 4; }
+.node text { fill: var(--ink); } .node .name { font-weight: 700; }
+.node .role { fill: var(--c, var(--muted)); font-size: 12px; }
+.node .detail { fill: var(--muted); font-size: 12px; }
+.badge circle { stroke: #fff; stroke-width: 2; fill: var(--error); }
+.badge.sev-warning circle { fill: var(--warning); } .badge.sev-info circle { fill: var(--other); }
+.badge text { fill: #fff; font-size: 11px; font-weight: 700; }
+.edge path { fill: none; stroke: #8c959f; stroke-width: 1.6; }
+.edge.sev-error path, .edge.absent path, .edge.unresolved path { stroke: var(--error);
+  stroke-width: 2.4; }
+.edge.sev-warning path { stroke: var(--warning); stroke-width: 2.4; }
+.edge.absent path, .edge.unresolved path { stroke-dasharray: 6 5; }
+marker .arrow { fill: #8c959f; } marker .arrow-bad { fill: var(--error); }
+marker .arrow-warning { fill: var(--warning); }
+table { border-collapse: collapse; width: 100%; font-size: 13px; }
+th, td { text-align: left; vertical-align: top; padding: 6px 10px;
+  border-bottom: 1px solid var(--line); }
+th { background: var(--wash); font-weight: 600; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.bar { white-space: nowrap; } td.bar svg { display: block; }
+.bar .track { fill: #eaeef2; } .bar .fill { fill: var(--required); }
+.bar .fill.over { fill: var(--error); } .bar .previous { stroke: #24292f; stroke-width: 2.5; }
+.bar .budget { stroke: #82071e; stroke-width: 3; }
+table.sizes td:first-child { min-width: 200px; max-width: 320px; }
+table.findings td:nth-child(2) { min-width: 150px; }
+table.findings td:nth-child(3) { min-width: 190px; max-width: 300px; }
+.small { color: var(--muted); font-size: 12px; }
+.grew { color: var(--error); } .shrank { color: var(--ok); }
+code, .path { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: 12px; word-break: break-all; }
+.file { font-weight: 600; word-break: break-all; }
+a { color: var(--required); text-decoration: none; } a:hover { text-decoration: underline; }
+tr:target { background: #fff8c5; }
+.sev { font-weight: 700; text-transform: uppercase; font-size: 11px; letter-spacing: .04em; }
+.sev.error { color: var(--error); } .sev.warning { color: var(--warning); }
+.sev.info { color: var(--muted); }
+.none { color: var(--muted); font-style: italic; }
+footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
+"""
+
+LEGEND = (
+    '<div class="legend">'
+    '<span style="--c: var(--required)">required library (runtime)</span>'
+    '<span style="--c: var(--optional)">optional library (compiler)</span>'
+    '<span style="--c: var(--exe)">executable</span>'
+    '<span style="--c: var(--ext)">extension module</span>'
+    '<span style="--c: var(--other)">not in the recipe</span>'
+    '<span class="line" style="--c: #8c959f">NEEDED</span>'
+    '<span class="line" style="--c: var(--error)">NEEDED with a finding</span>'
+    '<span class="line" style="--c: var(--error); --s: dashed">required but absent, or not found'
+    "</span><span>red outline, badge: findings (click to jump)</span></div>"
+)
+
+
+def _summary(report: Report) -> str:
+    errors, warnings = report.count("error"), report.count("warning")
+    state = "failed" if report.failed else "passed"
+    verdict = f"{state}: {errors} errors, {warnings} warnings"
+    facts = [
+        ("inputs", ", ".join(report.inputs) or "none"),
+        ("files checked", report.files_checked),
+    ]
+    facts.append(("recipe", report.recipe or "none (checks that need a policy were skipped)"))
+    if report.baseline:
+        facts.append(("baseline", report.baseline))
+    if report.sizes:
+        facts.append(("libraries", _total(report)))
+    facts.append(("checks run", " ".join(report.checks_run)))
+    rows = "".join(f"<dt>{xml_text(k)}</dt><dd>{xml_text(str(v))}</dd>" for k, v in facts)
+    return f'<div class="verdict {state}">{verdict}</div><dl class="facts">{rows}</dl>'
+
+
+def _total(report: Report) -> str:
+    """The libraries' summed file size, and its change since the baseline (new and gone
+    libraries included)."""
+    total = sum(entry.file_size for entry in report.sizes)
+    text = f"{len(report.sizes)}, {megabytes(total)} in all"
+    if report.baseline:
+        before = sum(e.previous.file_size for e in report.sizes if e.previous is not None)
+        before += sum(gone.file_size for gone in report.gone)
+        change = signed_bytes(total - before)
+        text += f" ({change}, {signed_percent(percent(total, before))} since the baseline)"
+    return text
+
+
+def _graph(anchors: Anchors) -> str:
+    if not anchors.report.graph.nodes:
+        return '<p class="none">No ELF files.</p>'
+    return LEGEND + f'<div class="scroll">{render_graph(anchors)}</div>'
+
+
+def _change(new: int, old: int | None, unit: str) -> str:
+    if old is None:
+        return ""
+    delta, grown = new - old, percent(new, old)
+    kind = "grew" if delta > 0 else "shrank" if delta < 0 else ""
+    amount = signed_bytes(delta) if unit == "B" else signed_count(delta)
+    return f'<div class="small {kind}">{amount} ({signed_percent(grown)})</div>'
+
+
+def _size_cells(value: int, scale: int, budget: int | None, old: int | None, unit: str) -> str:
+    shown = megabytes(value) if unit == "B" else f"{value:,}"
+    limit = ""
+    if budget:
+        used = f"{value * 100 / budget:.0f}% used"
+        limit = f'<div class="small">budget {megabytes(budget)} · {used}</div>'
+        budget = budget if budget <= scale else None  # off the scale: named, not drawn
+    return (
+        f'<td class="bar">{render_bar(value, scale, budget, old)}</td>'
+        f'<td class="num">{shown}{limit}{_change(value, old, unit)}</td>'
+    )
+
+
+def _file_cell(path: str, anchors: Anchors) -> str:
+    """The file name (linked to its node) over its whole path."""
+    node = anchors.node_of(path)
+    name = xml_text(file_name(path))
+    shown = f'<a class="file" href="#{node}">{name}</a>' if node else f'<b class="file">{name}</b>'
+    return f'{shown}<div class="path small">{xml_text(path)}</div>'
+
+
+def _size_row(entry: SizeEntry, anchors: Anchors, scales: tuple[int, int, int]) -> str:
+    link = _file_cell(entry.path, anchors)
+    old = entry.previous
+    if anchors.report.baseline and old is None:
+        link += '<div class="small grew">new since the baseline</div>'
+    olds = (None, None, None) if old is None else (
+        old.file_size, old.code_size, old.exported_symbols
+    )  # fmt: skip
+    return (
+        f"<tr><td>{link}</td>"
+        + _size_cells(entry.file_size, scales[0], entry.budget, olds[0], "B")
+        + _size_cells(entry.code_size, scales[1], None, olds[1], "B")
+        + _size_cells(entry.exported_symbols, scales[2], None, olds[2], "symbols")
+        + "</tr>"
+    )
+
+
+BUDGET_ON_SCALE = 2
+"""A budget more than this many times the largest library is left off the bars' scale (the
+bars would be slivers); the cell still names it and how much of it is used."""
+
+
+def _scales(report: Report) -> tuple[int, int, int]:
+    entries = report.sizes
+    olds = [e.previous for e in entries if e.previous is not None]
+    largest = max([e.file_size for e in entries] + [o.file_size for o in olds], default=0)
+    budgets = [e.budget for e in entries if e.budget and e.budget <= BUDGET_ON_SCALE * largest]
+    return (
+        max([largest, *budgets]),
+        max([e.code_size for e in entries] + [o.code_size for o in olds], default=0),
+        max([e.exported_symbols for e in entries] + [o.exported_symbols for o in olds], default=0),
+    )  # fmt: skip
+
+
+def _sizes(anchors: Anchors) -> str:
+    report = anchors.report
+    if not report.sizes and not report.gone:
+        return '<p class="none">No shared libraries.</p>'
+    scales = _scales(report)
+    rows = [_size_row(entry, anchors, scales) for entry in report.sizes]
+    rows += [
+        f'<tr><td><span class="path">{xml_text(g.path)}</span>'
+        f'<div class="small shrank">gone since the baseline (was {megabytes(g.file_size)})</div>'
+        "</td><td></td><td></td><td></td><td></td><td></td><td></td></tr>"
+        for g in report.gone
+    ]
+    note = "Bars share one scale per column; the dark red line is the budget (a red bar is over it)"
+    if report.baseline:
+        note += ", the black line the size in the baseline"
+    return (
+        f'<p class="small">{note}.</p><table class="sizes"><thead><tr><th>library</th>'
+        '<th colspan="2">file size</th><th colspan="2">code size</th>'
+        '<th colspan="2">exported symbols</th></tr></thead><tbody>'
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def _findings(anchors: Anchors) -> str:
+    report = anchors.report
+    if not report.findings:
+        return '<p class="none">No findings.</p>'
+    rows = []
+    for index, finding in enumerate(report.findings):
+        check = finding.check
+        where = _file_cell(finding.path, anchors)
+        evidence = (
+            f'<div class="small">evidence: <code>{xml_text(finding.evidence)}</code></div>'
+            if finding.evidence
+            else ""
+        )
+        rows.append(
+            f'<tr id="{anchors.finding(index)}" class="finding {check.severity}">'
+            f'<td><span class="sev {check.severity}">{check.severity}</span></td>'
+            f"<td><code>{check.id}</code><br>{xml_text(check.name)}</td><td>{where}</td>"
+            f"<td>{xml_text(finding.message)}{evidence}</td><td>{xml_text(check.hint)}</td></tr>"
+        )
+    return (
+        '<table class="findings"><thead><tr><th>severity</th><th>check</th><th>file</th>'
+        "<th>what is wrong</th><th>fix</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def _section(anchors: Anchors, heading: str) -> str:
+    title = f"<h2>{xml_text(heading)}</h2>" if heading else ""
+    sub = "h3" if heading else "h2"
+    return (
+        f'<section class="report">{title}{_summary(anchors.report)}'
+        f"<{sub}>Link graph</{sub}>{_graph(anchors)}"
+        f"<{sub}>Library sizes</{sub}>{_sizes(anchors)}"
+        f"<{sub}>Findings</{sub}>{_findings(anchors)}</section>"
+    )
+
+
+def render_html(reports: Sequence[tuple[str, Report]], title: str = "verify-linkage report") -> str:
+    """One page for one or more reports (``buildtool ci``: the build tree's and the wheels').
+    Each report is ``(heading, report)``; a single report may have an empty heading."""
+    several = len(reports) > 1
+    sections = [
+        _section(Anchors(report, f"r{i}-" if several else ""), heading)
+        for i, (heading, report) in enumerate(reports)
+    ]
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{xml_text(title)}</title><style>{STYLE}</style></head>"
+        f"<body><h1>{xml_text(title)}</h1>{''.join(sections)}"
+        f"<footer>buildtool {xml_text(__version__)} · checks: docs/checks.md</footer>"
+        "</body></html>\n"
+    )
+
+
+def render_report_html(report: Report) -> str:
+    """``verify-linkage --format html``."""
+    return render_html([("", report)])

@@ -1,0 +1,283 @@
+"""The link graph and the size bars as SVG, from a ``Report``. Pure.
+
+Every string from the inputs (file names come from wheels anyone can make) goes through
+``xml_text``: escaped, and with characters XML cannot hold shown as escapes, so the SVG is always
+well-formed XML and the page around it can never be broken into.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import re
+from collections.abc import Sequence
+from functools import cached_property
+
+from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.report.graph import GraphEdge, GraphNode
+from buildtool.linkage.report.layout import Box, Route, layered
+from buildtool.linkage.report.model import Report, SizeEntry
+
+SVG_NS = "http://www.w3.org/2000/svg"
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]")
+"""What XML 1.0 cannot hold (or should not: C1 controls), and lone surrogates (undecodable
+bytes of a file name), which no UTF-8 file can hold."""
+
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+NAME_CHARACTERS = 30
+"""File names longer than this are shortened in the middle on a node (the tooltip has all)."""
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    if 0xDC80 <= code <= 0xDCFF:  # an undecodable byte of a file name (surrogateescape)
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def xml_text(text: str) -> str:
+    """``text`` for XML/HTML content and attribute values: escaped, and what XML cannot hold
+    shown as a Python-style escape (``\\x01``; an undecodable byte of a file name as ``\\xff``)."""
+    return html.escape(_NOT_XML.sub(_shown, text), quote=True)
+
+
+def shorten(text: str, limit: int = NAME_CHARACTERS) -> str:
+    if len(text) <= limit:
+        return text
+    keep = limit - 1
+    return text[: (keep + 1) // 2] + "…" + text[len(text) - keep // 2 :]
+
+
+def megabytes(size: int) -> str:
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.2f} MB"
+    return f"{size / 1000:.1f} kB"
+
+
+@dataclasses.dataclass(frozen=True)
+class Anchors:
+    """Element ids of one report's nodes and findings (a prefix keeps two reports on one page
+    apart)."""
+
+    report: Report
+    """The report drawn."""
+    prefix: str = ""
+    """Put before every id (``r0-``) when several reports share a page."""
+
+    def node(self, index: int) -> str:
+        return f"{self.prefix}node-{index}"
+
+    def finding(self, index: int) -> str:
+        return f"{self.prefix}finding-{index}"
+
+    def node_of(self, path: str) -> str | None:
+        index = self._nodes.get(path)
+        return None if index is None else self.node(index)
+
+    def findings_of(self, path: str, needed: str | None = None) -> list[tuple[int, Finding]]:
+        """Findings about a node (``needed`` None) or about one of its NEEDED edges."""
+        return [
+            (index, finding)
+            for index, finding in self._findings.get(path, ())
+            if needed is None or finding.needed == needed
+        ]
+
+    def size_of(self, path: str) -> SizeEntry | None:
+        return self._sizes.get(path)
+
+    @cached_property
+    def _nodes(self) -> dict[str, int]:
+        return {node.path: index for index, node in enumerate(self.report.graph.nodes)}
+
+    @cached_property
+    def _findings(self) -> dict[str, list[tuple[int, Finding]]]:
+        by_path: dict[str, list[tuple[int, Finding]]] = {}
+        for index, finding in enumerate(self.report.findings):
+            by_path.setdefault(finding.path, []).append((index, finding))
+        return by_path
+
+    @cached_property
+    def _sizes(self) -> dict[str, SizeEntry]:
+        return {entry.path: entry for entry in self.report.sizes}
+
+
+def worst(findings: Sequence[tuple[int, Finding]]) -> str:
+    """The most severe severity among ``findings``, or "" for none."""
+    ranked = sorted((SEVERITY_RANK[f.severity], f.severity) for _, f in findings)
+    return ranked[0][1] if ranked else ""
+
+
+# --- the link graph --------------------------------------------------------------------------
+
+
+def _role_line(node: GraphNode) -> str:
+    if node.kind == "missing":
+        return "not found by the loader"
+    kind = {"library": "library", "executable": "executable", "extension": "extension module"}
+    role = {"required": "required", "optional": "optional", "executable": ""}.get(node.role, "")
+    words = [node.recipe_name, role, kind[node.kind]]
+    return " · ".join(word for word in words if word)
+
+
+def _detail_line(node: GraphNode, size: SizeEntry | None) -> str:
+    parts = []
+    if size is not None:
+        parts.append(megabytes(size.file_size))
+        parts.append(f"{size.exported_symbols:,} exported")
+    if node.outside:
+        parts.append(f"+{len(node.outside)} system")
+    return " · ".join(parts)
+
+
+def _node_title(node: GraphNode, findings: Sequence[tuple[int, Finding]]) -> str:
+    lines = [node.path, _role_line(node)]
+    if node.outside:
+        lines.append("also needs (outside the inputs): " + ", ".join(node.outside))
+    lines += [f"{f.severity} {f.check_id} {f.check.name}: {f.message}" for _, f in findings]
+    return "\n".join(lines)
+
+
+def _badge(box: Box, findings: Sequence[tuple[int, Finding]], anchors: Anchors) -> str:
+    if not findings:
+        return ""
+    x, y = box.x + box.width - 4, box.y + 4
+    first = anchors.finding(findings[0][0])
+    return (
+        f'<a href="#{first}" class="badge sev-{worst(findings)}">'
+        f'<circle cx="{x:.1f}" cy="{y:.1f}" r="11"/>'
+        f'<text x="{x:.1f}" y="{y + 4:.1f}" text-anchor="middle">{len(findings)}</text></a>'
+    )
+
+
+def _node_svg(index: int, node: GraphNode, box: Box, anchors: Anchors) -> str:
+    findings = anchors.findings_of(node.path) if node.kind != "missing" else []
+    size = anchors.size_of(node.path)
+    classes = ["node", f"kind-{node.kind}", f"role-{node.role or 'none'}"]
+    if findings:
+        classes.append(f"sev-{worst(findings)}")
+    left = box.x + 16
+    return (
+        f'<g id="{anchors.node(index)}" class="{" ".join(classes)}" data-kind="{node.kind}" '
+        f'data-path="{xml_text(node.path)}" data-findings="{len(findings)}">'
+        f"<title>{xml_text(_node_title(node, findings))}</title>"
+        f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.width:.1f}" '
+        f'height="{box.height:.1f}" rx="8"/>'
+        f'<rect class="stripe" x="{box.x:.1f}" y="{box.y:.1f}" width="6" '
+        f'height="{box.height:.1f}" rx="3"/>'
+        f'<text class="name" x="{left:.1f}" y="{box.y + 24:.1f}">'
+        f"{xml_text(shorten(node.name))}</text>"
+        f'<text class="role" x="{left:.1f}" y="{box.y + 43:.1f}">'
+        f"{xml_text(_role_line(node))}</text>"
+        f'<text class="detail" x="{left:.1f}" y="{box.y + 61:.1f}">'
+        f"{xml_text(_detail_line(node, size))}</text>"
+        f"{_badge(box, findings, anchors)}</g>"
+    )
+
+
+def _path_data(points: Sequence[tuple[float, float]]) -> str:
+    """A smooth line through ``points``: vertical tangents at each one (a cubic per segment)."""
+    (x, y), rest = points[0], points[1:]
+    data = [f"M{x:.1f},{y:.1f}"]
+    for nx, ny in rest:
+        bend = (ny - y) / 2
+        data.append(f"C{x:.1f},{y + bend:.1f} {nx:.1f},{ny - bend:.1f} {nx:.1f},{ny:.1f}")
+        x, y = nx, ny
+    return " ".join(data)
+
+
+def _edge_svg(edge: GraphEdge, route: Route, anchors: Anchors, target: GraphNode) -> str:
+    findings = anchors.findings_of(edge.source, edge.needed)
+    classes = ["edge"]
+    if not edge.present:
+        classes.append("absent")
+    if target.kind == "missing":
+        classes.append("unresolved")
+    if findings:
+        classes.append(f"sev-{worst(findings)}")
+    title = f"{edge.source} NEEDED {edge.needed}" if edge.present else (
+        f"{edge.source} lacks NEEDED {edge.needed}, which the recipe requires"
+    )  # fmt: skip
+    title += "".join(f"\n{f.severity} {f.check_id} {f.check.name}" for _, f in findings)
+    severity = worst(findings)
+    marker = "arrow-bad" if severity == "error" or not edge.present else "arrow"
+    marker = "arrow-warning" if severity == "warning" else marker
+    marker = "arrow-bad" if target.kind == "missing" and not severity else marker
+    body = (
+        f"<title>{xml_text(title)}</title>"
+        f'<path d="{_path_data(route.points)}" marker-end="url(#{anchors.prefix}{marker})"/>'
+    )
+    if findings:
+        body = f'<a href="#{anchors.finding(findings[0][0])}">{body}</a>'
+    return (
+        f'<g class="{" ".join(classes)}" data-needed="{xml_text(edge.needed)}" '
+        f'data-findings="{len(findings)}">{body}</g>'
+    )
+
+
+def _markers(prefix: str) -> str:
+    return "".join(
+        f'<marker id="{prefix}{name}" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" '
+        f'markerHeight="7" orient="auto-start-reverse"><path class="{name}" '
+        f'd="M0,1 L10,5 L0,9 z"/></marker>'
+        for name in ("arrow", "arrow-bad", "arrow-warning")
+    )
+
+
+def render_graph(anchors: Anchors) -> str:
+    """The link graph as one ``<svg>`` element (a standalone, well-formed XML document too)."""
+    graph = anchors.report.graph
+    index = {node.path: i for i, node in enumerate(graph.nodes)}
+    pairs = [(index[e.source], index[e.target]) for e in graph.edges]
+    drawing = layered(len(graph.nodes), pairs)
+    edges = [
+        _edge_svg(edge, route, anchors, graph.nodes[route.target])
+        for edge, route in zip(graph.edges, drawing.routes, strict=True)
+    ]
+    nodes = [
+        _node_svg(i, n, box, anchors)
+        for i, (n, box) in enumerate(zip(graph.nodes, drawing.boxes, strict=True))
+    ]
+    width, height = max(drawing.width, 320), max(drawing.height, 60)
+    label = f"Link graph: {len(graph.nodes)} files, {len(graph.edges)} NEEDED edges"
+    return (
+        f'<svg xmlns="{SVG_NS}" class="graph" width="{width:.0f}" height="{height:.0f}" '
+        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{label}">'
+        f"<defs>{_markers(anchors.prefix)}</defs>"
+        f'<g class="edges">{"".join(edges)}</g><g class="nodes">{"".join(nodes)}</g></svg>'
+    )
+
+
+# --- size bars ---------------------------------------------------------------------------------
+
+BAR_WIDTH = 170
+BAR_HEIGHT = 16
+
+
+def render_bar(value: int, scale: int, budget: int | None, previous: int | None) -> str:
+    """One horizontal bar: ``value`` of ``scale``, the budget as a red line, the baseline's
+    value as a dark one."""
+
+    def x(amount: int) -> float:
+        return BAR_WIDTH * amount / scale if scale else 0.0
+
+    over = budget is not None and value > budget
+    parts = [
+        f'<svg xmlns="{SVG_NS}" class="bar" width="{BAR_WIDTH + 4}" height="{BAR_HEIGHT + 8}" '
+        f'viewBox="-2 -4 {BAR_WIDTH + 4} {BAR_HEIGHT + 8}">',
+        f'<rect class="track" x="0" y="0" width="{BAR_WIDTH}" height="{BAR_HEIGHT}" rx="3"/>',
+        f'<rect class="fill{" over" if over else ""}" x="0" y="0" width="{x(value):.1f}" '
+        f'height="{BAR_HEIGHT}" rx="3"/>',
+    ]
+    if previous is not None:
+        parts.append(
+            f'<line class="previous" x1="{x(previous):.1f}" y1="-2" x2="{x(previous):.1f}" '
+            f'y2="{BAR_HEIGHT + 2}"/>'
+        )
+    if budget is not None:
+        parts.append(
+            f'<line class="budget" x1="{x(budget):.1f}" y1="-4" x2="{x(budget):.1f}" '
+            f'y2="{BAR_HEIGHT + 4}"/>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
