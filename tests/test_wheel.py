@@ -30,7 +30,7 @@ from buildtool.packaging.distributions import (
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import load_recipe
 from buildtool.recipe.model import WheelSettings
-from buildtool.resources import package_templates
+from buildtool.resources import read_templates
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 if sys.version_info >= (3, 11):
@@ -73,7 +73,7 @@ def test_split_distributions_never_own_the_same_file() -> None:
 
 def test_generated_pyprojects_point_back_at_the_project_root() -> None:
     plan = demo_plan()
-    files = render_pyprojects(plan, WheelSettings(), package_templates("packaging"))
+    files = render_pyprojects(plan, WheelSettings(), read_templates("packaging"))
     assert sorted(files) == [
         "packaging/demo-compiler/pyproject.toml",
         "packaging/demo-runtime/pyproject.toml",
