@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from buildtool.commands.common import add_recipe_option, append_step_summary
 from buildtool.console import paint, use_colour
-from buildtool.errors import UsageError
+from buildtool.errors import ChecksFailed, UsageError
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.elf import ELF_READERS
 from buildtool.linkage.report import (
@@ -164,4 +164,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_atomic(args.output, _render(report, args.format, colour=False))
         log.info("report written to %s", args.output)
-    return 1 if report.failed else 0
+    if report.failed:
+        raise ChecksFailed()
+    return 0
