@@ -17,7 +17,7 @@ from typing import NoReturn
 
 from buildtool import __version__
 from buildtool.console import install_log_handler
-from buildtool.errors import BuildtoolError, Interrupted
+from buildtool.errors import BuildtoolError, Interrupted, UsageError
 
 log = logging.getLogger("buildtool")
 
@@ -44,11 +44,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is a ``UsageError`` (exit 2 through ``main``)."""
 
     def error(self, message: str) -> NoReturn:
-        raise _ArgumentError(f"{self.prog}: {message}")
-
-
-class _ArgumentError(BuildtoolError):
-    """Bad command-line arguments."""
+        raise UsageError(f"{self.prog}: {message}")
 
 
 def make_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -84,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = make_parser(_requested_command(arguments))
     try:
         args = parser.parse_args(arguments)
-    except _ArgumentError as error:
+    except UsageError as error:
         sys.stderr.write(f"{parser.format_usage()}error: {error}\n")
         return 2
     install_log_handler(sys.stderr, args.verbose - args.quiet)
@@ -95,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             raise Interrupted("interrupted; outputs were left as they were") from None
     except BuildtoolError as error:
-        log.error("%s", error)
+        if str(error):  # ChecksFailed() after a report that said it all: nothing to add
+            log.error("%s", error)
         return error.exit_code
     return result
 

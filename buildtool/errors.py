@@ -35,7 +35,8 @@ class PlanError(RecipeError):
 
 
 class ChecksFailed(BuildtoolError):
-    """Checks ran and found errors (stale generated files, linkage findings)."""
+    """Checks ran and found errors (stale generated files, linkage findings). Without a
+    message when the command's own report already said what failed: nothing more is logged."""
 
     exit_code = 1
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import PurePosixPath
 
 from buildtool.errors import PlanError
@@ -86,10 +86,11 @@ class LibraryPlan:
     """Whether deployments may lack it."""
     load: str
     """``global`` or ``local``: how the Python loader opens it."""
-    option: str
+    build_switch: str
     """CMake option that builds it (``DEMO_BUILD_COMPILER``); empty for required libraries."""
-    requires_options: tuple[str, ...]
-    """Every option that must be ON for it to build (its own and its links')."""
+    requires_on: tuple[str, ...]
+    """Every CMake option that must be ON for it to build (its own build switch, its links',
+    recipe options of ``when``)."""
     export_macro: str
     """Export macro of its public API (``DEMO_RUNTIME_API``)."""
     include_dirs: tuple[str, ...]
@@ -113,8 +114,8 @@ class ObjectPlan:
     """CMake target name: ``<library-prefix><name>``."""
     settings: TargetSettings = TargetSettings()
     """Definitions and flags from the recipe."""
-    requires_options: tuple[str, ...] = ()
-    """Every option that must be ON for it to build (its owner's and its own ``when``)."""
+    requires_on: tuple[str, ...] = ()
+    """Every CMake option that must be ON for it to build (its owner's and its own ``when``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +129,7 @@ class ExecutablePlan:
     no_as_needed: tuple[str, ...]
     is_test: bool
     args: tuple[str, ...]
-    requires_options: tuple[str, ...]
+    requires_on: tuple[str, ...]
     allowed_needed: tuple[str, ...]
     target: str = ""
     """CMake target name: ``<library-prefix><name>``; the file (and the test) keep ``name``."""
@@ -152,8 +153,8 @@ class ExtensionPlan:
     """Every library it links, directly or through PUBLIC links."""
     settings: TargetSettings
     """Definitions and flags from the recipe."""
-    requires_options: tuple[str, ...]
-    """Every option that must be ON for it to build."""
+    requires_on: tuple[str, ...]
+    """Every CMake option that must be ON for it to build."""
     binding: str = "c"
     """``c`` or ``pybind11``."""
 
@@ -189,7 +190,7 @@ class LinkPlan:
     externals: tuple[ExternalPlan, ...]
     registrations: tuple[tuple[str, str], ...]
     """(registered name, library that must hold it), sorted by name."""
-    switches: tuple[OptionPlan, ...] = ()
+    options: tuple[OptionPlan, ...] = ()
     """The recipe's own options (``[options.NAME]``), by name."""
     languages: tuple[str, ...] = ("CXX",)
     """CMake languages the sources need (``C``, ``CXX``)."""
@@ -203,8 +204,9 @@ class LinkPlan:
         return next(obj for obj in self.objects if obj.name == name)
 
     @property
-    def options(self) -> tuple[str, ...]:
-        return tuple(lib.option for lib in self.libraries if lib.option)
+    def build_switches(self) -> tuple[str, ...]:
+        """The CMake option of every optional library (``DEMO_BUILD_COMPILER``), in link order."""
+        return tuple(lib.build_switch for lib in self.libraries if lib.build_switch)
 
     @property
     def runtime_libraries(self) -> tuple[LibraryPlan, ...]:
@@ -316,7 +318,7 @@ class _Planner:
         for other in (name, *self.closure((name,))):
             lib = self.recipe.libraries[other]
             if lib.optional:
-                options.append(option_name(self.recipe.project, other))
+                options.append(build_switch_name(self.recipe.project, other))
             if lib.when:
                 options.append(lib.when)
         return list(dict.fromkeys(options))
@@ -436,7 +438,7 @@ class _Planner:
         return tuple(sorted((name, where[1]) for name, where in declared.items()))
 
 
-def option_name(project: ProjectSettings, library: str) -> str:
+def build_switch_name(project: ProjectSettings, library: str) -> str:
     """The CMake option that builds an optional library: ``DEMO_BUILD_COMPILER``."""
     return f"{project.env_prefix}_BUILD_{library.upper()}"
 
@@ -460,8 +462,8 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
         registers=tuple(registers),
         optional=lib.optional,
         load=lib.load,
-        option=option_name(project, name) if lib.optional else "",
-        requires_options=tuple(planner.requires(name)),
+        build_switch=build_switch_name(project, name) if lib.optional else "",
+        requires_on=tuple(planner.requires(name)),
         export_macro=f"{output.upper()}_API",
         include_dirs=lib.include_dirs,
         target=output,
@@ -494,7 +496,7 @@ def _object_plan(planner: _Planner, name: str, obj: ObjectLibrary, owner: str) -
         build_info=obj.build_info,
         target=f"{planner.recipe.project.library_prefix}{name}",
         settings=_settings(obj),
-        requires_options=tuple(dict.fromkeys(requires)),
+        requires_on=tuple(dict.fromkeys(requires)),
     )
 
 
@@ -511,7 +513,7 @@ def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) 
         no_as_needed=exe.no_as_needed,
         is_test=table == "tests",
         args=exe.args,
-        requires_options=tuple(dict.fromkeys(options)),
+        requires_on=tuple(dict.fromkeys(options)),
         allowed_needed=exe.allowed_needed,
         target=f"{planner.recipe.project.library_prefix}{name}",
         settings=_settings(exe),
@@ -529,7 +531,7 @@ def _extension_plan(planner: _Planner, name: str, module: Extension) -> Extensio
         links=module.links,
         link_closure=planner.closure(module.links),
         settings=_settings(module),
-        requires_options=tuple(dict.fromkeys(options)),
+        requires_on=tuple(dict.fromkeys(options)),
         binding=module.binding,
     )
 
@@ -574,7 +576,7 @@ def make_plan(
             for name, ext in sorted(recipe.externals.items())
         ),
         registrations=registrations,
-        switches=tuple(
+        options=tuple(
             OptionPlan(name=name, default=option.default, help=option.help)
             for name, option in sorted(recipe.options.items())
         ),
@@ -586,51 +588,63 @@ def make_plan(
     )
 
 
-def switch_values(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> dict[str, bool]:
+def option_values(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> dict[str, bool]:
     """Every recipe option's value: its default, unless ``given`` (a configure's) sets it."""
-    values = {switch.name: switch.default for switch in plan.switches}
+    values = {option.name: option.default for option in plan.options}
     values.update({name: on for name, on in (given or {}).items() if name in values})
     return values
 
 
-def switched(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> LinkPlan:
+def with_option_values(plan: LinkPlan, given: Mapping[str, bool] | None = None) -> LinkPlan:
     """The plan as a build with these option values has it: every library, object library and
     executable whose ``when`` (or whose links' ``when``) is OFF left out, with its
     registrations, so none of them is expected anywhere."""
-    off = {name for name, on in switch_values(plan, given).items() if not on}
+    off = frozenset(name for name, on in option_values(plan, given).items() if not on)
     if not off:
         return plan
-
-    def built(requires: Sequence[str]) -> bool:
-        return not off.intersection(requires)
-
-    objects = tuple(obj for obj in plan.objects if built(obj.requires_options))
+    objects = tuple(obj for obj in plan.objects if off.isdisjoint(obj.requires_on))
     kept_objects = {obj.name for obj in objects}
     dropped = {
         name for obj in plan.objects if obj.name not in kept_objects for name in obj.registers
     }
-    libraries = []
-    for lib in plan.libraries:
-        if not built(lib.requires_options):
-            dropped.update(lib.registers)
-            continue
-        libraries.append(
-            dataclasses.replace(
-                lib,
-                objects=tuple(name for name in lib.objects if name in kept_objects),
-                registers=tuple(name for name in lib.registers if name not in dropped),
-            )
-        )
-    kept = {lib.name for lib in libraries}
+    dropped.update(
+        name
+        for lib in plan.libraries
+        if not off.isdisjoint(lib.requires_on)
+        for name in lib.registers
+    )
+    libraries = tuple(
+        _without(lib, kept_objects, dropped)
+        for lib in plan.libraries
+        if off.isdisjoint(lib.requires_on)
+    )
     return dataclasses.replace(
         plan,
-        libraries=tuple(libraries),
+        libraries=libraries,
         objects=objects,
-        executables=tuple(exe for exe in plan.executables if built(exe.requires_options)),
-        extensions=tuple(mod for mod in plan.extensions if built(mod.requires_options)),
-        registrations=tuple(
-            (name, lib) for name, lib in plan.registrations if lib in kept and name not in dropped
-        ),
+        executables=tuple(exe for exe in plan.executables if off.isdisjoint(exe.requires_on)),
+        extensions=tuple(mod for mod in plan.extensions if off.isdisjoint(mod.requires_on)),
+        registrations=_kept_registrations(plan, {lib.name for lib in libraries}, dropped),
+    )
+
+
+def _without(lib: LibraryPlan, kept_objects: Set[str], dropped: Set[str]) -> LibraryPlan:
+    """A built library without its left-out object libraries and registrations."""
+    return dataclasses.replace(
+        lib,
+        objects=tuple(name for name in lib.objects if name in kept_objects),
+        registers=tuple(name for name in lib.registers if name not in dropped),
+    )
+
+
+def _kept_registrations(
+    plan: LinkPlan, kept_libraries: Set[str], dropped: Set[str]
+) -> tuple[tuple[str, str], ...]:
+    """The registrations still expected: held by a built library, not left out."""
+    return tuple(
+        (name, lib)
+        for name, lib in plan.registrations
+        if lib in kept_libraries and name not in dropped
     )
 
 
@@ -638,7 +652,7 @@ CMAKE_TRUE = ("1", "ON", "YES", "TRUE", "Y")
 """What CMake reads as a true boolean (upper-cased), in a cache entry or a ``-D``."""
 
 
-def switches_from_defines(defines: Iterable[tuple[str, str]]) -> dict[str, bool]:
+def option_values_from_defines(defines: Iterable[tuple[str, str]]) -> dict[str, bool]:
     """``-D NAME=VALUE`` entries as option values, read the way CMake reads booleans (entries
-    that are not recipe options are ignored by ``switched``)."""
+    that are not recipe options are ignored by ``with_option_values``)."""
     return {name: value.strip().upper() in CMAKE_TRUE for name, value in defines}

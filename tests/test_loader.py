@@ -22,7 +22,7 @@ from buildtool.cmake.configure import generated_files, plan_recipe
 from buildtool.packaging.loader import file_stem, render_loader, worktree_levels
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import load_recipe
-from buildtool.resources import package_templates
+from buildtool.resources import read_templates
 from tests.conftest import DEMO_RECIPE, REPO
 
 PACKAGE_DIR = Path("src") / "python" / "demo"
@@ -64,7 +64,7 @@ class Checkout:
 
 
 def render_into(root: Path) -> Checkout:
-    files = render_loader(demo_plan(), package_templates("loader"))
+    files = render_loader(demo_plan(), read_templates("loader"))
     for relative, text in files.items():
         target = root / "src" / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -213,7 +213,7 @@ def test_dylib_is_found_on_macos(checkout: Checkout) -> None:
 
 def test_rendering_is_pure_and_follows_the_plan() -> None:
     plan = demo_plan()
-    templates = package_templates("loader")
+    templates = read_templates("loader")
     first = render_loader(plan, templates)
     assert first == render_loader(plan, templates)
     assert sorted(first) == ["python/demo/base.py", "python/demo/libinfo.py"]

@@ -264,6 +264,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_reports_every_stale_reference_exactly(run_cli: CliRunner, tree: Path) -> None:
     result = run_cli("migrate", "--recipe", str(tree))
     assert result.exit_code == 1, result.stderr
+    assert "error" not in result.stderr, "the report said it all: main adds no error line"
     lines = result.stdout.splitlines()
     assert lines[:-1] == REPORT
     # 10 fixture files + .gitignore; ignored: build/, debug.log; skipped: lib/libtvm.so (binary),

@@ -37,12 +37,12 @@ def test_links_are_public_closures_nearest_first() -> None:
 
 def test_each_optional_library_gets_one_option_and_dependents_require_it() -> None:
     plan = plan_of(SPLIT)
-    assert plan.options == ("DEMO_BUILD_COMPILER", "DEMO_BUILD_CODEGEN")
-    assert plan.library("codegen").requires_options == ("DEMO_BUILD_CODEGEN", "DEMO_BUILD_COMPILER")
-    assert plan.library("runtime").requires_options == ()
+    assert plan.build_switches == ("DEMO_BUILD_COMPILER", "DEMO_BUILD_CODEGEN")
+    assert plan.library("codegen").requires_on == ("DEMO_BUILD_CODEGEN", "DEMO_BUILD_COMPILER")
+    assert plan.library("runtime").requires_on == ()
     cpptest = next(exe for exe in plan.executables if exe.name == "cpptest")
     assert cpptest.is_test
-    assert cpptest.requires_options == ("DEMO_BUILD_CODEGEN", "DEMO_BUILD_COMPILER")
+    assert cpptest.requires_on == ("DEMO_BUILD_CODEGEN", "DEMO_BUILD_COMPILER")
 
 
 def test_registrations_map_to_the_library_that_must_hold_them() -> None:
@@ -83,7 +83,7 @@ def test_self_link_is_a_cycle() -> None:
 
 def test_optional_may_link_optional_but_required_may_not() -> None:
     ok = plan_of({"libraries": {"a": {"optional": True}, "b": {"links": ["a"], "optional": True}}})
-    assert ok.library("b").requires_options == ("DEMO_BUILD_B", "DEMO_BUILD_A")
+    assert ok.library("b").requires_on == ("DEMO_BUILD_B", "DEMO_BUILD_A")
     with pytest.raises(PlanError, match="required library 'b' links optional library 'a'"):
         plan_of({"libraries": {"a": {"optional": True}, "b": {"links": ["a"]}}})
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from buildtool import process
 from buildtool.cmake.configure import plan_recipe
 from buildtool.errors import ChecksFailed
 from buildtool.packaging import wheel
@@ -30,7 +31,7 @@ from buildtool.packaging.distributions import (
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import load_recipe
 from buildtool.recipe.model import WheelSettings
-from buildtool.resources import package_templates
+from buildtool.resources import read_templates
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 if sys.version_info >= (3, 11):
@@ -73,7 +74,7 @@ def test_split_distributions_never_own_the_same_file() -> None:
 
 def test_generated_pyprojects_point_back_at_the_project_root() -> None:
     plan = demo_plan()
-    files = render_pyprojects(plan, WheelSettings(), package_templates("packaging"))
+    files = render_pyprojects(plan, WheelSettings(), read_templates("packaging"))
     assert sorted(files) == [
         "packaging/demo-compiler/pyproject.toml",
         "packaging/demo-runtime/pyproject.toml",
@@ -106,14 +107,14 @@ def test_auditwheel_excludes_every_own_library(tmp_path: Path) -> None:
     assert "--only-plat" in pinned
 
 
-def test_build_environment_drops_ld_library_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wheel_build_environment_drops_ld_library_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LD_LIBRARY_PATH", "/somewhere/build/lib")
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
-    env = wheel.build_environment()
+    env = process.tool_environment(wheel_build=True)
     assert "LD_LIBRARY_PATH" not in env
-    assert env["SOURCE_DATE_EPOCH"] == wheel.REPRODUCIBLE_EPOCH
+    assert env["SOURCE_DATE_EPOCH"] == process.REPRODUCIBLE_EPOCH
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
-    assert wheel.build_environment()["SOURCE_DATE_EPOCH"] == "1700000000"
+    assert process.tool_environment(wheel_build=True)["SOURCE_DATE_EPOCH"] == "1700000000"
 
 
 def test_content_problems_name_strays_missing_files_and_grafted_copies() -> None:

@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol
 
 from buildtool import process
 from buildtool.cmake import configure
-from buildtool.cmake.run import cached_switches, ctest_command
+from buildtool.cmake.run import cached_option_values, ctest_command
 from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.errors import BuildtoolError, ChecksFailed
 from buildtool.fsutil import write_atomic
@@ -32,7 +32,7 @@ from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WheelVariant, has_split
-from buildtool.plan import LinkPlan, switches_from_defines
+from buildtool.plan import LinkPlan, option_values_from_defines
 from buildtool.recipe.load import LoadedRecipe
 from buildtool.verification import WheelsRejected, policy_for_recipe, wheel_verifier
 
@@ -217,8 +217,8 @@ def _outcome(report: Report) -> StepOutcome:
 
 def step_verify_build(workspace: Workspace) -> StepOutcome:
     request = workspace.request
-    switches = cached_switches(request.build_dir, [s.name for s in workspace.plan.switches])
-    policy = policy_for_recipe(request.loaded, switches)
+    values = cached_option_values(request.build_dir, [o.name for o in workspace.plan.options])
+    policy = policy_for_recipe(request.loaded, values)
     report = verify_paths([request.build_dir], policy, baseline=request.baseline, with_graph=True)
     return _outcome(report)  # the HTML report draws its graph
 
@@ -241,8 +241,8 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         build_root=request.build_dir,
         defines=request.defines,
     )
-    switches = switches_from_defines(request.defines)
-    verify = wheel_verifier(request.loaded, _keep_report(workspace), switches, with_graph=True)
+    values = option_values_from_defines(request.defines)
+    verify = wheel_verifier(request.loaded, _keep_report(workspace), values, with_graph=True)
     try:
         built = wheel.build_wheels(wheel_request, verify=verify)
     except WheelsRejected as rejected:

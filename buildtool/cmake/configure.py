@@ -26,7 +26,7 @@ from buildtool.packaging.loader import render_loader
 from buildtool.plan import LinkPlan, make_plan
 from buildtool.recipe.load import LoadedRecipe
 from buildtool.recipe.sources import expand_sources
-from buildtool.resources import package_templates, read_templates
+from buildtool.resources import read_templates
 
 log = logging.getLogger("buildtool")
 
@@ -64,12 +64,12 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
     _check_cmake_includes(loaded)
     mode = cmake_mode(loaded.root)
     files = render_build_files(header_plan, read_templates(), loaded.digest, mode)
-    files.update(render_loader(header_plan, package_templates("loader")))
+    files.update(render_loader(header_plan, read_templates("loader")))
     files.update(
         render_pyprojects(
             header_plan,
             loaded.recipe.wheel,
-            package_templates("packaging"),
+            read_templates("packaging"),
             full_distribution_dir(loaded, plan),
         )
     )
@@ -235,7 +235,7 @@ def check_generated(loaded: LoadedRecipe) -> None:
 def variant_defines(plan: LinkPlan, variant: Variant) -> dict[str, str]:
     """Explicit ON/OFF for every optional library, so a reconfigure switches variants cleanly."""
     value = "ON" if variant == "full" else "OFF"
-    return {option: value for option in plan.options}
+    return {switch: value for switch in plan.build_switches}
 
 
 def python_defines(plan: LinkPlan) -> dict[str, str]:

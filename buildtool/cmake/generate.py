@@ -73,14 +73,13 @@ def _settings(settings: TargetSettings, externals: Sequence[str] = ()) -> str:
     )
 
 
-def _guard(templates: Mapping[str, str], options: Iterable[str], body: str) -> str:
-    conditions = list(options)
+def _guard(requires_on: Iterable[str], body: str) -> str:
+    """``body`` inside ``if(A AND B)`` when it builds only with those options ON."""
+    conditions = list(requires_on)
     if not conditions:
         return body
     indented = "".join(f"  {line}\n" if line else "\n" for line in body.splitlines())
-    return fill(
-        templates["guard.cmake.in"], {"CONDITION": " AND ".join(conditions), "BODY": indented}
-    )
+    return f"if({' AND '.join(conditions)})\n{indented}endif()\n"
 
 
 def _targets(plan: LinkPlan, names: Iterable[str]) -> list[str]:
@@ -109,7 +108,7 @@ def _render_library(templates: Mapping[str, str], plan: LinkPlan, lib: LibraryPl
             "SETTINGS": _settings(lib.settings, _external_targets(plan, lib.externals)),
         },
     )
-    return _guard(templates, lib.requires_options, body)
+    return _guard(lib.requires_on, body)
 
 
 def _render_object(templates: Mapping[str, str], plan: LinkPlan, obj: ObjectPlan) -> str:
@@ -123,11 +122,8 @@ def _render_object(templates: Mapping[str, str], plan: LinkPlan, obj: ObjectPlan
         },
     )
     if obj.build_info:
-        body += fill(
-            templates["build-info.cmake.in"],
-            {"TARGET": obj.target, "ENV_PREFIX": plan.project.env_prefix},
-        )
-    return _guard(templates, obj.requires_options, body)
+        body += f"bt_build_info({obj.target} PREFIX {plan.project.env_prefix})\n"
+    return _guard(obj.requires_on, body)
 
 
 def _render_executable(templates: Mapping[str, str], plan: LinkPlan, exe: ExecutablePlan) -> str:
@@ -144,7 +140,7 @@ def _render_executable(templates: Mapping[str, str], plan: LinkPlan, exe: Execut
             "SETTINGS": _settings(exe.settings, _external_targets(plan, exe.settings.externals)),
         },
     )
-    return _guard(templates, exe.requires_options, body)
+    return _guard(exe.requires_on, body)
 
 
 def _render_extensions(templates: Mapping[str, str], plan: LinkPlan) -> str:
@@ -170,29 +166,22 @@ def _render_extensions(templates: Mapping[str, str], plan: LinkPlan) -> str:
                 ),
             },
         )
-        parts.append(_guard(templates, module.requires_options, body))
+        parts.append(_guard(module.requires_on, body))
     return "".join(parts) + "\n"
 
 
-def _render_options(templates: Mapping[str, str], plan: LinkPlan) -> str:
-    switches = "".join(
-        fill(
-            templates["user-option.cmake.in"],
-            {
-                "OPTION": switch.name,
-                "HELP": switch.help or f"{switch.name} (declared in the recipe)",
-                "DEFAULT": "ON" if switch.default else "OFF",
-            },
-        )
-        for switch in plan.switches
+def _render_options(plan: LinkPlan) -> str:
+    """The recipe's options, then one build switch per optional library."""
+    options = "".join(
+        f'option({option.name} "{option.help or f"{option.name} (declared in the recipe)"}" '
+        f"{'ON' if option.default else 'OFF'})\n"
+        for option in plan.options
     )
-    return switches + "".join(
-        fill(
-            templates["option.cmake.in"],
-            {"OPTION": lib.option, "LIBRARY": lib.name, "OUTPUT_NAME": lib.output_name},
-        )
+    return options + "".join(
+        f"option({lib.build_switch} \"Build the optional library '{lib.name}' "
+        f'(lib{lib.output_name})" ON)\n'
         for lib in plan.libraries
-        if lib.option
+        if lib.build_switch
     )
 
 
@@ -204,7 +193,7 @@ def pkg_config_spec(spec: str) -> str:
     return _PKG_CONFIG_OPERATOR.sub(r"\1", spec.strip())
 
 
-def _render_externals(templates: Mapping[str, str], plan: LinkPlan) -> str:
+def _render_externals(plan: LinkPlan) -> str:
     parts = []
     for ext in plan.externals:
         find_package = (ext.find_package,) if ext.find_package else ()
@@ -217,8 +206,8 @@ def _render_externals(templates: Mapping[str, str], plan: LinkPlan) -> str:
                 ("LINK", ext.link),
             )
         )
-        body = fill(templates["external.cmake.in"], {"TARGET": ext.target, "SETTINGS": settings})
-        parts.append(_guard(templates, (ext.when,) if ext.when else (), body))
+        body = f"bt_external({ext.target}{settings})\n"
+        parts.append(_guard((ext.when,) if ext.when else (), body))
     return "".join(parts)
 
 
@@ -227,10 +216,7 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
     project = plan.project
     python_package = ""
     if project.python_package_dir:
-        python_package = fill(
-            templates["python-package.cmake.in"],
-            {"PYTHON_PACKAGE_DIR": project.python_package_dir},
-        )
+        python_package = f'bt_python_package("{project.python_package_dir}")\n'
     return fill(
         templates["targets-body.cmake.in"],
         {
@@ -240,8 +226,8 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
             "VERSION": project.version,
             "CXX_STANDARD": str(project.cxx_standard),
             "C_STANDARD": str(project.c_standard),
-            "OPTIONS": _render_options(templates, plan),
-            "EXTERNALS": _render_externals(templates, plan),
+            "OPTIONS": _render_options(plan),
+            "EXTERNALS": _render_externals(plan),
             "OBJECTS": "".join(_render_object(templates, plan, obj) for obj in plan.objects),
             "LIBRARIES": "".join(_render_library(templates, plan, lib) for lib in plan.libraries),
             "EXECUTABLES": "".join(

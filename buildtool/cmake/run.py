@@ -128,7 +128,7 @@ def build_command(build_dir: Path, targets: Sequence[str] = ()) -> list[str | Pa
     return [ninja_executable(), "-C", build_dir, *targets]
 
 
-def cached_switches(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:
+def cached_option_values(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:
     """The boolean values ``names`` have in a configured folder's ``CMakeCache.txt`` (those it
     holds); nothing when the folder was never configured."""
     try:

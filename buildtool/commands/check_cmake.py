@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from buildtool.cmakecheck.check import check_build_dir
 from buildtool.cmakecheck.report import CmakeReport, render_github, render_json, render_text
 from buildtool.console import paint, use_colour
+from buildtool.errors import ChecksFailed
 from buildtool.fsutil import write_atomic
 
 if TYPE_CHECKING:
@@ -71,4 +72,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_atomic(args.output, _render(report, args.format, colour=False))
         log.info("report written to %s", args.output)
-    return 1 if report.failed else 0
+    if report.failed:
+        raise ChecksFailed()
+    return 0

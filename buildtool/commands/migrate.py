@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from buildtool.commands.common import add_recipe_option, resolve_recipe
-from buildtool.errors import UsageError
+from buildtool.errors import ChecksFailed, UsageError
 from buildtool.migrate import report
 from buildtool.migrate.files import ScanResult
 from buildtool.migrate.fix import apply_rewrites, plan_fixes, render_diff
@@ -100,4 +100,6 @@ def run(args: argparse.Namespace) -> int:
     if fix_line and args.format != "json":
         sys.stdout.write(fix_line + "\n")
     left = [m for e in result.files for m in e.matches if not (applied and m.rule.fixable)]
-    return 1 if left else 0
+    if left:
+        raise ChecksFailed()
+    return 0

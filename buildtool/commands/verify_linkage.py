@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from buildtool.commands.common import add_recipe_option, append_step_summary
 from buildtool.console import paint, use_colour
-from buildtool.errors import UsageError
+from buildtool.errors import ChecksFailed, UsageError
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.binaries import DECODERS
 from buildtool.linkage.report.github import render_github, render_markdown
@@ -109,15 +109,15 @@ def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
     return loaded if recipe_covers(loaded, args.paths or [Path("build")], Path.cwd()) else None
 
 
-def _switches(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, bool]:
+def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, bool]:
     """The recipe options' values of the configured build folders among ``paths``."""
     if loaded is None or not loaded.recipe.options:
         return {}
-    from buildtool.cmake.run import cached_switches
+    from buildtool.cmake.run import cached_option_values
 
     values: dict[str, bool] = {}
     for path in paths:
-        values.update(cached_switches(path, list(loaded.recipe.options)))
+        values.update(cached_option_values(path, list(loaded.recipe.options)))
     return values
 
 
@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
 
         baseline = load_baseline(args.baseline)  # before the work: a bad file fails fast
     loaded = _recipe(args)
-    policy = policy_for_recipe(loaded, _switches(paths, loaded))
+    policy = policy_for_recipe(loaded, _option_values(paths, loaded))
     report = verify_paths(
         paths,
         policy,
@@ -161,4 +161,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         write_atomic(args.output, _render(report, args.format, colour=False))
         log.info("report written to %s", args.output)
-    return 1 if report.failed else 0
+    if report.failed:
+        raise ChecksFailed()
+    return 0

@@ -18,7 +18,7 @@ from buildtool.linkage.report.model import Report
 from buildtool.linkage.report.text import render_text
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WHEEL_VARIANTS
-from buildtool.plan import switches_from_defines
+from buildtool.plan import option_values_from_defines
 from buildtool.verification import wheel_verifier
 
 log = logging.getLogger("buildtool")
@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
         sdist=args.sdist,
         defines=tuple(sorted(configure_defines(args, loaded).items())),
     )
-    switches = switches_from_defines(request.defines)
+    option_values = option_values_from_defines(request.defines)
     with collecting_warnings() as warnings:
-        wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report, switches))
+        wheel.build_wheels(request, verify=wheel_verifier(loaded, log_wheel_report, option_values))
     if warnings.lines:
         log.warning("wheel: %s", warnings_summary(warnings.lines))
     else:

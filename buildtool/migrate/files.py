@@ -16,13 +16,13 @@ import dataclasses
 import logging
 import os
 import stat
-import subprocess
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Literal
 
-from buildtool.errors import InputError, UsageError
+from buildtool import process
+from buildtool.errors import InputError, ToolFailed, UsageError
 from buildtool.fsutil import carries_generated_header, write_atomic
 from buildtool.migrate.ignore import IgnoreRule, excluded, is_ignored, parse_gitignore
 from buildtool.migrate.rules import Rules
@@ -154,20 +154,15 @@ def write_source(source: SourceFile, data: bytes) -> None:
 
 def _git_files(folder: Path) -> list[Path] | None:
     """The files git tracks under ``folder``; None outside a checkout or without git."""
-    command = ["git", "-C", str(folder), "ls-files", "-z", "--cached"]
+    git = ["git", "-C", str(folder)]
     try:
-        probe = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"],
-            capture_output=True,
-            check=False,
-        )
-        if probe.returncode != 0 or probe.stdout.strip() != b"true":
+        probe = process.run([*git, "rev-parse", "--is-inside-work-tree"], stream=False, quiet=True)
+        if probe.strip() != "true":
             return None
-        log.debug("$ %s", " ".join(command))
-        listed = subprocess.run(command, capture_output=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
+        listed = process.run([*git, "ls-files", "-z", "--cached"], stream=False, quiet=True)
+    except ToolFailed:
         return None
-    names = sorted({os.fsdecode(name) for name in listed.stdout.split(b"\0") if name})
+    names = sorted({name for name in listed.split("\0") if name})
     return [folder / name for name in names]
 
 

@@ -74,7 +74,7 @@ class Distribution:
 
 
 def _defines(plan: LinkPlan, value: str) -> tuple[tuple[str, str], ...]:
-    return tuple((option, value) for option in plan.options)
+    return tuple((switch, value) for switch in plan.build_switches)
 
 
 def full_distribution(plan: LinkPlan, project_dir: str = ".") -> Distribution:

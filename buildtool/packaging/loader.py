@@ -1,6 +1,6 @@
 """The stdlib-only loader rendered into the project's Python package: ``LinkPlan`` -> file texts.
 
-Pure. The templates live in ``buildtool/templates/loader/``; their docstrings are the loader's
+Pure. The templates live in ``cmake-templates/loader/``; their docstrings are the loader's
 documentation for the project's users.
 """
 

@@ -28,7 +28,7 @@ from buildtool.fsutil import write_atomic
 from buildtool.packaging.distributions import PYPROJECT, full_distribution, render_pyproject
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import LoadedRecipe
-from buildtool.resources import package_templates
+from buildtool.resources import read_templates
 
 log = logging.getLogger("buildtool")
 
@@ -95,7 +95,7 @@ def stage_sdist_tree(
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(root / relative, target, follow_symlinks=False)
     header_plan = dataclasses.replace(plan, recipe_source=loaded.source_from_root)
-    template = package_templates("packaging")["pyproject.toml.in"]
+    template = read_templates("packaging")["pyproject.toml.in"]
     dist = full_distribution(header_plan, ".")
     text = render_pyproject(header_plan, dist, loaded.recipe.wheel, template)
     pyproject = staging / PYPROJECT

