@@ -1,6 +1,7 @@
 """The command line: parse, dispatch, and turn buildtool's exceptions into exit codes.
 
-Exit codes: 0 success, 1 checks or a tool failed, 2 bad usage or bad input, 130 interrupted.
+Exit codes: 0 success, 1 checks or a tool failed, 2 bad usage or bad input, 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM).
 """
 
 from __future__ import annotations
@@ -10,14 +11,22 @@ import contextlib
 import importlib
 import logging
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
-from types import ModuleType
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType, ModuleType
 from typing import NoReturn
 
 from buildtool import __version__
 from buildtool.console import install_log_handler
-from buildtool.errors import BuildtoolError, Interrupted, UsageError
+from buildtool.errors import (
+    BuildtoolError,
+    Interrupted,
+    Terminated,
+    TerminationRequested,
+    UsageError,
+)
 
 log = logging.getLogger("buildtool")
 
@@ -74,27 +83,66 @@ def _requested_command(argv: Sequence[str]) -> str | None:
     return first if first in COMMANDS else None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run buildtool; return the exit code."""
-    arguments = sys.argv[1:] if argv is None else list(argv)
+def _raise_termination(_signum: int, _frame: FrameType | None) -> None:
+    # once: a second SIGTERM must not cut short the cleanup the first one started
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise TerminationRequested
+
+
+@contextlib.contextmanager
+def _termination_as_interrupt() -> Iterator[None]:
+    """SIGTERM (what CI runners send on cancel) unwinds like Ctrl-C while ``main`` runs; the
+    handler that was there before comes back afterwards (``main`` also runs inside tests)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may handle signals
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_termination)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_command(args: argparse.Namespace) -> int:
+    try:
+        module = command_module(args.command)
+        result: int = module.run(args)
+    except TerminationRequested:
+        raise Terminated("terminated (SIGTERM); outputs were left as they were") from None
+    except KeyboardInterrupt:
+        raise Interrupted("interrupted; outputs were left as they were") from None
+    return result
+
+
+def _parse(arguments: list[str]) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code of a usage error."""
     parser = make_parser(_requested_command(arguments))
     try:
-        args = parser.parse_args(arguments)
+        return parser.parse_args(arguments)
     except UsageError as error:
         sys.stderr.write(f"{parser.format_usage()}error: {error}\n")
         return 2
-    install_log_handler(sys.stderr, args.verbose - args.quiet)
-    module = command_module(args.command)
-    try:
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run buildtool; return the exit code."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    with _termination_as_interrupt():
         try:
-            result: int = module.run(args)
+            args = _parse(arguments)
+        except TerminationRequested:  # while the command modules are imported
+            return Terminated.exit_code
         except KeyboardInterrupt:
-            raise Interrupted("interrupted; outputs were left as they were") from None
-    except BuildtoolError as error:
-        if str(error):  # ChecksFailed() after a report that said it all: nothing to add
-            log.error("%s", error)
-        return error.exit_code
-    return result
+            return Interrupted.exit_code
+        if isinstance(args, int):
+            return args
+        install_log_handler(sys.stderr, args.verbose - args.quiet)
+        try:
+            return _run_command(args)
+        except BuildtoolError as error:
+            if str(error):  # ChecksFailed() after a report that said it all: nothing to add
+                log.error("%s", error)
+            return error.exit_code
 
 
 def console() -> NoReturn:

@@ -61,3 +61,15 @@ class Interrupted(BuildtoolError):
     """The user interrupted a run; outputs were left as they were."""
 
     exit_code = 130
+
+
+class Terminated(Interrupted):
+    """SIGTERM ended the run (a CI runner cancelling the job); outputs were left as they were."""
+
+    exit_code = 143
+
+
+class TerminationRequested(KeyboardInterrupt):
+    """Raised by the SIGTERM handler ``cli.main`` installs: a KeyboardInterrupt, so every
+    cleanup that runs on Ctrl-C (child process groups ended, staging folders removed, temporary
+    files deleted) runs on SIGTERM too; ``main`` turns it into ``Terminated``."""

@@ -10,6 +10,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from buildtool.errors import UsageError
 
@@ -130,3 +131,66 @@ def is_hand_written(path: Path) -> bool:
     except (OSError, UnicodeDecodeError):
         return True
     return not carries_generated_header(text)
+
+
+OWNER_LOCK = ".owner.lock"
+"""Inside a folder ``owned_folder`` made: locked (``flock``) for as long as its run lives. The
+kernel drops the lock when the process ends, however it ends (SIGKILL too), so an unlocked one
+proves that its run is gone."""
+
+
+def _hold_owner_lock(folder: Path) -> IO[str]:
+    """Lock a new file, then give it its name: whoever sees the name sees it locked."""
+    pending = folder / f"{OWNER_LOCK}.{os.getpid()}"
+    handle = pending.open("w")
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    pending.rename(folder / OWNER_LOCK)
+    return handle
+
+
+def _is_abandoned(folder: Path) -> bool:
+    """Whether ``folder``'s run provably ended: its owner lock exists and nobody holds it."""
+    try:
+        handle = (folder / OWNER_LOCK).open("r")
+    except OSError:
+        return False  # no lock (yet, or from an older buildtool): nothing proves it stale
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # its run is still going
+        return True
+
+
+def remove_abandoned_folders(parent: Path, prefix: str) -> list[Path]:
+    """Remove the folders ``owned_folder`` made in ``parent`` whose runs were killed before
+    they could clean up; return them. Folders of live runs, and any folder without an owner
+    lock, are left alone."""
+    import shutil
+
+    removed = []
+    for folder in sorted(parent.glob(f"{prefix}*")):
+        if folder.is_dir() and not folder.is_symlink() and _is_abandoned(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            log.info("removed %s, left behind by a run that was killed", folder)
+            removed.append(folder)
+    return removed
+
+
+@contextlib.contextmanager
+def owned_folder(parent: Path, prefix: str) -> Iterator[Path]:
+    """A new hidden folder in ``parent`` that is locked for this run and removed after it; one
+    that a killed run left behind is removed by the next (``remove_abandoned_folders``)."""
+    import shutil
+    import tempfile
+
+    make_folder(parent)
+    remove_abandoned_folders(parent, prefix)
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    try:
+        with _hold_owner_lock(folder):
+            yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

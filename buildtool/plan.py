@@ -281,6 +281,34 @@ class _Planner:
                         "lacks; link required libraries only",
                     )
 
+    def target_keys(self) -> Iterable[tuple[str, str]]:
+        """(CMake target name, key path) of every target the generated build defines."""
+        prefix = self.recipe.project.library_prefix
+        tables: dict[str, Mapping[str, object]] = {
+            "libraries": self.recipe.libraries,
+            "objects": self.recipe.objects,
+            "executables": self.recipe.executables,
+            "tests": self.recipe.tests,
+            "extensions": self.recipe.extensions,
+        }
+        for table, entries in tables.items():
+            yield from ((f"{prefix}{name}", f"{table}.{name}") for name in sorted(entries))
+        for name in sorted(self.recipe.externals):
+            yield f"{prefix}external_{name}", f"externals.{name}"
+
+    def check_target_names(self) -> None:
+        """Two tables with one name would be one CMake target defined twice (an error inside
+        CMake, far from the recipe)."""
+        seen: dict[str, str] = {}
+        for target, key in self.target_keys():
+            if target in seen:
+                raise self.refuse(
+                    key,
+                    f"its CMake target {target!r} is also {seen[target]}'s: every library, "
+                    "object library, executable, test and extension needs a name of its own",
+                )
+            seen[target] = key
+
     def check_when(self, key: str, when: str) -> None:
         if not when or when in self.recipe.options:
             return
@@ -542,6 +570,7 @@ def make_plan(
     """Check every rule of the split and lay it out; raises ``PlanError`` naming the key."""
     planner = _Planner(recipe, source, sources or {})
     planner.check_all_references()
+    planner.check_target_names()
     languages = planner.check_suffixes()
     order = planner.link_order()
     planner.check_optional_links()

@@ -7,6 +7,7 @@ import collections
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import sysconfig
 from collections.abc import Mapping, Sequence
@@ -92,6 +93,39 @@ def format_command(command: Sequence[str | Path]) -> str:
     return shlex.join(str(part) for part in command)
 
 
+GRACE_SECONDS = 10.0
+"""How long an interrupted tool's process group has to end after SIGTERM before SIGKILL."""
+
+
+def end_process_group(process: subprocess.Popen[str]) -> None:
+    """End ``process`` and everything it started (ninja's compilers, pip's backend): SIGTERM to
+    its process group, SIGKILL after ``GRACE_SECONDS``."""
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sent)
+        except (ProcessLookupError, PermissionError):
+            return  # the whole group is gone already
+        try:
+            process.wait(timeout=GRACE_SECONDS)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _stream_output(
+    process: subprocess.Popen[str], stream: bool, tail: collections.deque[str]
+) -> list[str]:
+    assert process.stdout is not None
+    lines: list[str] = []
+    for line in process.stdout:
+        text = line.rstrip("\n")
+        tail.append(text)
+        lines.append(text)
+        if stream:
+            log.info("  %s", text)
+    return lines
+
+
 def run(
     command: Sequence[str | Path],
     *,
@@ -109,7 +143,6 @@ def run(
     argv = [str(part) for part in command]
     log.log(logging.DEBUG if quiet else logging.INFO, "$ %s", format_command(argv))
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
-    lines: list[str] = []
     try:
         process = subprocess.Popen(
             argv,
@@ -120,17 +153,18 @@ def run(
             stderr=subprocess.STDOUT,
             text=True,
             errors="replace",
+            # a process group of its own (process_group=0 needs 3.11): an interrupt (Ctrl-C,
+            # SIGTERM) ends the tool and all it started, even when only buildtool got the signal
+            start_new_session=True,
         )
     except OSError as error:
         raise ToolFailed(argv, 127, str(error)) from None
-    assert process.stdout is not None
     with process:
-        for line in process.stdout:
-            text = line.rstrip("\n")
-            tail.append(text)
-            lines.append(text)
-            if stream:
-                log.info("  %s", text)
+        try:
+            lines = _stream_output(process, stream, tail)
+        except BaseException:
+            end_process_group(process)
+            raise
     if process.returncode != 0:
         raise ToolFailed(argv, process.returncode, "\n".join(tail))
     return "\n".join(lines)

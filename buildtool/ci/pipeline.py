@@ -23,7 +23,7 @@ from buildtool import process
 from buildtool.cmake import configure
 from buildtool.cmake.run import cached_option_values, ctest_command
 from buildtool.console import collecting_warnings, warnings_summary
-from buildtool.errors import BuildtoolError, ChecksFailed
+from buildtool.errors import BuildtoolError, ChecksFailed, TerminationRequested
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.growth import Baseline
@@ -97,6 +97,9 @@ class CiResult:
     launcher: str
     steps: tuple[StepResult, ...]
     interrupted: bool = False
+    """Ctrl-C or SIGTERM stopped it during a step."""
+    terminated: bool = False
+    """It was SIGTERM (exit 143 rather than 130)."""
 
     @property
     def failed_step(self) -> StepResult | None:
@@ -419,7 +422,7 @@ def with_warnings(detail: str, warnings: Sequence[str]) -> str:
 def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver) -> CiResult:
     """Run ``steps`` in order until one fails; the rest are reported skipped."""
     results: list[StepResult] = []
-    interrupted = False
+    interrupted = terminated = False
     for number, step in enumerate(steps, start=1):
         if any(result.status == "failed" for result in results):
             results.append(StepResult(step.name, "skipped", 0.0, SKIPPED_AFTER_FAILURE))
@@ -427,13 +430,16 @@ def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver)
         observer.step_started(step, number, len(steps))
         try:
             result = run_step(step, workspace)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as stop:
             interrupted = True
+            terminated = isinstance(stop, TerminationRequested)
             result = StepResult(step.name, "failed", 0.0, "interrupted")
         observer.step_finished(result)
         results.append(result)
     request = workspace.request
-    return CiResult(request.loaded.source, request.launcher, tuple(results), interrupted)
+    return CiResult(
+        request.loaded.source, request.launcher, tuple(results), interrupted, terminated
+    )
 
 
 def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STEPS) -> CiResult:

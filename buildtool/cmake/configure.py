@@ -45,6 +45,7 @@ def _without_sources(plan: LinkPlan) -> Iterator[str]:
     yield from (
         f"libraries.{lib.name}" for lib in plan.libraries if not lib.sources and not lib.objects
     )
+    yield from (f"objects.{obj.name}" for obj in plan.objects if not obj.sources)
     for exe in plan.executables:
         if not exe.sources:
             yield f"{'tests' if exe.is_test else 'executables'}.{exe.name}"

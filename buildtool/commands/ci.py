@@ -27,7 +27,7 @@ from buildtool.commands.common import (
     resolve_recipe,
 )
 from buildtool.console import escape_data, install_log_handler, paint, use_colour
-from buildtool.errors import Interrupted
+from buildtool.errors import Interrupted, Terminated
 from buildtool.fsutil import check_folder_possible, write_atomic
 from buildtool.linkage.checks.growth import load_baseline
 from buildtool.linkage.report.github import github_annotation
@@ -152,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     if github:
         append_step_summary(reports.render_markdown(result))
     _render_end(renderer, result, written)
+    if result.terminated:
+        raise Terminated("terminated; the reports name the step that was running")
     if result.interrupted:
         raise Interrupted("interrupted; the reports name the step that was running")
     return 0 if result.passed else 1

@@ -20,7 +20,6 @@ import os
 import shutil
 import sys
 import sysconfig
-import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -31,7 +30,7 @@ import pyproject_hooks
 from buildtool import process
 from buildtool.cmake import configure
 from buildtool.errors import ChecksFailed, UsageError
-from buildtool.fsutil import folder_lock, make_folder, write_atomic
+from buildtool.fsutil import folder_lock, owned_folder, write_atomic
 from buildtool.packaging.distributions import (
     BUILD_BACKEND,
     Distribution,
@@ -303,15 +302,16 @@ def _check_request(request: WheelRequest, plan: LinkPlan) -> None:
         )
 
 
+STAGING_PREFIX = ".buildtool-wheel-"
+"""Name start of the staging folders inside the output folder."""
+
+
 @contextlib.contextmanager
 def staging_folder(out_dir: Path) -> Iterator[Path]:
-    """A hidden folder inside ``out_dir`` (same file system: renames are atomic), removed after."""
-    make_folder(out_dir)
-    staging = Path(tempfile.mkdtemp(prefix=".buildtool-wheel-", dir=out_dir))
-    try:
+    """A hidden folder inside ``out_dir`` (same file system: renames are atomic), removed after;
+    ones that killed runs left there are removed first (``fsutil.owned_folder``)."""
+    with owned_folder(out_dir, STAGING_PREFIX) as staging:
         yield staging
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, staging: Path) -> Path:

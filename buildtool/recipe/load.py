@@ -230,6 +230,12 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
     )
 
 
+TOO_DEEP = (
+    "not a readable recipe: arrays or inline tables are nested too deeply for the TOML parser"
+    " (a recipe needs at most a few levels)"
+)
+
+
 def _read_toml(path: Path, source: str) -> dict[str, Any]:
     try:
         text = path.read_bytes().decode("utf-8")
@@ -241,6 +247,8 @@ def _read_toml(path: Path, source: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise RecipeError(source, "", f"not valid TOML: {error}") from None
+    except RecursionError:  # the parser recurses once per level of nesting
+        raise RecipeError(source, "", TOO_DEEP) from None
 
 
 def _recipe_table(data: dict[str, Any], path: Path, source: str) -> Mapping[str, object]:
@@ -279,6 +287,10 @@ def _has_tool_table(pyproject: Path) -> bool:
     except tomllib.TOMLDecodeError as error:
         if "tool.buildtool" in text:  # meant as the recipe: say why it cannot be read
             raise RecipeError(str(pyproject), "", f"not valid TOML: {error}") from None
+        return False
+    except RecursionError:
+        if "tool.buildtool" in text:
+            raise RecipeError(str(pyproject), "", TOO_DEEP) from None
         return False
     tool = data.get("tool")
     return isinstance(tool, dict) and "buildtool" in tool
