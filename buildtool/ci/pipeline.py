@@ -61,6 +61,8 @@ class CiRequest:
     baseline: Baseline | None = None
     """An earlier run's verify-linkage report: ``verify-build`` shows each library's change
     against it and enforces ``[verify] max-growth-percent`` (BT131)."""
+    jobs: int | None = None
+    """Compile jobs ninja runs at once, in the build and the wheel builds; None: its default."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -194,7 +196,7 @@ def step_check_cmake(workspace: Workspace) -> StepOutcome:
 
 
 def step_build(workspace: Workspace) -> StepOutcome:
-    configure.build(workspace.request.build_dir)
+    configure.build(workspace.request.build_dir, workspace.request.jobs)
     return StepOutcome(detail=f"built {workspace.request.build_dir}")
 
 
@@ -243,6 +245,7 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         out_dir=request.out_dir,
         build_root=request.build_dir,
         defines=request.defines,
+        jobs=request.jobs,
     )
     values = option_values_from_defines(request.defines)
     verify = wheel_verifier(request.loaded, _keep_report(workspace), values, with_graph=True)

@@ -283,7 +283,8 @@ def is_configured(build_dir: Path) -> bool:
     return (build_dir / "CMakeCache.txt").is_file() and (build_dir / "build.ninja").is_file()
 
 
-def build(build_dir: Path) -> None:
-    """Compile with ninja, its progress lines streamed to the log."""
+def build(build_dir: Path, jobs: int | None = None) -> None:
+    """Compile with ninja (``jobs`` at once; None: ninja's default), its progress lines streamed
+    to the log."""
     with folder_lock(build_dir, "build"):
-        process.run(cmake.build_command(build_dir))
+        process.run(cmake.build_command(build_dir, jobs=jobs))

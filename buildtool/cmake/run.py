@@ -123,9 +123,30 @@ def read_targets(build_dir: Path) -> tuple[Target, ...]:
     )
 
 
-def build_command(build_dir: Path, targets: Sequence[str] = ()) -> list[str | Path]:
-    """ninja with its own progress lines (``[3/12] Building CXX object ...``)."""
-    return [ninja_executable(), "-C", build_dir, *targets]
+PARALLEL_LEVEL = "CMAKE_BUILD_PARALLEL_LEVEL"
+"""CMake's variable for how many jobs ``cmake --build`` runs; buildtool honours it too."""
+
+
+def parallel_jobs(flag: int | None, environ: Mapping[str, str]) -> int | None:
+    """How many compile jobs to run: ``-j/--jobs`` when given, else ``CMAKE_BUILD_PARALLEL_LEVEL``,
+    else None (ninja's own choice: the number of cores plus two)."""
+    if flag is not None:
+        return flag
+    text = environ.get(PARALLEL_LEVEL, "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"{PARALLEL_LEVEL}={text!r}: expected a whole number of jobs >= 1")
+    return int(text)
+
+
+def build_command(
+    build_dir: Path, targets: Sequence[str] = (), jobs: int | None = None
+) -> list[str | Path]:
+    """ninja with its own progress lines (``[3/12] Building CXX object ...``), running ``jobs``
+    compiles at once (None: ninja's default)."""
+    limit: list[str | Path] = [] if jobs is None else ["-j", str(jobs)]
+    return [ninja_executable(), "-C", build_dir, *limit, *targets]
 
 
 def cached_option_values(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:

@@ -7,13 +7,20 @@ import argparse
 import logging
 
 from buildtool.cmake import configure
-from buildtool.commands.common import add_configure_options, configure_defines, resolve_recipe
+from buildtool.commands.common import (
+    add_configure_options,
+    add_jobs_option,
+    build_jobs,
+    configure_defines,
+    resolve_recipe,
+)
 
 log = logging.getLogger("buildtool")
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_configure_options(parser)
+    add_jobs_option(parser)
     parser.add_argument(
         "--variant",
         choices=configure.VARIANTS,
@@ -23,11 +30,12 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    jobs = build_jobs(args)
     asked = args.variant or args.launcher or args.defines
     if asked or not configure.is_configured(args.build_dir):
         loaded = resolve_recipe(args)
         defines = configure_defines(args, loaded)
         configure.configure(loaded, args.build_dir, args.variant or "full", defines)
-    configure.build(args.build_dir)
+    configure.build(args.build_dir, jobs)
     log.info("built %s; libraries in %s", args.build_dir, args.build_dir / "lib")
     return 0

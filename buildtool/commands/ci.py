@@ -20,9 +20,11 @@ from buildtool.cmake.launcher import chosen_launcher
 from buildtool.commands.common import (
     add_build_dir_option,
     add_define_option,
+    add_jobs_option,
     add_launcher_option,
     add_recipe_option,
     append_step_summary,
+    build_jobs,
     configure_defines,
     resolve_recipe,
 )
@@ -37,6 +39,7 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
     add_build_dir_option(parser)
     add_launcher_option(parser)
+    add_jobs_option(parser)
     add_define_option(parser)
     parser.add_argument(
         "--out-dir",
@@ -140,6 +143,7 @@ def run(args: argparse.Namespace) -> int:
         launcher=launcher,
         defines=tuple(sorted(configure_defines(args, loaded).items())),
         baseline=baseline,
+        jobs=build_jobs(args),
     )
     # Usage errors above went to stderr; from here on one stream keeps folds and lines in order.
     stream = sys.stdout

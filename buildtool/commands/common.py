@@ -42,6 +42,33 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_jobs_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-j",
+        "--jobs",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="run N compile jobs at once (default: CMAKE_BUILD_PARALLEL_LEVEL, else ninja's "
+        "own choice: the number of cores plus two)",
+    )
+
+
+def _positive(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, found {text!r}")
+    return int(text)
+
+
+def build_jobs(args: argparse.Namespace) -> int | None:
+    """The ``-j`` of the command line, else ``CMAKE_BUILD_PARALLEL_LEVEL``, else None."""
+    import os
+
+    from buildtool.cmake.run import parallel_jobs
+
+    return parallel_jobs(args.jobs, os.environ)
+
+
 def resolve_recipe(args: argparse.Namespace) -> LoadedRecipe:
     """The recipe named by --recipe, or the default one."""
     from buildtool.errors import UsageError

@@ -8,8 +8,10 @@ from pathlib import Path
 
 from buildtool.commands.common import (
     add_define_option,
+    add_jobs_option,
     add_launcher_option,
     add_recipe_option,
+    build_jobs,
     configure_defines,
     resolve_recipe,
 )
@@ -28,6 +30,7 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_recipe_option(parser)
     add_launcher_option(parser)
     add_define_option(parser)
+    add_jobs_option(parser)
     parser.add_argument(
         "--variant",
         choices=WHEEL_VARIANTS,
@@ -78,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
         build_root=args.build_root,
         sdist=args.sdist,
         defines=tuple(sorted(configure_defines(args, loaded).items())),
+        jobs=build_jobs(args),
     )
     option_values = option_values_from_defines(request.defines)
     with collecting_warnings() as warnings:

@@ -72,6 +72,9 @@ class WheelRequest:
     """Also build the full distribution's sdist."""
     defines: tuple[tuple[str, str], ...] = ()
     """Extra CMake cache entries for every wheel build (the launcher's, then ``-D NAME=VALUE``)."""
+    jobs: int | None = None
+    """Compile jobs ninja runs at once (``build.tool-args`` of scikit-build-core, which passes
+    them to ninja); None: ninja's default."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,16 +138,20 @@ def build_raw_wheel(
     build_root: Path,
     dest: Path,
     defines: Iterable[tuple[str, str]] = (),
+    *,
+    jobs: int | None = None,
 ) -> Path:
     """Run the ``build_wheel`` hook of ``dist``; return the unrepaired wheel.
 
     ``defines`` become ``cmake.define.<NAME>`` config settings, which scikit-build-core merges
-    with the distribution's own ``cmake.define`` table.
+    with the distribution's own ``cmake.define`` table; ``jobs`` limits ninja's parallel compiles.
     """
     build_dir = skb_build_dir(build_root, dist)
     start_afresh_if_environment_changed(build_dir.parent)
     settings = {"build-dir": str(build_dir)}
     settings.update({f"cmake.define.{name}": value for name, value in defines})
+    if jobs is not None:  # scikit-build-core has no jobs setting: ninja's own -j, after --
+        settings["build.tool-args"] = f"-j{jobs}"
     log.info("building the %s wheel", dist.name)
     try:
         name = _hooks(loaded.root / dist.project_dir).build_wheel(str(dest), settings)
@@ -316,7 +323,9 @@ def staging_folder(out_dir: Path) -> Iterator[Path]:
 
 def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, staging: Path) -> Path:
     raw_dir = staging / "raw" / dist.name
-    raw = build_raw_wheel(request.loaded, dist, request.build_root, raw_dir, request.defines)
+    raw = build_raw_wheel(
+        request.loaded, dist, request.build_root, raw_dir, request.defines, jobs=request.jobs
+    )
     platform_tag = request.loaded.recipe.wheel.platform_tag
     repaired = repair_wheel(raw, staging / "repaired" / dist.name, plan, platform_tag)
     package_files = python_package_files(request.loaded)
