@@ -99,6 +99,8 @@ class LibraryPlan:
     """CMake target name: ``<library-prefix><name>`` (``demo_runtime``)."""
     settings: TargetSettings = TargetSettings()
     """Definitions and flags from the recipe."""
+    visibility: str = "hidden"
+    """Symbol visibility of its sources and object libraries (``hidden`` or ``default``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -471,9 +473,17 @@ def build_switch_name(project: ProjectSettings, library: str) -> str:
     return f"{project.env_prefix}_BUILD_{library.upper()}"
 
 
+def output_name_of_file(file_name: str) -> str:
+    """``X`` of ``libX.so`` (what a generated build names ``libX.so``), or empty."""
+    if file_name.startswith("lib") and file_name.endswith(".so") and len(file_name) > 6:
+        return file_name[3:-3]
+    return ""
+
+
 def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPlan:
     project = planner.recipe.project
-    output = f"{project.library_prefix}{name}"
+    target = f"{project.library_prefix}{name}"
+    output = lib.output_name or output_name_of_file(lib.file) or target
     closure = planner.closure(lib.links)
     registers = list(lib.registers)
     for obj in lib.objects:
@@ -492,15 +502,16 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
         load=lib.load,
         build_switch=build_switch_name(project, name) if lib.optional else "",
         requires_on=tuple(planner.requires(name)),
-        export_macro=f"{output.upper()}_API",
+        export_macro=f"{target.upper()}_API",
         include_dirs=lib.include_dirs,
-        target=output,
+        target=target,
         settings=TargetSettings(
             definitions=lib.definitions,
             private_definitions=lib.private_definitions,
             compile_options=lib.compile_options,
             link_options=lib.link_options,
         ),
+        visibility=lib.visibility,
     )
 
 

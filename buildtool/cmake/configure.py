@@ -52,6 +52,18 @@ def _without_sources(plan: LinkPlan) -> Iterator[str]:
     yield from (f"extensions.{module.name}" for module in plan.extensions if not module.sources)
 
 
+def _check_file_names(loaded: LoadedRecipe, plan: LinkPlan) -> None:
+    """A generated build names a library's file ``lib<output-name>.so``: a ``file`` of another
+    form (fine in a recipe that only verifies) cannot be built."""
+    for lib in plan.libraries:
+        if lib.file_name != f"lib{lib.output_name}.so":
+            raise UsageError(
+                f"{loaded.source}: libraries.{lib.name}.file: the generated build makes "
+                f"lib{lib.output_name}.so, not {lib.file_name!r}; name the file lib<name>.so "
+                "(or set output-name)"
+            )
+
+
 def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
     """Every file buildtool generates into the project tree, by root-relative path."""
     empty = next(_without_sources(plan), None)
@@ -60,6 +72,7 @@ def generated_files(loaded: LoadedRecipe, plan: LinkPlan) -> dict[str, str]:
             f"{loaded.source}: {empty}.sources: empty; a recipe without sources can verify "
             "binaries built elsewhere but cannot generate a build"
         )
+    _check_file_names(loaded, plan)
     check_package_dir(loaded)
     header_plan = _with_header_source(plan, loaded)
     _check_cmake_includes(loaded)

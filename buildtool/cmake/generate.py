@@ -100,6 +100,7 @@ def _render_library(templates: Mapping[str, str], plan: LinkPlan, lib: LibraryPl
             "TARGET": lib.target,
             "NAME": lib.name,
             "OUTPUT_NAME": lib.output_name,
+            "VISIBILITY": lib.visibility,
             "EXPORT_MACRO": lib.export_macro,
             "SOURCES": _cmake_list(lib.sources),
             "LINKS": _cmake_list(_targets(plan, lib.links)),

@@ -91,10 +91,11 @@ def full_distribution(plan: LinkPlan, project_dir: str = ".") -> Distribution:
 
 
 def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
-    """``<name>-runtime`` and its ``<name>-compiler`` add-on."""
+    """The runtime wheel (``<name>-runtime``) and its add-on (``<name>-compiler``), unless the
+    recipe names them (``runtime-distribution``, ``addon-distribution``)."""
     project = plan.project
-    runtime_name = f"{project.name}-runtime"
-    compiler_name = f"{project.name}-compiler"
+    runtime_name = project.runtime_distribution or f"{project.name}-runtime"
+    compiler_name = project.addon_distribution or f"{project.name}-compiler"
     runtime = Distribution(
         name=runtime_name,
         project_dir=f"{PACKAGING_DIR}/{runtime_name}",

@@ -196,6 +196,27 @@ def parse_recipe(data: Mapping[str, object], source: str) -> Recipe:
     return completed
 
 
+def _check_distribution_names(name: str, runtime: str, addon: str, source: str) -> None:
+    """The split's wheels: distribution names, apart from each other and from the full one."""
+    seen = {_normalized(name): "project.name"}
+    for key, value in (("runtime-distribution", runtime), ("addon-distribution", addon)):
+        if not _DISTRIBUTION.match(value):
+            raise RecipeError(
+                source, f"project.{key}", f"expected a distribution name, found {value!r}"
+            )
+        other = seen.get(_normalized(value))
+        if other is not None:
+            raise RecipeError(
+                source, f"project.{key}", f"{value!r} is the distribution name of {other} too"
+            )
+        seen[_normalized(value)] = f"project.{key}"
+
+
+def _normalized(distribution: str) -> str:
+    """PEP 503's form: ``Sentence_Piece.x`` and ``sentence-piece-x`` are one distribution."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
 def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
     if not _DISTRIBUTION.match(project.name):
         raise RecipeError(
@@ -221,8 +242,13 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
             f"names), found {project.library_prefix!r}",
         )
     prefix = project.library_prefix or f"{package}_"
+    runtime = project.runtime_distribution or f"{project.name}-runtime"
+    addon = project.addon_distribution or f"{project.name}-compiler"
+    _check_distribution_names(project.name, runtime, addon, source)
     return dataclasses.replace(
         project,
+        runtime_distribution=runtime,
+        addon_distribution=addon,
         package=package,
         env_prefix=env_prefix,
         library_prefix=prefix,

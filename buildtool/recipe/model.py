@@ -17,6 +17,7 @@ rather than a name of letters, digits and ``_``; written quoted in TOML."""
 LoadMode = Literal["global", "local"]
 LauncherName = Literal["none", "ccache", "sccache", "distcc"]
 Binding = Literal["c", "pybind11"]
+Visibility = Literal["hidden", "default"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +42,15 @@ class ProjectSettings:
 
     root: str = "."
     """Project root relative to the recipe file: sources and generated files live under it."""
+
+    runtime_distribution: str = ""
+    """Name of the split's runtime wheel (the package and the required libraries). Defaults to
+    ``<name>-runtime``."""
+
+    addon_distribution: str = ""
+    """Name of the split's add-on wheel (the optional libraries and the extension modules that
+    link them), which requires the runtime wheel of the same version: ``sentencepiece-train``.
+    Defaults to ``<name>-compiler``."""
 
     python_package_dir: str = ""
     """Folder (under ``root``) holding the import package's Python files; empty when there are
@@ -108,7 +118,21 @@ class SharedLibrary:
     """How the Python loader opens it: ``global`` (RTLD_GLOBAL) or ``local`` (RTLD_LOCAL)."""
 
     file: str = ""
-    """File name of the built library; defaults to ``lib<library-prefix><name>.so``."""
+    """File name of the built library; defaults to ``lib<output-name>.so``. A generated build
+    makes exactly this file: ``libsentencepiece.so`` sets ``output-name`` to ``sentencepiece``
+    (any other form than ``lib<output-name>.so`` is refused there)."""
+
+    output_name: str = ""
+    """Base name of the built file (CMake's ``OUTPUT_NAME``): ``sentencepiece`` gives
+    ``libsentencepiece.so``, the name the project's users link with ``-lsentencepiece``.
+    Defaults to what ``file`` says, else ``<library-prefix><name>``. The CMake target stays
+    ``<library-prefix><name>`` whatever the file is called, so in included mode it never takes
+    the name of the project's own target ``sentencepiece``."""
+
+    visibility: Visibility = "hidden"
+    """Symbol visibility of its sources and object libraries: ``hidden`` (only what the export
+    macro marks is exported; smaller, faster to load) or ``default`` (every symbol is exported,
+    as a project that has no export macros needs: its users link against all of them)."""
 
     include_dirs: tuple[str, ...] = ("include",)
     """Public include folders, relative to the project root."""

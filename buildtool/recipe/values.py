@@ -140,6 +140,29 @@ def _file_names(recipe: Recipe) -> Iterator[tuple[str, str]]:
             yield f"libraries.{name}.file", lib.file
 
 
+_OUTPUT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
+"""A library's base file name: it begins a file name and a CMake property value."""
+
+
+def _check_output_names(recipe: Recipe, source: str) -> None:
+    for name, lib in recipe.libraries.items():
+        key = f"libraries.{name}"
+        if lib.output_name and not _OUTPUT_NAME.match(lib.output_name):
+            raise RecipeError(
+                source,
+                f"{key}.output-name",
+                "expected a base file name of letters, digits and '_', '.', '+', '-' "
+                f"(sentencepiece gives libsentencepiece.so), found {lib.output_name!r}",
+            )
+        if lib.output_name and lib.file and lib.file != f"lib{lib.output_name}.so":
+            raise RecipeError(
+                source,
+                f"{key}.file",
+                f"output-name {lib.output_name!r} makes lib{lib.output_name}.so, but file says "
+                f"{lib.file!r}; set one of them",
+            )
+
+
 _FIND_VERSION = re.compile(r"\d+(\.\d+){0,3}(\.\.\.<?\d+(\.\d+){0,3})?\Z")
 """CMake's ``find_package`` version: ``1.2``, or a range ``1.2...<2``."""
 _PKG_CONFIG = re.compile(r"[A-Za-z0-9_.+-]+( *(>=|<=|!=|=|<|>) *[A-Za-z0-9_.+~-]+)?\Z")
@@ -188,6 +211,7 @@ def check_values(recipe: Recipe, source: str) -> None:
                 source, key, f"{special.group()!r} would break the generated CMake, in {text!r}"
             )
     _check_definitions(recipe, source)
+    _check_output_names(recipe, source)
     _check_externals(recipe, source)
     _check_standards(recipe, source)
     _check_cmake_file(recipe.project.cmake_file, source)

@@ -176,10 +176,20 @@ function(bt_build_info name)
     "${ARG_PREFIX}_BUILD_TYPE=\"${build_type}\"")
 endfunction()
 
-# A shared library of the split: the target <library-prefix><name> (its file name too), with
-# the ALIAS <project>::<name> for the project's own CMake.
+# `visibility = "default"` of the recipe: every symbol exported, for projects without export
+# macros (bt_settings made everything hidden first).
+function(bt_visibility target visibility)
+  if(visibility STREQUAL "default")
+    set_target_properties(${target} PROPERTIES
+      CXX_VISIBILITY_PRESET default C_VISIBILITY_PRESET default VISIBILITY_INLINES_HIDDEN OFF)
+  endif()
+endfunction()
+
+# A shared library of the split: the target <library-prefix><name>, its file
+# lib<OUTPUT_NAME>.so (the same name unless the recipe says otherwise), with the ALIAS
+# <project>::<name> for the project's own CMake.
 function(bt_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "LIBRARY;OUTPUT_NAME;EXPORT_MACRO"
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "LIBRARY;OUTPUT_NAME;EXPORT_MACRO;VISIBILITY"
     "SOURCES;LINKS;OBJECTS;EXTERNALS;INCLUDE_DIRS;DEFINITIONS;PRIVATE_DEFINITIONS;COMPILE_OPTIONS;LINK_OPTIONS")
   bt_root_paths(ARG_SOURCES)
   add_library(${name} SHARED ${ARG_SOURCES})
@@ -201,6 +211,7 @@ function(bt_library name)
     LINK_OPTIONS ${ARG_LINK_OPTIONS}
     EXTERNALS ${ARG_EXTERNALS})
   target_include_directories(${name} PUBLIC "${BT_EXPORT_INCLUDE_DIR}")
+  bt_visibility(${name} "${ARG_VISIBILITY}")
   # PUBLIC: whoever links this library gets its links too (the compiler brings the runtime).
   target_link_libraries(${name} PUBLIC ${ARG_LINKS})
   list(TRANSFORM ARG_INCLUDE_DIRS PREPEND "${BT_SOURCE_DIR}/")
@@ -214,6 +225,7 @@ function(bt_library name)
     target_compile_definitions(${object} PRIVATE "${define_symbol}"
       ${ARG_DEFINITIONS} ${ARG_PRIVATE_DEFINITIONS})
     target_compile_options(${object} PRIVATE ${ARG_COMPILE_OPTIONS})
+    bt_visibility(${object} "${ARG_VISIBILITY}")
     target_include_directories(${object} PRIVATE ${ARG_INCLUDE_DIRS} "${BT_EXPORT_INCLUDE_DIR}")
     target_link_libraries(${object} PRIVATE ${ARG_LINKS})
     get_target_property(object_link_options ${object} BT_LINK_OPTIONS)

@@ -41,6 +41,7 @@ endif()
 bt_library(acme_core
   LIBRARY core
   OUTPUT_NAME acme_core
+  VISIBILITY hidden
   EXPORT_MACRO ACME_CORE_API
   SOURCES
     core/checksum.c
@@ -58,6 +59,7 @@ if(ACME_BUILD_COMPILER)
   bt_library(acme_compiler
     LIBRARY compiler
     OUTPUT_NAME acme_compiler
+    VISIBILITY hidden
     EXPORT_MACRO ACME_COMPILER_API
     SOURCES
       compiler/compile.cc
