@@ -159,6 +159,9 @@ class ExtensionPlan:
     """Every CMake option that must be ON for it to build."""
     binding: str = "c"
     """``c`` or ``pybind11``."""
+    component: str = "python"
+    """CMake install component: ``python`` (with the package, in the runtime wheel), or for an
+    ``addon`` module the optional library it links (in the add-on wheel)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,14 +277,27 @@ class _Planner:
                     "an extension module belongs to the Python package: set "
                     "project.python-package-dir",
                 )
+            if module.addon:
+                self.check_addon_extension(name, module)
+                continue
             for index, linked in enumerate(module.links):
                 if recipe.libraries[linked].optional:
                     raise self.refuse(
                         f"extensions.{name}.links[{index}]",
                         f"extension {name!r} ships with the Python package (the runtime wheel) "
                         f"but links optional library {linked!r}, which a runtime-only install "
-                        "lacks; link required libraries only",
+                        "lacks; link required libraries only, or set addon = true to ship it "
+                        "in the add-on wheel (or reach the library through the loader's "
+                        "optional_library())",
                     )
+
+    def check_addon_extension(self, name: str, module: Extension) -> None:
+        if not any(self.recipe.libraries[linked].optional for linked in module.links):
+            raise self.refuse(
+                f"extensions.{name}.addon",
+                f"extension {name!r} ships in the add-on wheel, which holds the optional "
+                "libraries: it must link one of them (or drop addon to ship it with the package)",
+            )
 
     def target_keys(self) -> Iterable[tuple[str, str]]:
         """(CMake target name, key path) of every target the generated build defines."""
@@ -572,7 +588,15 @@ def _extension_plan(planner: _Planner, name: str, module: Extension) -> Extensio
         settings=_settings(module),
         requires_on=tuple(dict.fromkeys(options)),
         binding=module.binding,
+        component=_extension_component(planner, module),
     )
+
+
+def _extension_component(planner: _Planner, module: Extension) -> str:
+    if not module.addon:
+        return "python"
+    closure = (*module.links, *planner.closure(module.links))
+    return next(name for name in closure if planner.recipe.libraries[name].optional)
 
 
 def make_plan(

@@ -127,3 +127,95 @@ def test_a_file_name_the_build_cannot_make_is_refused(tmp_path: Path, run_cli: C
     result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(root / "build"))
     assert result.exit_code == 2
     assert "libraries.train.file: output-name 'x' makes libx.so" in result.stderr
+
+
+SESSION = """
+import json, spmlike
+from spmlike import base
+result = {"runtime_only": base.runtime_only(), "loaded": sorted(base.loaded_libraries())}
+model = "abcdelorhw"
+try:
+    model = spmlike.train("hello world")
+    result["trained"] = model
+except ImportError as error:
+    result["train_error"] = str(error)
+try:
+    result["optional"] = type(base.optional_library("train")).__name__
+except ImportError as error:
+    result["optional_error"] = str(error)
+pieces = spmlike.encode(model, "hello world")
+result["pieces"] = pieces
+result["decoded"] = spmlike.decode(model, pieces)
+print(json.dumps(result))
+"""
+
+
+def _session(python: Path) -> dict[str, object]:
+    import json
+
+    ran = subprocess.run([python, "-c", SESSION], capture_output=True, text=True, check=False)
+    assert ran.returncode == 0, ran.stderr
+    loaded: dict[str, object] = json.loads(ran.stdout)
+    return loaded
+
+
+def _pip(python: Path, *argv: str) -> None:
+    command = [sys.executable, "-m", "pip", "--python", str(python), "-q", *argv]
+    subprocess.run(command, check=True, capture_output=True)
+
+
+@pytest.mark.wheel
+def test_split_wheels_train_with_the_addon_and_encode_runtime_only(
+    tmp_path: Path, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _copy(tmp_path)
+    monkeypatch.chdir(root)
+    assert run_cli("-q", "configure").exit_code == 0
+    ci = run_cli("ci", "-j", "2", "--out-dir", "out", "--build-dir", "build")
+    assert ci.exit_code == 0, ci.stdout + ci.stderr
+    runtime_wheel = next((root / "out").glob("spmlike_runtime-0.2.0-*.whl"))
+    addon_wheel = next((root / "out").glob("spmlike_train-0.2.0-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = venv / "bin" / "python"
+
+    _pip(python, "install", "--no-index", "--no-deps", str(runtime_wheel))
+    runtime_only = _session(python)
+    assert runtime_only["runtime_only"] is True
+    assert runtime_only["loaded"] == ["sentencepiece"]
+    assert "pip install spmlike-train" in str(runtime_only["train_error"])
+    assert "install spmlike-train" in str(runtime_only["optional_error"])
+    assert runtime_only["pieces"] == "h e l l o w o r l d"
+    assert runtime_only["decoded"] == "helloworld"
+
+    _pip(python, "install", "--no-index", "--no-deps", str(addon_wheel))
+    full = _session(python)
+    assert full["runtime_only"] is False
+    assert full["loaded"] == ["sentencepiece", "train"]
+    assert full["trained"] == "helowrd"
+    assert full["optional"] == "CDLL"
+    assert full["pieces"] == "h e l l o w o r l d"
+    assert full["decoded"] == "helloworld"
+
+    _pip(python, "uninstall", "-y", "spmlike-train")  # back to a working runtime-only install
+    assert _session(python)["runtime_only"] is True
+
+
+def test_extensions_ship_where_their_libraries_are(tmp_path: Path, run_cli: CliRunner) -> None:
+    root = _copy(tmp_path)
+    recipe = root / "buildtool.toml"
+    text = recipe.read_text()
+    recipe.write_text(text.replace("addon = true\n", ""))  # the trainer binding, with the package
+    result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(root / "build"))
+    assert result.exit_code == 2
+    assert "extensions._trainer.links[0]: extension '_trainer' ships with the Python package" in (
+        result.stderr
+    )
+    assert "set addon = true" in result.stderr
+    module = 'sources = ["python_ext/processor_module.cc"]\nlinks = ["sentencepiece"]\n'
+    recipe.write_text(text.replace(module, module + "addon = true\n"))
+    result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(root / "build"))
+    assert result.exit_code == 2
+    assert "extensions._processor.addon: extension '_processor' ships in the add-on" in (
+        result.stderr
+    )

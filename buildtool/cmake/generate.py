@@ -160,6 +160,7 @@ def _render_extensions(templates: Mapping[str, str], plan: LinkPlan) -> str:
                 "TARGET": module.target,
                 "NAME": module.name,
                 "BINDING": module.binding,
+                "COMPONENT": module.component,
                 "SOURCES": _cmake_list(module.sources),
                 "LINKS": _cmake_list(_targets(plan, module.links)),
                 "SETTINGS": _settings(

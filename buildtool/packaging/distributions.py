@@ -23,7 +23,7 @@ from typing import Literal
 
 from buildtool import __version__
 from buildtool.cmake.generate import fill
-from buildtool.plan import LinkPlan
+from buildtool.plan import ExtensionPlan, LinkPlan
 from buildtool.recipe.model import WheelSettings
 
 WheelVariant = Literal["full", "split"]
@@ -169,15 +169,20 @@ def render_pyproject(
     )
 
 
+def extensions_of(plan: LinkPlan, dist: Distribution) -> tuple[ExtensionPlan, ...]:
+    """The extension modules ``dist``'s wheel holds: those of its install components."""
+    return tuple(module for module in plan.extensions if module.component in dist.components)
+
+
 def _build_requires(plan: LinkPlan, dist: Distribution) -> str:
     """pybind11 joins the build requirements of a wheel with a pybind11 extension module."""
-    uses = dist.ships_package and any(m.binding == "pybind11" for m in plan.extensions)
+    uses = any(m.binding == "pybind11" for m in extensions_of(plan, dist))
     return ', "pybind11>=2.10"' if uses else ""
 
 
 def _py_api(plan: LinkPlan, dist: Distribution) -> str:
     """``py3`` unless the wheel holds CPython extension modules (then the interpreter's tag)."""
-    if dist.ships_package and plan.extensions:
+    if extensions_of(plan, dist):
         return (
             "# The package holds CPython extension modules: the wheel is tagged for the "
             "interpreter.\n"

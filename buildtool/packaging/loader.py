@@ -62,6 +62,7 @@ def render_loader(plan: LinkPlan, templates: Mapping[str, str]) -> dict[str, str
         "RECIPE": plan.recipe_source,
         "PACKAGE": project.package,
         "ENV_PREFIX": project.env_prefix,
+        "ADDON_DISTRIBUTION": project.addon_distribution or f"{project.name}-compiler",
         "LIBRARIES": _libraries_literal(plan),
         "RUNTIME": runtime_library(plan).name,
         "WORKTREE_LEVELS": str(worktree_levels(project.python_package_dir)),

@@ -35,6 +35,7 @@ from buildtool.packaging.distributions import (
     BUILD_BACKEND,
     Distribution,
     WheelVariant,
+    extensions_of,
     has_split,
     variant_distributions,
 )
@@ -241,7 +242,9 @@ def built_package_files(plan: LinkPlan, dist: Distribution) -> set[str]:
     package config."""
     package = plan.project.package
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    files = {f"{package}/{module.name}{suffix}" for module in plan.extensions}
+    files = {f"{package}/{module.name}{suffix}" for module in extensions_of(plan, dist)}
+    if not dist.ships_package:
+        return files
     if plan.project.headers:
         name = plan.project.name
         files.add(f"{package}/lib/cmake/{name}/{name}Config.cmake")
@@ -257,7 +260,7 @@ def expected_files(plan: LinkPlan, dist: Distribution, package_files: frozenset[
         f"{plan.project.package}/lib/{plan.library(name).file_name}" for name in dist.libraries
     }
     if not dist.ships_package:
-        return libraries
+        return libraries | built_package_files(plan, dist)
     return libraries | set(package_files) | built_package_files(plan, dist)
 
 

@@ -238,7 +238,15 @@ class Extension:
     """Source files or globs, relative to the project root."""
 
     links: tuple[str, ...] = ()
-    """Libraries of the recipe it links (required ones only: it ships with the package)."""
+    """Libraries of the recipe it links: required ones only, unless ``addon`` is set."""
+
+    addon: bool = False
+    """Ship it in the split's add-on wheel (``addon-distribution``) rather than with the
+    package in the runtime wheel: it may then link optional libraries (and must link one),
+    like a binding that wraps a runtime and its trainer. A runtime-only install has no such
+    module, so the package imports it inside ``try``/``except ImportError``. The other ways out:
+    split the extension (a runtime module and an add-on module), or keep one runtime module and
+    reach the optional library through the loader's ``optional_library(name)``."""
 
     binding: Binding = "c"
     """How it is written: ``c`` (the CPython C API), or ``pybind11`` (its headers, found through

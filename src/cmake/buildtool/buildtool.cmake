@@ -301,7 +301,7 @@ endfunction()
 # RUNPATH $ORIGIN/lib (the package's libraries); in the build tree under python/<package>/, its
 # RUNPATH relative to <build>/lib.
 function(bt_extension name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODULE;BINDING"
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "MODULE;BINDING;COMPONENT"
     "SOURCES;LINKS;DEFINITIONS;INCLUDE_DIRS;COMPILE_OPTIONS;LINK_OPTIONS;EXTERNALS")
   bt_root_paths(ARG_SOURCES)
   Python3_add_library(${name} MODULE WITH_SOABI ${ARG_SOURCES})
@@ -322,7 +322,8 @@ function(bt_extension name)
     INSTALL_RPATH "${BT_ORIGIN}/lib")
   target_link_libraries(${name} PRIVATE ${ARG_LINKS})
   if(SKBUILD)
-    install(TARGETS ${name} LIBRARY DESTINATION "${BT_PACKAGE}" COMPONENT python)
+    # COMPONENT: python, or (an add-on module) the optional library it links: its wheel's
+    install(TARGETS ${name} LIBRARY DESTINATION "${BT_PACKAGE}" COMPONENT ${ARG_COMPONENT})
   endif()
 endfunction()
 

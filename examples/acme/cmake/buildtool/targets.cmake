@@ -97,6 +97,7 @@ find_package(Python3 REQUIRED COMPONENTS Interpreter Development.Module)
 bt_extension(acme__capi
   MODULE _capi
   BINDING c
+  COMPONENT python
   SOURCES
     ext/capi.c
   LINKS

@@ -57,3 +57,23 @@ def loaded_libraries() -> dict[str, str]:
 def runtime_only() -> bool:
     """Whether the package runs runtime-only (no optional library loaded)."""
     return _RUNTIME_ONLY
+
+
+class OptionalLibraryMissing(ImportError):
+    """An optional library was asked for, but this install runs without it."""
+
+
+def optional_library(name: str) -> ctypes.CDLL:
+    """The loaded optional library ``name`` (a recipe name): how code that ships with the
+    package (a runtime extension module, a Python wrapper) reaches an optional library only
+    when it is used, rather than linking it. Raises ``OptionalLibraryMissing`` (an ImportError)
+    naming the distribution that provides it when this install runs runtime-only."""
+    library = _LIBS.get(name)
+    if library is not None:
+        return library
+    if not any(name == known and optional for known, _, _, optional in libinfo.LIBRARIES):
+        raise KeyError(f"{name!r} is not an optional library of acme")
+    raise OptionalLibraryMissing(
+        f"acme runs runtime-only: the {name!r} library is not loaded (install "
+        f"acme-compiler, and leave ACME_USE_RUNTIME_LIB unset)"
+    )
