@@ -201,6 +201,8 @@ class LinkPlan:
     """CMake languages the sources need (``C``, ``CXX``)."""
     extensions: tuple[ExtensionPlan, ...] = ()
     """CPython extension modules of the package, by name."""
+    configured_headers: tuple[tuple[str, str], ...] = ()
+    """(path under the generated include folder, root-relative template), by path."""
 
     def library(self, name: str) -> LibraryPlan:
         return next(lib for lib in self.libraries if lib.name == name)
@@ -648,6 +650,9 @@ def make_plan(
         extensions=tuple(
             _extension_plan(planner, name, module)
             for name, module in sorted(recipe.extensions.items())
+        ),
+        configured_headers=tuple(
+            (path, header.template) for path, header in sorted(recipe.configured_headers.items())
         ),
     )
 

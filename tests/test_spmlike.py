@@ -82,6 +82,25 @@ def test_default_visibility_exports_what_has_no_export_macro(built: Path) -> Non
     assert runtime.spm_encode_length(b"abc", b"a-b-c-d") == len("a b c")
 
 
+def test_configured_header_carries_the_version_and_options(built: Path) -> None:
+    runtime = ctypes.CDLL(str(built / "build" / "lib" / "libsentencepiece.so"))
+    runtime.spm_version.restype = ctypes.c_char_p
+    assert runtime.spm_version() == b"0.2.0"
+    assert runtime.spm_nfkc_enabled() == 1
+    header = (built / "build" / "buildtool" / "include" / "config.h").read_text()
+    assert '#define SPM_RELEASE "0.2.0"' in header
+    assert "#define SPM_ENABLE_NFKC" in header
+
+
+def test_a_missing_template_is_refused(tmp_path: Path, run_cli: CliRunner) -> None:
+    root = _copy(tmp_path)
+    (root / "src" / "config.h.in").unlink()
+    result = run_cli("configure", "--recipe", str(root / "buildtool.toml"),
+                     "--build-dir", str(root / "build"))  # fmt: skip
+    assert result.exit_code == 2
+    assert 'configured-headers."config.h".template: expected a template file' in result.stderr
+
+
 def test_the_tools_run(built: Path) -> None:
     bin_dir = built / "build" / "bin"
     encoded = subprocess.run([bin_dir / "spm_encode", "abc", "aXbYc"], capture_output=True,

@@ -122,6 +122,13 @@ def _check_cmake_includes(loaded: LoadedRecipe) -> None:
                 f"project.headers[{index}]",
                 f"expected a folder of headers, found nothing at {loaded.root / path}",
             )
+    for path, header in sorted(loaded.recipe.configured_headers.items()):
+        if not (loaded.root / header.template).is_file():
+            raise RecipeError(
+                loaded.source,
+                f'configured-headers."{path}".template',
+                f"expected a template file, found nothing at {loaded.root / header.template}",
+            )
 
 
 def check_included_mode(loaded: LoadedRecipe) -> None:

@@ -229,6 +229,7 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
             "CXX_STANDARD": str(project.cxx_standard),
             "C_STANDARD": str(project.c_standard),
             "OPTIONS": _render_options(plan),
+            "CONFIGURED_HEADERS": _render_configured_headers(plan),
             "EXTERNALS": _render_externals(plan),
             "OBJECTS": "".join(_render_object(templates, plan, obj) for obj in plan.objects),
             "LIBRARIES": "".join(_render_library(templates, plan, lib) for lib in plan.libraries),
@@ -240,6 +241,16 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
             "HEADERS": _render_headers(plan),
         },
     )
+
+
+def _render_configured_headers(plan: LinkPlan) -> str:
+    if not plan.configured_headers:
+        return ""
+    lines = "".join(
+        f'bt_configure_header("{template}" "{path}")\n'
+        for path, template in plan.configured_headers
+    )
+    return f"# Headers written from templates ([configured-headers]).\n{lines}"
 
 
 def package_config_path(plan: LinkPlan) -> str:

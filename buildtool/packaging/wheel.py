@@ -251,6 +251,7 @@ def built_package_files(plan: LinkPlan, dist: Distribution) -> set[str]:
         files.update(
             f"{package}/include/{plan.library(lib).output_name}_export.h" for lib in dist.libraries
         )
+        files.update(f"{package}/include/{path}" for path, _ in plan.configured_headers)
     return files
 
 

@@ -300,6 +300,21 @@ class External:
 
 
 @dataclasses.dataclass(frozen=True)
+class ConfiguredHeader:
+    """A ``[configured-headers."<path>"]`` table: a header CMake's ``configure_file`` writes
+    from a template at configure time (``config.h`` from ``config.h.in``), into the build's
+    generated include folder, which every library's users have on their include path (and
+    wheels with ``project.headers`` install). ``<path>`` is where it lands under that folder
+    (``config.h``, ``spm/config.h``): sources include it as ``"config.h"``."""
+
+    template: str
+    """The template, relative to the project root. ``@NAME@`` in it becomes the CMake variable
+    ``NAME`` (``configure_file(... @ONLY)``): ``@PROJECT_VERSION@`` (the release numbers),
+    ``@BT_VERSION@`` (the full version), and every ``[options.<NAME>]`` for
+    ``#cmakedefine NAME`` (``#define NAME`` while the option is ON)."""
+
+
+@dataclasses.dataclass(frozen=True)
 class BuildOption:
     """An ``[options.<NAME>]`` table: a CMake ``option()`` the project's build can switch
     (``-D NAME=OFF``); ``when = "NAME"`` ties targets and externals to it."""
@@ -418,6 +433,10 @@ class Recipe:
 
     options: dict[str, BuildOption] = dataclasses.field(default_factory=dict)
     """CMake options of the build, by name (``USE_ZLIB``); see ``when``."""
+
+    configured_headers: dict[FreeKey, ConfiguredHeader] = dataclasses.field(default_factory=dict)
+    """Headers written from templates at configure time, by path under the generated include
+    folder (``"config.h"``)."""
 
     build: BuildSettings = dataclasses.field(default_factory=BuildSettings)
     """How the compiles run (a compiler launcher)."""

@@ -83,6 +83,10 @@ def _folders(recipe: Recipe) -> Iterator[tuple[str, str]]:
     for key, entry in _targets(recipe):
         for index, folder in enumerate(entry.include_dirs):
             yield f"{key}.include-dirs[{index}]", folder
+    for path, header in recipe.configured_headers.items():
+        key = _quoted("configured-headers", path)
+        yield key, path
+        yield f"{key}.template", header.template
 
 
 _Target = SharedLibrary | ObjectLibrary | Executable | Extension

@@ -176,6 +176,12 @@ function(bt_build_info name)
     "${ARG_PREFIX}_BUILD_TYPE=\"${build_type}\"")
 endfunction()
 
+# [configured-headers] of the recipe: a header from a template, into the generated include
+# folder every library puts on its users' include path.
+function(bt_configure_header template path)
+  configure_file("${BT_SOURCE_DIR}/${template}" "${BT_EXPORT_INCLUDE_DIR}/${path}" @ONLY)
+endfunction()
+
 # `visibility = "default"` of the recipe: every symbol exported, for projects without export
 # macros (bt_settings made everything hidden first).
 function(bt_visibility target visibility)

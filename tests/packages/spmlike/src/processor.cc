@@ -1,5 +1,7 @@
 #include "processor.h"
 
+#include "config.h"
+
 namespace protolite {
 std::string Serialize(const std::string& text);
 }
@@ -27,4 +29,14 @@ std::string Decode(const std::string& model, const std::string& pieces) {
 
 extern "C" int spm_encode_length(const char* model, const char* text) {
   return static_cast<int>(spm::Encode(model, text).size());
+}
+
+extern "C" const char* spm_version() { return SPM_VERSION; }
+
+extern "C" int spm_nfkc_enabled() {
+#ifdef SPM_ENABLE_NFKC
+  return 1;
+#else
+  return 0;
+#endif
 }
