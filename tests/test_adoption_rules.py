@@ -170,7 +170,8 @@ def test_a_missing_cmake_include_is_refused(tmp_path: Path, run_cli: CliRunner) 
             'optional = true\n[extensions._x]\nsources = ["core/*.c"]\nlinks = ["core"]\n',
             "extensions._x.links[0]: extension '_x' ships with the Python package (the runtime "
             "wheel) but links optional library 'core', which a runtime-only install lacks; link "
-            "required libraries only",
+            "required libraries only, or set addon = true to ship it in the add-on wheel (or "
+            "reach the library through the loader's optional_library())",
         ),
     ],
     ids=["no-package", "links-optional"],
