@@ -10,6 +10,12 @@ from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import base_name, listed
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
+from buildtool.linkage.loaders.platform import (
+    DRIVER_LIBRARIES,
+    Platform,
+    newest_allowed,
+    versions_beyond,
+)
 
 
 def check_required_needed(subject: Subject) -> Iterator[Finding]:
@@ -83,7 +89,7 @@ def _missing_in_contexts(
     return missing
 
 
-def _searched(facts: BinaryFacts) -> str:
+def _searched(facts: BinaryFacts, platform: Platform | None) -> str:
     """What ld.so searched for a NEEDED entry of ``facts``, named as the file names it."""
     if facts.runpath is not None:
         own = f"RUNPATH {':'.join(facts.runpath) or '(empty)'}"
@@ -91,6 +97,11 @@ def _searched(facts: BinaryFacts) -> str:
         own = f"RPATH {':'.join(facts.rpath) or '(empty)'} and its loaders' RPATH"
     else:
         own = "no RPATH or RUNPATH of its own, its loaders' RPATH"
+    if platform is not None and platform.foreign:
+        return (
+            f"searched {own} and the libraries {platform.tag} provides (this machine's "
+            "ld.so.cache and default directories do not count for it)"
+        )
     return f"searched {own}, ld.so.cache and the default directories"
 
 
@@ -99,20 +110,39 @@ def _context(binary: BinaryFile, roots: Sequence[BinaryFile]) -> str:
     return f" (loaded by {listed(others)})" if others else ""
 
 
-def _missing_finding(
-    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
-) -> Finding:
-    facts = subject.facts(binary)
-    evidence = _searched(facts) + _context(binary, roots)
-    message = f"needs {name}, which the dynamic loader would not find"
-    if subject.ships(binary, name):
-        return Finding("BT107", binary.display, message, evidence, needed=name)
+def provided_by(subject: Subject, binary: BinaryFile, name: str) -> str | None:
+    """Why a NEEDED name no input ships may legitimately be absent here: the platform's
+    library, a GPU driver's, or one the recipe lists as host-provided; None: nothing provides
+    it, so the load fails wherever the binary goes."""
+    platform = subject.platform_of(binary)
+    if platform is not None and platform.provides(name):
+        where = "this machine's platform" if platform.tag == "host" else platform.tag
+        return f"{name} is a library {where} provides ({platform.policy.name} policy)"
+    if name in DRIVER_LIBRARIES:
+        return f"{name} is a GPU driver's library, installed with the driver"
+    for pattern in subject.policy.host_provided:
+        if fnmatch.fnmatchcase(name, pattern):
+            return f"{name} matches the recipe's host-provided {pattern!r}"
+    return None
+
+
+def _unchecked_requirements(subject: Subject, binary: BinaryFile) -> list[str]:
+    """What ``binary``'s distribution requires that no input holds: it may ship the library."""
+    own = subject.origin_of(binary)
+    dist = own.distribution if own else None
+    return sorted(dist.requires - subject.distributions) if dist else []
+
+
+def _from_another_distribution(
+    subject: Subject, binary: BinaryFile, name: str, evidence: str
+) -> tuple[Finding | None, str]:
+    """BT114 when a required input distribution ships ``name``; else the evidence, extended."""
     own = subject.origin_of(binary)
     own_dist = own.distribution if own else None
     for provider in subject.other_providers(binary, name):
         dist = provider.distribution
         if dist is not None and own_dist is not None and dist.name in own_dist.requires:
-            return Finding(
+            finding = Finding(
                 "BT114",
                 binary.display,
                 f"needs {name}, found only when {dist.name} is imported first",
@@ -120,9 +150,35 @@ def _missing_finding(
                 f"NEEDED name against the SONAMEs already loaded before it searches; {evidence}",
                 needed=name,
             )
+            return finding, evidence
         evidence += f"; {provider.label} has {name}, but "
         evidence += f"{own_dist.name if own_dist else 'this input'} does not require it"
-    return Finding("BT108", binary.display, message, evidence, needed=name)
+    return None, evidence
+
+
+def _missing_finding(
+    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
+) -> Finding:
+    facts = subject.facts(binary)
+    evidence = _searched(facts, subject.platform_of(binary)) + _context(binary, roots)
+    message = f"needs {name}, which the dynamic loader would not find"
+    if subject.ships(binary, name):
+        return Finding("BT107", binary.display, message, evidence, needed=name)
+    finding, evidence = _from_another_distribution(subject, binary, name, evidence)
+    if finding is not None:
+        return finding
+    why = provided_by(subject, binary, name)
+    if why is not None:
+        return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
+    unchecked = _unchecked_requirements(subject, binary)
+    if unchecked:
+        message = f"needs {name}, which no input ships"
+        evidence = (
+            f"it may ship in {listed(unchecked)} (required, not among the inputs); {evidence}"
+        )
+        return Finding("BT116", binary.display, message, evidence, needed=name)
+    message = f"needs {name}, which no input ships and nothing provides: loading it fails"
+    return Finding("BT109", binary.display, message, evidence, needed=name)
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
@@ -142,3 +198,24 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
             f"needs {', '.join(names)}, which ship with it, but has no RUNPATH",
             "DT_RUNPATH and DT_RPATH absent" + _context(binary, roots),
         )
+
+
+def check_symbol_versions(subject: Subject) -> Iterator[Finding]:
+    """BT150: a wheel's binaries need symbol versions its platform tag does not promise."""
+    for binary in subject.files:
+        platform = subject.platform_of(binary)
+        if platform is None or platform.tag == "host":
+            continue
+        for file, version, symbols in versions_beyond(subject.facts(binary), platform):
+            prefix = version.partition("_")[0]
+            newest = newest_allowed(platform, prefix)
+            yield Finding(
+                "BT150",
+                binary.display,
+                f"needs {version} from {file}, newer than its tag {platform.tag} allows "
+                f"({prefix} up to {newest})",
+                f"symbols bound to {version}: {listed(symbols) or 'none (a version need only)'}; "
+                f"pip installs the wheel on {platform.policy.name} systems, where ld.so stops "
+                f'with "version `{version}\' not found"',
+                needed=file,
+            )
