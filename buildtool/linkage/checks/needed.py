@@ -133,6 +133,23 @@ def _unchecked_requirements(subject: Subject, binary: BinaryFile) -> list[str]:
     return sorted(dist.requires - subject.distributions) if dist else []
 
 
+def _required_providers(subject: Subject, binary: BinaryFile) -> list[str]:
+    """The required input distributions that ship other NEEDED entries of ``binary``: the ones
+    it was built against (torchvision's ``_C.so`` against torch), so a library of theirs that
+    they lack is missing, not unchecked."""
+    own = subject.origin_of(binary)
+    dist = own.distribution if own else None
+    if dist is None:
+        return []
+    found = {
+        provider.distribution.name
+        for entry in subject.facts(binary).needed
+        for provider in subject.other_providers(binary, entry)
+        if provider.distribution is not None and provider.distribution.name in dist.requires
+    }
+    return sorted(found)
+
+
 def _from_another_distribution(
     subject: Subject, binary: BinaryFile, name: str, evidence: str
 ) -> tuple[Finding | None, str]:
@@ -170,6 +187,14 @@ def _missing_finding(
     why = provided_by(subject, binary, name)
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
+    siblings = _required_providers(subject, binary)
+    if siblings:
+        message = f"needs {name}, which no input ships and nothing provides: loading it fails"
+        evidence = (
+            f"{listed(siblings)}, which it requires and which provides its other libraries, "
+            f"does not ship {name}; {evidence}"
+        )
+        return Finding("BT109", binary.display, message, evidence, needed=name)
     unchecked = _unchecked_requirements(subject, binary)
     if unchecked:
         message = f"needs {name}, which no input ships"
