@@ -55,19 +55,28 @@ def test_tags_pick_the_oldest_policy_and_know_what_is_foreign() -> None:
     data = load_policies()
     aarch64 = platform_for_tags(["manylinux_2_27_aarch64", "manylinux_2_28_aarch64"], data,
                                 X86_GLIBC)  # fmt: skip
-    assert aarch64 is not None and aarch64.foreign
-    assert aarch64.policy.name == "manylinux_2_27" and aarch64.machine == "aarch64"
-    assert aarch64.provides("libc.so.6") and aarch64.provides("ld-linux-aarch64.so.1")
+    assert aarch64 is not None
+    assert aarch64.foreign
+    assert aarch64.policy.name == "manylinux_2_27"
+    assert aarch64.machine == "aarch64"
+    assert aarch64.provides("libc.so.6")
+    assert aarch64.provides("ld-linux-aarch64.so.1")
     assert not aarch64.provides("libsodium.so.23")
     legacy = platform_for_tags(["manylinux2014_x86_64"], data, X86_GLIBC)
-    assert legacy is not None and not legacy.foreign and legacy.policy.name == "manylinux_2_17"
+    assert legacy is not None
+    assert not legacy.foreign
+    assert legacy.policy.name == "manylinux_2_17"
     assert "2.17" in legacy.policy.symbol_versions["GLIBC"]
     assert "2.34" not in legacy.policy.symbol_versions["GLIBC"]
     musl = platform_for_tags(["musllinux_1_2_x86_64"], data, X86_GLIBC)
-    assert musl is not None and musl.foreign  # same architecture, another libc
-    assert musl.provides("libc.musl-x86_64.so.1") and not musl.provides("libc.so.6")
+    assert musl is not None
+    assert musl.foreign
+    assert musl.provides("libc.musl-x86_64.so.1")
+    assert not musl.provides("libc.so.6")
     plain = platform_for_tags(["linux_x86_64"], data, X86_GLIBC)
-    assert plain is not None and plain.policy.name == "linux" and not plain.policy.symbol_versions
+    assert plain is not None
+    assert plain.policy.name == "linux"
+    assert not plain.policy.symbol_versions
     assert platform_for_tags(["macosx_11_0_arm64", "win_amd64", "any"], data, X86_GLIBC) is None
 
 
@@ -78,7 +87,8 @@ def load_error(path: Path) -> str:
     """What ``ctypes.CDLL`` says opening ``path`` in a fresh interpreter ("" when it loads): a
     library this process loaded before would be matched by its SONAME."""
     code = "import ctypes, sys\ntry:\n ctypes.CDLL(sys.argv[1])\nexcept OSError as e:\n print(e)"
-    run = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    command = [sys.executable, "-c", code, str(path)]
+    run = subprocess.run(command, check=False, capture_output=True, text=True)
     return run.stdout.strip()
 
 
@@ -202,13 +212,16 @@ def test_a_musl_wheel_gets_its_platforms_libraries_not_this_machines(tmp_path: P
 
 THREADS = """#include <pthread.h>
 static void *run(void *arg) { return arg; }
-int start(void) { pthread_t t; int r = pthread_create(&t, 0, run, 0); pthread_join(t, 0); return r; }
+int start(void) {
+    pthread_t t; int r = pthread_create(&t, 0, run, 0); pthread_join(t, 0); return r;
+}
 """
 
 
 def test_a_glibc_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
     threads = gcc(tmp_path, tmp_path / "_threads.so", THREADS, "-pthread")
-    versions = subprocess.run(["objdump", "-T", str(threads)], capture_output=True, text=True)
+    objdump = ["objdump", "-T", str(threads)]
+    versions = subprocess.run(objdump, check=True, capture_output=True, text=True)
     require("GLIBC_2.34" in versions.stdout, "this glibc binds pthread_create before 2.34")
     assert load_error(threads) == ""  # it loads here (glibc 2.34 or newer)
     old = write_wheel(tmp_path / "t-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", "t",
@@ -217,7 +230,8 @@ def test_a_glibc_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
     assert ids(report) == {("BT150", "_threads.so")}
     finding = report.findings[0]
     assert finding.message.startswith("needs GLIBC_2.34 from libc.so.6, newer than its tag")
-    assert "pthread_create" in finding.evidence and "GLIBC up to 2.17" in finding.message
+    assert "pthread_create" in finding.evidence
+    assert "GLIBC up to 2.17" in finding.message
     (tmp_path / "new").mkdir()
     new = write_wheel(tmp_path / "new" / "t-1.0-cp311-cp311-manylinux_2_34_x86_64.whl", "t",
                       {"t/_threads.so": threads.read_bytes()})  # fmt: skip
