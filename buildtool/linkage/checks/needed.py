@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.checks.catalogue import Finding
-from buildtool.linkage.checks.common import base_name, listed
+from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name, listed
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 from buildtool.linkage.loaders.platform import (
@@ -133,6 +133,21 @@ def _unchecked_requirements(subject: Subject, binary: BinaryFile) -> list[str]:
     return sorted(dist.requires - subject.distributions) if dist else []
 
 
+def _known_missing(subject: Subject, binary: BinaryFile, name: str) -> str | None:
+    """Why a NEEDED no input ships cannot come from an unchecked requirement either: a grafted
+    copy (only the wheel that grafted it has it), or a library of a required input distribution
+    that ships the binary's other libraries but not this one. None: it might."""
+    if GRAFT_SUFFIX.search(name):
+        return f"{name} is a grafted copy (renamed by a repair tool): only its own wheel has it"
+    siblings = _required_providers(subject, binary)
+    if siblings:
+        return (
+            f"{listed(siblings)}, which it requires and which provides its other libraries, "
+            f"does not ship {name}"
+        )
+    return None
+
+
 def _required_providers(subject: Subject, binary: BinaryFile) -> list[str]:
     """The required input distributions that ship other NEEDED entries of ``binary``: the ones
     it was built against (torchvision's ``_C.so`` against torch), so a library of theirs that
@@ -187,15 +202,8 @@ def _missing_finding(
     why = provided_by(subject, binary, name)
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
-    siblings = _required_providers(subject, binary)
-    if siblings:
-        message = f"needs {name}, which no input ships and nothing provides: loading it fails"
-        evidence = (
-            f"{listed(siblings)}, which it requires and which provides its other libraries, "
-            f"does not ship {name}; {evidence}"
-        )
-        return Finding("BT109", binary.display, message, evidence, needed=name)
-    unchecked = _unchecked_requirements(subject, binary)
+    known = _known_missing(subject, binary, name)
+    unchecked = _unchecked_requirements(subject, binary) if known is None else []
     if unchecked:
         message = f"needs {name}, which no input ships"
         evidence = (
@@ -203,6 +211,7 @@ def _missing_finding(
         )
         return Finding("BT116", binary.display, message, evidence, needed=name)
     message = f"needs {name}, which no input ships and nothing provides: loading it fails"
+    evidence = f"{known}; {evidence}" if known else evidence
     return Finding("BT109", binary.display, message, evidence, needed=name)
 
 
