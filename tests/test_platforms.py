@@ -237,3 +237,27 @@ def test_a_glibc_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
                       {"t/_threads.so": threads.read_bytes()})  # fmt: skip
     assert ids(check(new)) == set()
     assert ids(check(threads)) == set()  # untagged: nothing promised, nothing judged
+
+
+GREET = """#include <string>
+std::string greet(const char* name) { return std::string("hi ") + name; }
+"""
+
+
+def test_a_glibcxx_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
+    """std::__cxx11::basic_string is GLIBCXX_3.4.21 (GCC 5): manylinux2014's libstdc++ (GCC
+    4.8) lacks it, manylinux_2_28's has it."""
+    greet = gcc(tmp_path, tmp_path / "_greet.so", GREET, cxx=True)
+    assert load_error(greet) == ""
+    old = write_wheel(tmp_path / "g-1.0-cp311-cp311-manylinux2014_x86_64.whl", "g",
+                      {"g/_greet.so": greet.read_bytes()})  # fmt: skip
+    report = check(old)
+    beyond = {f.message.split(",")[0] for f in report.findings if f.check_id == "BT150"}
+    assert beyond == {
+        "needs GLIBCXX_3.4.21 from libstdc++.so.6",
+        "needs CXXABI_1.3.9 from libstdc++.so.6",
+    }
+    (tmp_path / "new").mkdir()
+    new = write_wheel(tmp_path / "new" / "g-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", "g",
+                      {"g/_greet.so": greet.read_bytes()})  # fmt: skip
+    assert ids(check(new)) == set()

@@ -1,4 +1,5 @@
-"""Checks on DT_NEEDED: required and forbidden entries, entries not found."""
+"""Checks on DT_NEEDED: required and forbidden entries, entries not found (an error unless the
+platform, a driver or the recipe provides them), and symbol versions against the wheel tag."""
 
 from __future__ import annotations
 
