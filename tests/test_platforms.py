@@ -17,15 +17,19 @@ from pathlib import Path
 import pytest
 
 from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.loaders.closure import Environment, resolve_closure
+from buildtool.linkage.loaders.glibc import LdSoCache
 from buildtool.linkage.loaders.platform import (
     Host,
     load_policies,
     platform_for_tags,
     wheel_platform_tags,
 )
+from buildtool.linkage.loaders.symbols import platform_may_define
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
+from tests.test_resolve import fake, tree_reader
 from tests.test_verdicts import gcc, lib, write_wheel
 
 pytestmark = pytest.mark.integration
@@ -261,3 +265,28 @@ def test_a_glibcxx_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
     new = write_wheel(tmp_path / "new" / "g-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", "g",
                       {"g/_greet.so": greet.read_bytes()})  # fmt: skip
     assert ids(check(new)) == set()
+
+
+# --- the closure walk (pure) --------------------------------------------------------------------
+
+
+def test_a_foreign_closure_loads_the_platforms_libraries_and_asks_no_system_folder() -> None:
+    target = platform_for_tags(["manylinux_2_17_aarch64"], load_policies(), X86_GLIBC)
+    assert target is not None
+    root = fake(machine="aarch64", needed=("libc.so.6", "libgone.so.1"),
+                runpath=("$ORIGIN",), undefined=frozenset({"printf@GLIBC_2.17", "gone"}),
+                version_needs=(("libc.so.6", ("GLIBC_2.17",)),))  # fmt: skip
+    asked, read = tree_reader({})
+    env = Environment(cache=LdSoCache(), system_dirs=(), platform=target)
+    closure = resolve_closure("/site/pkg/_mod.so", root, read, env)
+    via = {edge.needed: edge.via for edge in closure.edges}
+    assert via == {"libc.so.6": "platform", "libgone.so.1": "not found"}
+    assert all(path.startswith("/site/pkg/") for path in asked)  # its RUNPATH, nothing else
+    libc = closure.provider("libc.so.6")
+    assert libc is not None
+    assert libc.platform == "manylinux_2_17_aarch64"
+    assert "GLIBC_2.17" in libc.version_definitions
+    # what the platform's libc may define counts as defined; nothing else does
+    assert platform_may_define(root, {"printf@GLIBC_2.17", "x@PROJECT_1"}, closure) == {
+        "printf@GLIBC_2.17"
+    }
