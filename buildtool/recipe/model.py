@@ -374,6 +374,13 @@ class VerifySettings:
     DT_RPATH, no search path relative to the current directory or in a world-writable folder, no
     text relocations, and PIE executables."""
 
+    host_provided: tuple[str, ...] = ()
+    """NEEDED names (globs allowed: ``"libmyvendor_driver.so.*"``) that the machines the binaries
+    run on provide and no wheel may ship: a vendor's driver or a library of the deployment's
+    base image. Not found, such a NEEDED is a warning (BT108) instead of an error (BT109). The
+    platform's own libraries (the wheel tag's manylinux/musllinux policy) and GPU driver
+    libraries (``libcuda.so.1``, ...) need no entry."""
+
 
 @dataclasses.dataclass(frozen=True)
 class MigrateSettings:

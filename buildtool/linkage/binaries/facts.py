@@ -201,3 +201,7 @@ class BinaryFacts:
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
     format: str = "elf"
     """The file format: ``elf`` (the only one read today)."""
+    platform: str = ""
+    """Set on facts that stand for a library the target platform provides but no input holds
+    (a manylinux policy's ``libc.so.6`` for an aarch64 wheel): that platform's tag. Such facts
+    list no symbols; the symbol checks take what the platform may define as defined."""

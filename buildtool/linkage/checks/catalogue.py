@@ -99,9 +99,26 @@ CHECKS: tuple[Check, ...] = (
         "BT108",
         "system-needed-not-found",
         "warning",
-        "A DT_NEEDED entry that is not part of the inputs and that this machine lacks (a system "
-        "or driver library, e.g. libcuda): it must come from the user's system.",
-        "Install it where the binary runs, or bundle it with the package.",
+        "A DT_NEEDED entry that no input ships and that is absent here, but that the machine "
+        "the binary runs on provides: a library of the wheel tag's platform (its manylinux or "
+        "musllinux policy's list, e.g. libGL.so.1; this machine's kind for an input without a "
+        "tag), a GPU driver's library (libcuda.so.1, libnvidia-ml.so.1, libOpenCL.so.1, "
+        "libvulkan.so.1, libEGL.so.1, libGLX.so.0), or one the recipe lists in [verify] "
+        "host-provided.",
+        "Nothing to do where the binary runs with that platform or driver; to check it here, "
+        "install the library.",
+    ),
+    Check(
+        "BT109",
+        "needed-not-shipped",
+        "error",
+        "A DT_NEEDED entry found nowhere: no input ships it, this machine (for a foreign "
+        "platform's wheel: its platform) does not provide it, and it is no driver library or "
+        "host-provided library. Loading the file fails everywhere (a bundled library deleted "
+        "from the wheel, a library the build linked but nothing ships).",
+        "Bundle the library (auditwheel repair grafts it into <pkg>.libs/), ship the "
+        "distribution that has it and require it, or, if the target machines provide it, list "
+        "it in [verify] host-provided.",
     ),
     Check(
         "BT110",
@@ -159,6 +176,16 @@ CHECKS: tuple[Check, ...] = (
         "is stripped): compilers store short names in instructions, so absence is not proven.",
         "Nothing to do if the name registers at run time; a longer name is stored as a string.",
         needs_recipe=True,
+    ),
+    Check(
+        "BT116",
+        "needed-from-unchecked-requirement",
+        "warning",
+        "A DT_NEEDED entry that no input ships, while the file's distribution requires "
+        "distributions that are not among the inputs: one of them may ship it (apache-tvm's "
+        "libtvm_ffi.so, from apache-tvm-ffi). With them among the inputs, the verdict is BT114 "
+        "or BT109.",
+        "Check the wheel together with the wheels it requires.",
     ),
     Check(
         "BT120",
@@ -283,6 +310,17 @@ CHECKS: tuple[Check, ...] = (
         "check_pie_supported(), policy CMP0083 NEW).",
         needs_recipe=True,
         hardening=True,
+    ),
+    Check(
+        "BT150",
+        "symbol-version-beyond-tag",
+        "error",
+        "A wheel's binary needs a symbol version (GLIBC_2.34, GLIBCXX_3.4.30, CXXABI_1.3.13, "
+        "...) from a library of its platform that the wheel tag's policy does not allow "
+        "(manylinux_2_17: GLIBC up to 2.17): pip installs it on systems where ld.so refuses to "
+        'load it ("version `GLIBC_2.34\' not found").',
+        "Build in the tag's manylinux/musllinux image (or with an older toolchain), or tag the "
+        "wheel for the newer platform (auditwheel repair --plat picks the right one).",
     ),
 )
 

@@ -1,4 +1,5 @@
-"""Checks on DT_NEEDED: required and forbidden entries, entries not found."""
+"""Checks on DT_NEEDED: required and forbidden entries, entries not found (an error unless the
+platform, a driver or the recipe provides them), and symbol versions against the wheel tag."""
 
 from __future__ import annotations
 
@@ -7,9 +8,15 @@ from collections.abc import Iterator, Sequence
 
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.checks.catalogue import Finding
-from buildtool.linkage.checks.common import base_name, listed
+from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name, listed
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
+from buildtool.linkage.loaders.platform import (
+    DRIVER_LIBRARIES,
+    Platform,
+    newest_allowed,
+    versions_beyond,
+)
 
 
 def check_required_needed(subject: Subject) -> Iterator[Finding]:
@@ -83,7 +90,7 @@ def _missing_in_contexts(
     return missing
 
 
-def _searched(facts: BinaryFacts) -> str:
+def _searched(facts: BinaryFacts, platform: Platform | None) -> str:
     """What ld.so searched for a NEEDED entry of ``facts``, named as the file names it."""
     if facts.runpath is not None:
         own = f"RUNPATH {':'.join(facts.runpath) or '(empty)'}"
@@ -91,6 +98,11 @@ def _searched(facts: BinaryFacts) -> str:
         own = f"RPATH {':'.join(facts.rpath) or '(empty)'} and its loaders' RPATH"
     else:
         own = "no RPATH or RUNPATH of its own, its loaders' RPATH"
+    if platform is not None and platform.foreign:
+        return (
+            f"searched {own} and the libraries {platform.tag} provides (this machine's "
+            "ld.so.cache and default directories do not count for it)"
+        )
     return f"searched {own}, ld.so.cache and the default directories"
 
 
@@ -99,20 +111,71 @@ def _context(binary: BinaryFile, roots: Sequence[BinaryFile]) -> str:
     return f" (loaded by {listed(others)})" if others else ""
 
 
-def _missing_finding(
-    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
-) -> Finding:
-    facts = subject.facts(binary)
-    evidence = _searched(facts) + _context(binary, roots)
-    message = f"needs {name}, which the dynamic loader would not find"
-    if subject.ships(binary, name):
-        return Finding("BT107", binary.display, message, evidence, needed=name)
+def provided_by(subject: Subject, binary: BinaryFile, name: str) -> str | None:
+    """Why a NEEDED name no input ships may legitimately be absent here: the platform's
+    library, a GPU driver's, or one the recipe lists as host-provided; None: nothing provides
+    it, so the load fails wherever the binary goes."""
+    platform = subject.platform_of(binary)
+    if platform is not None and platform.provides(name):
+        where = "this machine's platform" if platform.tag == "host" else platform.tag
+        return f"{name} is a library {where} provides ({platform.policy.name} policy)"
+    if name in DRIVER_LIBRARIES:
+        return f"{name} is a GPU driver's library, installed with the driver"
+    for pattern in subject.policy.host_provided:
+        if fnmatch.fnmatchcase(name, pattern):
+            return f"{name} matches the recipe's host-provided {pattern!r}"
+    return None
+
+
+def _unchecked_requirements(subject: Subject, binary: BinaryFile) -> list[str]:
+    """What ``binary``'s distribution requires that no input holds: it may ship the library."""
+    own = subject.origin_of(binary)
+    dist = own.distribution if own else None
+    return sorted(dist.requires - subject.distributions) if dist else []
+
+
+def _known_missing(subject: Subject, binary: BinaryFile, name: str) -> str | None:
+    """Why a NEEDED no input ships cannot come from an unchecked requirement either: a grafted
+    copy (only the wheel that grafted it has it), or a library of a required input distribution
+    that ships the binary's other libraries but not this one. None: it might."""
+    if GRAFT_SUFFIX.search(name):
+        return f"{name} is a grafted copy (renamed by a repair tool): only its own wheel has it"
+    siblings = _required_providers(subject, binary)
+    if siblings:
+        return (
+            f"{listed(siblings)}, which it requires and which provides its other libraries, "
+            f"does not ship {name}"
+        )
+    return None
+
+
+def _required_providers(subject: Subject, binary: BinaryFile) -> list[str]:
+    """The required input distributions that ship other NEEDED entries of ``binary``: the ones
+    it was built against (torchvision's ``_C.so`` against torch), so a library of theirs that
+    they lack is missing, not unchecked."""
+    own = subject.origin_of(binary)
+    dist = own.distribution if own else None
+    if dist is None:
+        return []
+    found = {
+        provider.distribution.name
+        for entry in subject.facts(binary).needed
+        for provider in subject.other_providers(binary, entry)
+        if provider.distribution is not None and provider.distribution.name in dist.requires
+    }
+    return sorted(found)
+
+
+def _from_another_distribution(
+    subject: Subject, binary: BinaryFile, name: str, evidence: str
+) -> tuple[Finding | None, str]:
+    """BT114 when a required input distribution ships ``name``; else the evidence, extended."""
     own = subject.origin_of(binary)
     own_dist = own.distribution if own else None
     for provider in subject.other_providers(binary, name):
         dist = provider.distribution
         if dist is not None and own_dist is not None and dist.name in own_dist.requires:
-            return Finding(
+            finding = Finding(
                 "BT114",
                 binary.display,
                 f"needs {name}, found only when {dist.name} is imported first",
@@ -120,9 +183,37 @@ def _missing_finding(
                 f"NEEDED name against the SONAMEs already loaded before it searches; {evidence}",
                 needed=name,
             )
+            return finding, evidence
         evidence += f"; {provider.label} has {name}, but "
         evidence += f"{own_dist.name if own_dist else 'this input'} does not require it"
-    return Finding("BT108", binary.display, message, evidence, needed=name)
+    return None, evidence
+
+
+def _missing_finding(
+    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
+) -> Finding:
+    facts = subject.facts(binary)
+    evidence = _searched(facts, subject.platform_of(binary)) + _context(binary, roots)
+    message = f"needs {name}, which the dynamic loader would not find"
+    if subject.ships(binary, name):
+        return Finding("BT107", binary.display, message, evidence, needed=name)
+    finding, evidence = _from_another_distribution(subject, binary, name, evidence)
+    if finding is not None:
+        return finding
+    why = provided_by(subject, binary, name)
+    if why is not None:
+        return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
+    known = _known_missing(subject, binary, name)
+    unchecked = _unchecked_requirements(subject, binary) if known is None else []
+    if unchecked:
+        message = f"needs {name}, which no input ships"
+        evidence = (
+            f"it may ship in {listed(unchecked)} (required, not among the inputs); {evidence}"
+        )
+        return Finding("BT116", binary.display, message, evidence, needed=name)
+    message = f"needs {name}, which no input ships and nothing provides: loading it fails"
+    evidence = f"{known}; {evidence}" if known else evidence
+    return Finding("BT109", binary.display, message, evidence, needed=name)
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
@@ -142,3 +233,24 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
             f"needs {', '.join(names)}, which ship with it, but has no RUNPATH",
             "DT_RUNPATH and DT_RPATH absent" + _context(binary, roots),
         )
+
+
+def check_symbol_versions(subject: Subject) -> Iterator[Finding]:
+    """BT150: a wheel's binaries need symbol versions its platform tag does not promise."""
+    for binary in subject.files:
+        platform = subject.platform_of(binary)
+        if platform is None or platform.tag == "host":
+            continue
+        for file, version, symbols in versions_beyond(subject.facts(binary), platform):
+            prefix = version.partition("_")[0]
+            newest = newest_allowed(platform, prefix)
+            yield Finding(
+                "BT150",
+                binary.display,
+                f"needs {version} from {file}, newer than its tag {platform.tag} allows "
+                f"({prefix} up to {newest})",
+                f"symbols bound to {version}: {listed(symbols) or 'none (a version need only)'}; "
+                f"pip installs the wheel on {platform.policy.name} systems, where ld.so stops "
+                f'with "version `{version}\' not found"',
+                needed=file,
+            )

@@ -71,6 +71,9 @@ class LinkagePolicy:
     removed: tuple[str, ...]
     """Legacy file names that must not exist any more."""
     hardening: bool
+    host_provided: tuple[str, ...] = ()
+    """NEEDED names (globs) the machines the binaries run on provide although no input ships
+    them (a vendor's driver library): not found, they are a warning (BT108), not an error."""
 
     @staticmethod
     def empty() -> LinkagePolicy:

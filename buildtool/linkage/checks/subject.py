@@ -15,6 +15,7 @@ from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
 from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.platform import Platform
 from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
 
 FunctionNames = Callable[[BinaryFile, frozenset[int]], Mapping[int, str]]
@@ -53,6 +54,9 @@ class Subject:
     """How duplicate-code findings name the functions two libraries share."""
     sets: Sequence[InputSet] = ()
     """The inputs the files came from (each wheel, folder or file given), in order."""
+    platforms: Mapping[str, Platform] = dataclasses.field(default_factory=dict)
+    """Each input's target platform by label: its wheel tag's, or this machine's for an input
+    without a tag; absent when no policy data describes it."""
 
     def facts(self, binary: BinaryFile) -> BinaryFacts:
         assert binary.facts is not None
@@ -146,6 +150,18 @@ class Subject:
 
     def origin_of(self, binary: BinaryFile) -> Origin | None:
         return self._origins.get(str(binary.location))
+
+    def platform_of(self, binary: BinaryFile) -> Platform | None:
+        """The platform ``binary``'s input targets (see ``platforms``)."""
+        origin = self.origin_of(binary)
+        return self.platforms.get(origin.label) if origin else None
+
+    @cached_property
+    def distributions(self) -> frozenset[str]:
+        """Names of the distributions the inputs hold (wheels, and installed ``*.dist-info``)."""
+        names = {e.distribution.name for e in self.sets if e.distribution}
+        names |= {dist.name for e in self.sets for dist in e.owners.values()}
+        return frozenset(names)
 
     def ships(self, binary: BinaryFile, name: str) -> bool:
         """Whether ``binary``'s own input (its distribution, in an installed folder) has a file

@@ -16,6 +16,7 @@ from buildtool.linkage.checks.needed import (
     check_forbidden_needed,
     check_needed_found,
     check_required_needed,
+    check_symbol_versions,
 )
 from buildtool.linkage.checks.placement import (
     check_duplicate_copies,
@@ -34,6 +35,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_registrations,
     check_undefined_symbols,
     check_needed_found,
+    check_symbol_versions,
     check_search_paths,
     check_placement,
     check_duplicate_copies,

@@ -12,7 +12,11 @@ from buildtool.linkage.checks.common import listed
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 from buildtool.linkage.loaders.closure import Closure
-from buildtool.linkage.loaders.symbols import unresolved_against, unsatisfied_version_needs
+from buildtool.linkage.loaders.symbols import (
+    platform_may_define,
+    unresolved_against,
+    unsatisfied_version_needs,
+)
 
 PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
 """Python C-API symbols: the interpreter that loads an extension provides them."""
@@ -20,9 +24,9 @@ PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
 
 def _unresolved_in(subject: Subject, facts: BinaryFacts, closure: Closure) -> set[str]:
     indexes = (subject.definitions(path, closure.objects[path]) for path in closure.load_order)
-    return {
-        key for key in unresolved_against(facts.undefined, indexes) if not PYTHON_API.match(key)
-    }
+    unresolved = unresolved_against(facts.undefined, indexes)
+    unresolved -= platform_may_define(facts, unresolved, closure)
+    return {key for key in unresolved if not PYTHON_API.match(key)}
 
 
 def _undefined_findings(

@@ -55,7 +55,8 @@ class Distribution:
     name: str
     """``Name``, normalized (PEP 503: lower case, runs of ``-_.`` as one ``-``)."""
     requires: frozenset[str]
-    """Normalized names of its ``Requires-Dist`` entries (markers and extras ignored)."""
+    """Normalized names of its ``Requires-Dist`` entries, less those of extras (other markers
+    ignored)."""
 
 
 def normalized(name: str) -> str:
@@ -64,6 +65,8 @@ def normalized(name: str) -> str:
 
 
 _REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+_EXTRA_MARKER = re.compile(r";.*\bextra\s*==")
+"""An optional requirement (``scipy ; extra == 'scipy'``): installed only when asked for."""
 
 
 def parse_metadata(text: str) -> Distribution | None:
@@ -76,7 +79,7 @@ def parse_metadata(text: str) -> Distribution | None:
         key, _, value = line.partition(":")
         if key == "Name":
             name = normalized(value.strip())
-        elif key == "Requires-Dist":
+        elif key == "Requires-Dist" and not _EXTRA_MARKER.search(value):
             match = _REQUIREMENT_NAME.match(value)
             if match:
                 requires.add(normalized(match.group(1)))

@@ -20,6 +20,7 @@ from buildtool.linkage.loaders.glibc import (
     expand_entries,
     search_steps,
 )
+from buildtool.linkage.loaders.platform import Platform, platform_library
 
 # --- the NEEDED closure ---------------------------------------------------------------------
 
@@ -35,7 +36,7 @@ class NeededEdge:
     """The resolved path; None when nothing was found."""
     via: str
     """loaded (an object already loaded), path (the name has a ``/``), rpath, ld_library_path,
-    runpath, cache, default, or "not found"."""
+    runpath, cache, default, platform (the target platform provides it), or "not found"."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ class Environment:
     system_dirs: Sequence[str] | None = None
     """None: default_system_dirs for the root's class and machine."""
     ld_library_path: Sequence[str] | None = None
+    platform: Platform | None = None
+    """The platform the root targets (its wheel's tag): a NEEDED found nowhere else that the
+    platform provides loads its stand-in (``platform_library``, via ``platform``). For a foreign
+    platform the caller also leaves out this machine's cache and default directories."""
 
 
 @dataclass
@@ -140,12 +145,19 @@ def _find(
     return None
 
 
+def _platform_hit(walk: _Walk, name: str, env: Environment) -> tuple[str, str, BinaryFacts] | None:
+    if env.platform is None or not env.platform.provides(name):
+        return None
+    stand_in = platform_library(name, env.platform, walk.root)
+    return ("platform", stand_in.path, stand_in)
+
+
 def _load(walk: _Walk, requester: str, name: str, env: Environment, read: FactsLookup) -> None:
     known = walk.names.get(name)
     if known is not None:
         walk.edges.append(NeededEdge(requester, name, known, "loaded"))
         return
-    hit = _find(walk, requester, name, env, read)
+    hit = _find(walk, requester, name, env, read) or _platform_hit(walk, name, env)
     if hit is None:
         walk.edges.append(NeededEdge(requester, name, None, "not found"))
         return

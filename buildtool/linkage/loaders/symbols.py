@@ -117,7 +117,24 @@ def unsatisfied_version_needs(facts: BinaryFacts, closure: Closure) -> tuple[tup
     missing: list[tuple[str, str]] = []
     for file, versions in facts.version_needs:
         provider = closure.provider(file)
-        if provider is None:
-            continue
+        if provider is None or provider.platform:
+            continue  # a platform's versions are judged against its tag (versions_beyond)
         missing += [(file, v) for v in versions if v not in provider.version_definitions]
     return tuple(missing)
+
+
+def platform_may_define(
+    facts: BinaryFacts, keys: Iterable[str], closure: Closure
+) -> frozenset[str]:
+    """The ``keys`` of ``facts`` that a platform library of the closure may define (see
+    ``BinaryFacts.platform``): those bound to a version needed from one (the tag check judges the
+    version), and every unversioned one, since a platform library's exports are not known here
+    (musl versions none). Empty when the closure loads no platform library."""
+    stand_ins = {name for name, path in closure.names.items() if closure.objects[path].platform}
+    if not stand_ins:
+        return frozenset()
+    from_platform = {v for file, versions in facts.version_needs if file in stand_ins
+                     for v in versions}  # fmt: skip
+    return frozenset(
+        key for key in keys if (version := split_key(key)[1]) is None or version in from_platform
+    )

