@@ -49,9 +49,7 @@ def _imports(binary: Path) -> list[str]:
     """DLL names of a PE file's import table, as mingw's objdump lists them."""
     objdump = shutil.which(f"{TRIPLE}-objdump")
     assert objdump, "mingw-w64's binutils come with its compiler"
-    completed = subprocess.run(
-        [objdump, "-p", binary], capture_output=True, text=True, check=True
-    )
+    completed = subprocess.run([objdump, "-p", binary], capture_output=True, text=True, check=True)
     lines = completed.stdout.splitlines()
     return [line.split(":", 1)[1].strip() for line in lines if "DLL Name:" in line]
 
@@ -220,7 +218,8 @@ def _has_pe_reader() -> bool:
 
 
 needs_pe_reader = pytest.mark.skipif(
-    not _has_pe_reader(), reason="verify-linkage reads no PE files yet (buildtool.linkage.binaries.pe)"
+    not _has_pe_reader(),
+    reason="verify-linkage reads no PE files yet (buildtool.linkage.binaries.pe)",
 )
 
 
