@@ -1,0 +1,251 @@
+"""The example split built for Windows with mingw-w64 and run under wine: ground truth for the
+generated CMake on a PE linker, without a Windows machine.
+
+The build uses the toolchain file buildtool ships (``cmake-templates/toolchains/``), the PyPI
+cmake and ninja; the executables run under wine in a prefix made once per session. Two planted
+defects really fail there: a DLL missing beside the executable, and the registration-only
+runtime DLL dropped from minrpc's import table (the PE form of ``--as-needed``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from buildtool.cli import main
+from buildtool.cmake.run import cmake_executable, ninja_executable
+from tests.conftest import DEMO_RECIPE, REPO, CliRunner, require
+
+pytestmark = pytest.mark.integration
+
+log = logging.getLogger(__name__)
+
+TOOLCHAIN = REPO / "cmake-templates" / "toolchains" / "mingw-w64-x86_64.cmake"
+TRIPLE = "x86_64-w64-mingw32"
+PROJECT_DLLS = ["libdemo_compiler.dll", "libdemo_ffi.dll", "libdemo_runtime.dll"]
+# Flags only GNU ld on ELF understands; a PE or Mach-O link line must carry none of them.
+ELF_ONLY_FLAGS = ("-z,relro", "-z,now", "--enable-new-dtags", "--push-state", "--no-as-needed")
+NO_AS_NEEDED_RUNTIME = "NO_AS_NEEDED\n    demo_runtime\n"
+
+
+def _require_mingw() -> None:
+    compilers = (f"{TRIPLE}-g++-posix", f"{TRIPLE}-g++")
+    require(
+        any(shutil.which(name) for name in compilers),
+        "the mingw-w64 cross compiler is not installed (Debian: g++-mingw-w64-x86-64)",
+    )
+
+
+def _imports(binary: Path) -> list[str]:
+    """DLL names of a PE file's import table, as mingw's objdump lists them."""
+    objdump = shutil.which(f"{TRIPLE}-objdump")
+    assert objdump, "mingw-w64's binutils come with its compiler"
+    completed = subprocess.run([objdump, "-p", binary], capture_output=True, text=True, check=True)
+    lines = completed.stdout.splitlines()
+    return [line.split(":", 1)[1].strip() for line in lines if "DLL Name:" in line]
+
+
+def _cross_build(source: Path, build_dir: Path, *targets: str) -> Path:
+    subprocess.run(
+        [
+            cmake_executable(),
+            "-S",
+            source,
+            "-B",
+            build_dir,
+            "-G",
+            "Ninja",
+            f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
+            f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run([ninja_executable(), "-C", build_dir, *targets], check=True, capture_output=True)
+    return build_dir
+
+
+@pytest.fixture(scope="session")
+def windows_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example, full variant, cross-built with ``buildtool build -D CMAKE_TOOLCHAIN_FILE``."""
+    _require_mingw()
+    build_dir = tmp_path_factory.mktemp("win64") / "build"
+    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
+    assert main([*argv, "-D", f"CMAKE_TOOLCHAIN_FILE={TOOLCHAIN}"]) == 0
+    return build_dir
+
+
+@pytest.fixture(scope="session")
+def dropped_runtime_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """minrpc without ``no-as-needed``: the generated CMake as it would be without the rule."""
+    _require_mingw()
+    root = tmp_path_factory.mktemp("win64-dropped")
+    source = root / "src"
+    shutil.copytree(REPO / "src", source, ignore=shutil.ignore_patterns("build", "packaging"))
+    cmakelists = source / "CMakeLists.txt"
+    text = cmakelists.read_text()
+    assert NO_AS_NEEDED_RUNTIME in text
+    cmakelists.write_text(text.replace(NO_AS_NEEDED_RUNTIME, "NO_AS_NEEDED\n", 1))
+    return _cross_build(source, root / "build", "demo_minrpc")
+
+
+@pytest.fixture(scope="session")
+def wine_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A wine prefix of its own, created once (wine's first start is the expensive part)."""
+    wine = shutil.which("wine") or shutil.which("wine64")
+    require(wine is not None, "wine is not installed (Debian: wine and wine64)")
+    assert wine is not None
+    prefix = tmp_path_factory.mktemp("wineprefix")
+    env = {
+        **os.environ,
+        "WINEPREFIX": str(prefix),
+        # Loader errors only (a missing DLL is named); no Mono or Gecko installers.
+        "WINEDEBUG": "-all,err+module",
+        "WINEDLLOVERRIDES": "mscoree,mshtml=",
+        "WINE": wine,
+    }
+    started = time.perf_counter()
+    subprocess.run([wine, "wineboot", "-i"], env=env, capture_output=True, check=True, timeout=300)
+    log.info("wine prefix created in %.1f s", time.perf_counter() - started)
+    yield env
+    wineserver = shutil.which("wineserver") or "/usr/lib/wine/wineserver"
+    subprocess.run([wineserver, "-k"], env=env, capture_output=True, check=False)
+    shutil.rmtree(prefix, ignore_errors=True)  # hundreds of MB of Windows system files
+
+
+def _run_under_wine(env: dict[str, str], exe: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [env["WINE"], exe], env=env, capture_output=True, text=True, check=False, timeout=120
+    )
+
+
+def test_dlls_go_beside_the_executables_and_import_libraries_into_lib(
+    windows_build: Path,
+) -> None:
+    bin_dir = windows_build / "bin"
+    assert sorted(path.name for path in bin_dir.glob("*.dll")) == PROJECT_DLLS
+    assert (bin_dir / "minrpc.exe").is_file()
+    assert (bin_dir / "cpptest.exe").is_file()
+    assert sorted(path.name for path in (windows_build / "lib").glob("*.dll.a")) == [
+        f"{name}.a" for name in PROJECT_DLLS
+    ]
+
+
+def test_no_elf_only_flags_reach_the_pe_linker(windows_build: Path) -> None:
+    link_lines = [
+        line
+        for line in (windows_build / "build.ninja").read_text().splitlines()
+        if line.strip().startswith(("LINK_FLAGS", "LINK_LIBRARIES", "LINK_PATH"))
+    ]
+    assert link_lines
+    for flag in (*ELF_ONLY_FLAGS, "$ORIGIN"):
+        assert not [line for line in link_lines if flag in line], flag
+
+
+def test_the_split_holds_on_windows(windows_build: Path) -> None:
+    bin_dir = windows_build / "bin"
+    assert "libdemo_compiler.dll" not in _imports(bin_dir / "libdemo_runtime.dll")
+    assert "libdemo_runtime.dll" in _imports(bin_dir / "libdemo_compiler.dll")
+    # Only system DLLs and the project's own: the toolchain links the compiler's runtime in.
+    assert set(_imports(bin_dir / "minrpc.exe")) == {
+        "KERNEL32.dll",
+        "msvcrt.dll",
+        "libdemo_ffi.dll",
+        "libdemo_runtime.dll",
+    }
+
+
+def test_minrpc_resolves_its_runtime_registrations_under_wine(
+    windows_build: Path, wine_env: dict[str, str]
+) -> None:
+    completed = _run_under_wine(wine_env, windows_build / "bin" / "minrpc.exe")
+    assert completed.returncode == 0, completed.stderr
+    assert "rpc.testing.GetShapeSize(2,3,4) = 24" in completed.stdout
+    assert "rpc.testing.GetShapeElem(2,3,4,1) = 3" in completed.stdout
+
+
+def test_cpptest_passes_under_wine(windows_build: Path, wine_env: dict[str, str]) -> None:
+    completed = _run_under_wine(wine_env, windows_build / "bin" / "cpptest.exe")
+    assert completed.returncode == 0, completed.stdout
+    assert "13 passed, 0 failed" in completed.stdout
+
+
+@pytest.fixture
+def missing_runtime_dll(windows_build: Path, tmp_path: Path) -> Path:
+    """The build's bin/ with libdemo_runtime.dll deleted."""
+    bin_dir = tmp_path / "bin"
+    shutil.copytree(windows_build / "bin", bin_dir)
+    (bin_dir / "libdemo_runtime.dll").unlink()
+    return bin_dir
+
+
+def test_a_dll_missing_beside_minrpc_fails_to_load(
+    missing_runtime_dll: Path, wine_env: dict[str, str]
+) -> None:
+    completed = _run_under_wine(wine_env, missing_runtime_dll / "minrpc.exe")
+    assert completed.returncode != 0
+    assert "libdemo_runtime.dll" in completed.stderr
+    assert "not found" in completed.stderr
+    assert "rpc.testing" not in completed.stdout
+
+
+def test_without_the_anchor_the_registration_only_dll_is_dropped(
+    dropped_runtime_build: Path, windows_build: Path, wine_env: dict[str, str]
+) -> None:
+    dropped = dropped_runtime_build / "bin" / "minrpc.exe"
+    assert "libdemo_runtime.dll" not in _imports(dropped)
+    assert "libdemo_runtime.dll" in _imports(windows_build / "bin" / "minrpc.exe")
+    # It loads (every DLL it imports is there) but the registrations never ran: exit 3.
+    completed = _run_under_wine(wine_env, dropped)
+    assert completed.returncode == 3, completed.stderr
+    assert "'rpc.testing.GetShapeSize' is not registered" in completed.stderr
+
+
+def _has_pe_reader() -> bool:
+    try:
+        return importlib.util.find_spec("buildtool.linkage.binaries.pe") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+needs_pe_reader = pytest.mark.skipif(
+    not _has_pe_reader(),
+    reason="verify-linkage reads no PE files yet (buildtool.linkage.binaries.pe)",
+)
+
+
+def _verify_json(run_cli: CliRunner, path: Path) -> tuple[int, dict[str, object]]:
+    result = run_cli("verify-linkage", str(path), "--no-recipe", "--format", "json")
+    assert result.exit_code in (0, 1), result.stderr
+    report: dict[str, object] = json.loads(result.stdout)
+    return result.exit_code, report
+
+
+@needs_pe_reader
+def test_verify_linkage_checks_the_windows_build(windows_build: Path, run_cli: CliRunner) -> None:
+    code, report = _verify_json(run_cli, windows_build / "bin")
+    assert report["files_checked"] == len(PROJECT_DLLS) + 2
+    assert code == 0, report["findings"]
+
+
+@needs_pe_reader
+def test_verify_linkage_reports_the_missing_dll(
+    missing_runtime_dll: Path, run_cli: CliRunner
+) -> None:
+    code, report = _verify_json(run_cli, missing_runtime_dll)
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    assert code == 1
+    assert any(
+        finding["severity"] == "error" and "libdemo_runtime.dll" in finding["message"]
+        for finding in findings
+    ), findings
