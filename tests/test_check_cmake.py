@@ -71,27 +71,38 @@ def test_only_the_build_trees_own_targets_are_linked_targets() -> None:
 
 
 def test_a_source_compiled_into_two_libraries_loaded_together() -> None:
-    def library(name: str, *links: str) -> CmakeTarget:
-        line = tuple(LinkFragment(f"lib/lib{link}.so", "libraries") for link in links)
+    def library(name: str, *links: str, sources: tuple[str, ...] = ("/s/util.cc",)) -> CmakeTarget:
+        line = tuple(LinkFragment(f"lib/lib{link}.so.0.0.0", "libraries") for link in links)
         artifact = (f"/b/lib/lib{name}.so",)
         return CmakeTarget(
-            name, "SHARED_LIBRARY", artifact, ("/s/util.cc",), (), line, None, "CMakeLists.txt", 3
+            name, "SHARED_LIBRARY", artifact, sources, (), line, None, "CMakeLists.txt", 3
         )
 
     def model(*targets: CmakeTarget) -> Codemodel:
         return Codemodel("/s", "/b", "p", targets)
 
+    # b links a (by its versioned file): the duplicate-code defect, an error
     (finding,) = check_codemodel(model(library("a"), library("b", "a")), None, True)
-    assert finding.check_id == "BT202"
-    assert finding.severity == "warning"
+    assert finding.check_id == "BT211"
+    assert finding.severity == "error"
     assert finding.message == (
         "target b (CMakeLists.txt:3): util.cc is also compiled into a, and b links a"
     )
     assert check_codemodel(model(library("a"), library("b")), None, True) == ()
-    # one executable linking both puts them in one process too
+    # one executable linking both puts them in one process too: a warning
     exe = dataclasses.replace(target_with("lib/liba.so", "lib/libb.so"), name="app")
     (finding,) = check_codemodel(model(library("a"), library("b"), exe), None, True)
+    assert finding.check_id == "BT202"
+    assert finding.severity == "warning"
     assert finding.message.endswith("util.cc is also compiled into a, and app links both")
+    # forty shared sources are one finding, not forty
+    many = tuple(f"/s/src/f{i:02}.cc" for i in range(40))
+    pair = model(library("a", sources=many), library("b", "a", sources=many))
+    (finding,) = check_codemodel(pair, None, True)
+    assert finding.message.endswith(
+        "40 sources (src/f00.cc, src/f01.cc, src/f02.cc and 37 more) are also compiled into a, "
+        "and b links a"
+    )
 
 
 def test_as_needed_state_follows_push_and_pop() -> None:

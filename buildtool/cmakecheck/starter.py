@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping
 
 from buildtool.cmakecheck.codemodel import CmakeTarget, Codemodel
-from buildtool.cmakecheck.linkline import as_needed_per_fragment, library_paths
+from buildtool.cmakecheck.linkline import as_needed_per_fragment, library_paths, unversioned
 from buildtool.cmakecheck.rules import Graph, make_graph
 
 HEADER = """\
@@ -78,7 +78,7 @@ def _no_as_needed(target: CmakeTarget, build_dir: str, files: Mapping[str, str])
     states = as_needed_per_fragment(target.link, default=True)
     found = []
     for index, path in library_paths(target, build_dir):
-        file_name = posixpath.basename(path)
+        file_name = unversioned(posixpath.basename(path))
         if not states[index] and file_name in files:
             found.append(files[file_name])
     return list(dict.fromkeys(found))
