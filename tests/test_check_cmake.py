@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -159,6 +160,7 @@ def configure_split(folder: Path, defect: str) -> Path:
         [
             cmake_executable(), "-S", source, "-B", build, "-G", "Ninja",
             f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DSPLIT_DEFECT={defect}",
+            f"-DCMAKE_INSTALL_PREFIX={folder / 'prefix'}",
         ],
         check=True,
         capture_output=True,
@@ -226,6 +228,16 @@ AGREEMENT = [
     ),
     pytest.param(Agreement("build-rpath", ("BT207",), ("BT110",)), id="absolute-build-rpath"),
     pytest.param(Agreement("legacy", ("BT208",), ("BT121",)), id="legacy-monolith-still-built"),
+    # TVM's patterns: objects linked by target_link_libraries, and a conditional genex; the
+    # File API leaves both out of objectDependencies
+    pytest.param(
+        Agreement("linked-objects", ("BT201", "BT205"), ("BT103", "BT104")),
+        id="object-library-linked-by-target-link-libraries",
+    ),
+    pytest.param(
+        Agreement("genex-objects", ("BT201", "BT205"), ("BT103", "BT104")),
+        id="object-library-in-a-conditional-genex",
+    ),
 ]
 
 
@@ -455,3 +467,131 @@ def test_starter_recipe_of_awkward_names_loads(tmp_path: Path) -> None:
     assert loaded.recipe.libraries["tvm_ffi"].file == "libtvm-ffi.so"
     assert list(loaded.recipe.executables) == ["app"]
     assert loaded.recipe.executables["app"].links == ("tvm_ffi",)
+
+
+def findings_of(run_cli: CliRunner, *argv: str) -> tuple[int, list[tuple[str, str]]]:
+    result = run_cli(*argv, "--format", "json")
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    return result.exit_code, [(f["id"], f["message"]) for f in document["findings"]]
+
+
+def load_in_order(*libraries: Path) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter loads ``libraries`` the way the split's loader does (the first
+    RTLD_GLOBAL)."""
+    script = (
+        "import ctypes, sys\n"
+        "ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
+        "for path in sys.argv[2:]:\n"
+        "    ctypes.CDLL(path)\n"
+    )
+    command = [sys.executable, "-c", script, *map(str, libraries)]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.integration
+def test_an_object_library_in_three_libraries_is_reported_per_loaded_pair(
+    run_cli: CliRunner, split_build: SplitBuild
+) -> None:
+    build = split_build("three-holders")
+    code, found = findings_of(run_cli, "check-cmake", str(build))
+    assert code == 1
+    assert sorted(message.split(": ", 1)[1] for _id, message in found) == [
+        "the objects of OBJECT library gemm are also linked into compiler, and compiler links "
+        "runtime",
+        "the objects of OBJECT library gemm are also linked into compiler, and plugin links "
+        "compiler",
+        "the objects of OBJECT library gemm are also linked into plugin, and plugin links runtime",
+    ]
+    assert {check for check, _message in found} == {"BT201"}
+    text = run_cli("check-cmake", str(build)).stdout
+    assert "  object library gemm: objects linked into compiler, plugin, runtime" in text
+    # and it really is the defect: the runtime and the plugin in one process register gemm twice
+    loaded = load_in_order(build / "lib" / "libruntime.so", build / "lib" / "libplugin.so")
+    assert loaded.returncode != 0
+    assert "duplicate registration: contrib.gemm_fp16_int" in loaded.stderr
+
+
+@pytest.mark.integration
+def test_versioned_libraries_keep_their_links(
+    run_cli: CliRunner, split_build: SplitBuild, tmp_path: Path
+) -> None:
+    """VERSION/SOVERSION: the link line names libruntime.so.1.2.0, the code model libruntime.so."""
+    build = split_build("versioned")
+    assert (build / "lib" / "libruntime.so.1.2.0").is_file()
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(SPLIT_RECIPE)) == (0, [])
+    graph = json.loads(run_cli("check-cmake", str(build), "--format", "json").stdout)["graph"]
+    assert {entry["name"]: entry["links"] for entry in graph}["compiler"] == ["runtime", "ffi"]
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    loaded = load_recipe(recipe).recipe
+    assert loaded.libraries["compiler"].links == ("runtime",)
+    assert loaded.libraries["runtime"].links == ("ffi",)
+    assert loaded.executables["minrpc"].no_as_needed == ("runtime",)
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
+    assert (
+        load_in_order(build / "lib" / "libruntime.so", build / "lib" / "libcompiler.so").returncode
+        == 0
+    )
+
+
+@pytest.mark.integration
+def test_sources_compiled_into_a_library_and_one_it_links_are_an_error(
+    run_cli: CliRunner, split_build: SplitBuild
+) -> None:
+    build = split_build("versioned-twice")
+    for recipe in ((), ("--recipe", str(SPLIT_RECIPE))):
+        code, found = findings_of(run_cli, "check-cmake", str(build), *recipe)
+        assert code == 1
+        assert found == [
+            (
+                "BT211",
+                "target runtime (CMakeLists.txt:37): src/runtime.cc is also compiled into "
+                "compiler, and compiler links runtime",
+            )
+        ]
+    # the loader's order: runtime, then compiler; its registrations run twice
+    loaded = load_in_order(build / "lib" / "libruntime.so", build / "lib" / "libcompiler.so")
+    assert loaded.returncode != 0
+    assert "duplicate registration: rpc.testing.GetShapeSize" in loaded.stderr
+
+
+def install_split(build: Path) -> Path:
+    subprocess.run([cmake_executable(), "--install", build], check=True, capture_output=True)
+    return build.parent / "prefix"
+
+
+@pytest.mark.integration
+def test_the_rpath_judged_is_the_one_that_gets_installed(
+    run_cli: CliRunner, split_build: SplitBuild
+) -> None:
+    recipe = str(SPLIT_RECIPE)
+    # CMake's default absolute build RPATH, INSTALL_RPATH $ORIGIN: what is installed is right
+    build = split_build("install-origin")
+    assert "-Wl,-rpath," + str(build / "lib") in (build / "build.ninja").read_text("utf-8")
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", recipe) == (0, [])
+    prefix = install_split(build)
+    assert check_ids(run_cli, "verify-linkage", str(prefix), "--recipe", recipe) == (0, [])
+    assert (
+        load_in_order(
+            prefix / "lib" / "libruntime.so", prefix / "lib" / "libcompiler.so"
+        ).returncode
+        == 0
+    )
+    # the compiler installed without an RPATH: it cannot find the runtime once installed
+    build = split_build("install-no-rpath")
+    code, found = findings_of(run_cli, "check-cmake", str(build), "--recipe", recipe)
+    assert (code, found) == (
+        1,
+        [
+            (
+                "BT207",
+                "target compiler (CMakeLists.txt:41): no install RPATH, but it links libraries "
+                "of the split",
+            )
+        ],
+    )
+    prefix = install_split(build)
+    assert check_ids(run_cli, "verify-linkage", str(prefix), "--recipe", recipe)[0] == 1
+    loaded = load_in_order(prefix / "lib" / "libcompiler.so")
+    assert "libruntime.so: cannot open shared object file" in loaded.stderr
