@@ -339,6 +339,10 @@ def test_init_writes_a_recipe_both_tools_accept(
     assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
     loaded = load_recipe(recipe)
     assert loaded.recipe.libraries["runtime"].objects == ("gemm",)
+    # nothing links the compiler: optional, with a comment saying so
+    assert loaded.recipe.libraries["compiler"].optional
+    assert not loaded.recipe.libraries["runtime"].optional
+    assert "# decide: nothing in the build links it" in recipe.read_text(encoding="utf-8")
     assert loaded.recipe.executables["minrpc"].no_as_needed == ("runtime",)
     assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
     assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
@@ -595,3 +599,96 @@ def test_the_rpath_judged_is_the_one_that_gets_installed(
     assert check_ids(run_cli, "verify-linkage", str(prefix), "--recipe", recipe)[0] == 1
     loaded = load_in_order(prefix / "lib" / "libcompiler.so")
     assert "libruntime.so: cannot open shared object file" in loaded.stderr
+
+
+PRESPLIT = PACKAGES / "cmake-presplit"
+
+
+@pytest.fixture(scope="session")
+def presplit_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
+    """tests/packages/cmake-presplit configured and built with one planted defect."""
+    require(shutil.which("c++") is not None, "no C++ compiler")
+    builds: dict[str, Path] = {}
+
+    def build(defect: str) -> Path:
+        if defect not in builds:
+            folder = tmp_path_factory.mktemp(f"presplit-{defect}") / "build"
+            subprocess.run(
+                [
+                    cmake_executable(), "-S", PRESPLIT, "-B", folder, "-G", "Ninja",
+                    f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DPRESPLIT_DEFECT={defect}",
+                ],
+                check=True,
+                capture_output=True,
+            )  # fmt: skip
+            subprocess.run([ninja_executable(), "-C", folder], check=True, capture_output=True)
+            builds[defect] = folder
+        return builds[defect]
+
+    return build
+
+
+@pytest.mark.integration
+def test_the_folder_of_the_projects_own_libraries_is_the_reference(
+    run_cli: CliRunner, presplit_build: SplitBuild
+) -> None:
+    """A vendored project's library in build/3rdparty/ (alphabetically first) is not the
+    layout; the folder most of the project's libraries share is."""
+    build = presplit_build("none")
+    assert (build / "3rdparty" / "vendor" / "libvendor.so").is_file()
+    assert check_ids(run_cli, "check-cmake", str(build)) == (0, [])
+    build = presplit_build("scattered")
+    code, found = findings_of(run_cli, "check-cmake", str(build))
+    assert code == 1
+    assert found == [
+        (
+            "BT206",
+            f"target runtime (CMakeLists.txt:29): built into {build / 'alone'}, not "
+            f"{build / 'lib'} with the others",
+        )
+    ]
+    # really broken: minrpc's RUNPATH $ORIGIN/../lib does not find the runtime
+    ran = subprocess.run([build / "bin" / "minrpc"], capture_output=True, text=True, check=False)
+    assert "libruntime.so: cannot open shared object file" in ran.stderr
+
+
+@pytest.mark.integration
+def test_init_leaves_an_alternative_monolith_out(
+    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
+) -> None:
+    """TVM before its split: libmono.so (nothing links it) holds the runtime's code; a
+    deployment loads one or the other, so the starter recipe must not load both."""
+    build = presplit_build("none")
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    text = recipe.read_text(encoding="utf-8")
+    assert "# decide: libmono.so (target mono) is left out. Nothing links it" in text
+    assert "# decide: left out as a vendored project's own: libvendor.so" in text
+    assert "# decide: OBJECT library gemm is linked into runtime and into the alternative" in text
+    loaded = load_recipe(recipe).recipe
+    assert sorted(loaded.libraries) == ["ffi", "runtime"]
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
+    assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
+    ran = subprocess.run([build / "bin" / "minrpc"], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stdout) == (0, "4\n")
+    # a recipe that loads both (what init wrote before) is caught: BT201
+    both = tmp_path / "both.toml"
+    both.write_text(text + '\n[libraries.mono]\nfile = "libmono.so"\n', encoding="utf-8")
+    code, found = check_ids(run_cli, "check-cmake", str(build), "--recipe", str(both))
+    assert (code, sorted(set(found))) == (1, ["BT201", "BT202"])
+
+
+@pytest.mark.integration
+def test_a_monolith_someone_links_beside_the_runtime_is_not_an_alternative(
+    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
+) -> None:
+    build = presplit_build("exe-links-both")
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    assert "mono" in load_recipe(recipe).recipe.libraries
+    for policy in ((), ("--recipe", str(recipe))):
+        code, found = check_ids(run_cli, "check-cmake", str(build), *policy)
+        assert (code, sorted(set(found))) == (1, ["BT201", "BT202"])
+    ran = subprocess.run([build / "bin" / "app"], capture_output=True, text=True, check=False)
+    assert ran.returncode != 0
+    assert "duplicate registration: contrib.gemm_fp16_int" in ran.stderr
