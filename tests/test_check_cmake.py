@@ -537,6 +537,24 @@ def test_versioned_libraries_keep_their_links(
         load_in_order(build / "lib" / "libruntime.so", build / "lib" / "libcompiler.so").returncode
         == 0
     )
+    # an executable the project builds outside CMake (TVM's minrpc is built by Python) is named
+    outside = tmp_path / "outside.toml"
+    outside.write_text(
+        SPLIT_RECIPE.read_text("utf-8") + '\n[executables.rpcserver]\nlinks = ["runtime"]\n',
+        encoding="utf-8",
+    )
+    code, found = findings_of(run_cli, "check-cmake", str(build), "--recipe", str(outside))
+    assert (code, found) == (
+        0,
+        [
+            (
+                "BT210",
+                "executable rpcserver: no CMake target builds it, so its links, --no-as-needed "
+                "libraries and RUNPATH were not checked (when it is built outside CMake, check "
+                "the built binary with verify-linkage)",
+            )
+        ],
+    )
 
 
 @pytest.mark.integration

@@ -300,7 +300,13 @@ def executable_findings(graph: Graph, policy: CmakePolicy, as_needed: bool) -> I
     for exe in policy.executables:
         target = _by_file(model, exe.name, ("EXECUTABLE",))
         if target is None:
-            yield Finding("BT210", policy.source, f"executable {exe.name}: no target builds it")
+            yield Finding(
+                "BT210",
+                policy.source,
+                f"executable {exe.name}: no CMake target builds it, so its links, "
+                "--no-as-needed libraries and RUNPATH were not checked (when it is built "
+                "outside CMake, check the built binary with verify-linkage)",
+            )
             continue
         yield from check_forbidden(target, exe.forbidden)
         yield from check_required_links(target, exe.links)
