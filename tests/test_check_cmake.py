@@ -139,6 +139,33 @@ def test_driver_dry_run_tells_the_linker_default() -> None:
     assert not linker_defaults_as_needed("no linker line at all")
 
 
+def test_the_install_script_says_which_rpath_each_file_gets() -> None:
+    from buildtool.cmakecheck.install import install_rpaths
+
+    script = """
+  foreach(file
+      "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libr.so.0.0.0"
+      "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libr.so.0"
+      )
+    if(EXISTS "${file}" AND NOT IS_SYMLINK "${file}")
+      file(RPATH_CHECK
+           FILE "${file}"
+           RPATH "\\$ORIGIN/../lib")
+    endif()
+  endforeach()
+  if(EXISTS "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libd.so")
+    file(RPATH_CHECK
+         FILE "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libd.so"
+         RPATH "")
+  endif()
+"""
+    assert install_rpaths(script) == {
+        "libr.so.0.0.0": "$ORIGIN/../lib",
+        "libr.so.0": "$ORIGIN/../lib",
+        "libd.so": "",
+    }
+
+
 def test_names_become_recipe_names() -> None:
     assert recipe_name("tvm-ffi") == "tvm_ffi"
     assert recipe_name("3rd") == "_3rd"
