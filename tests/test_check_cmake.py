@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,27 +72,38 @@ def test_only_the_build_trees_own_targets_are_linked_targets() -> None:
 
 
 def test_a_source_compiled_into_two_libraries_loaded_together() -> None:
-    def library(name: str, *links: str) -> CmakeTarget:
-        line = tuple(LinkFragment(f"lib/lib{link}.so", "libraries") for link in links)
+    def library(name: str, *links: str, sources: tuple[str, ...] = ("/s/util.cc",)) -> CmakeTarget:
+        line = tuple(LinkFragment(f"lib/lib{link}.so.0.0.0", "libraries") for link in links)
         artifact = (f"/b/lib/lib{name}.so",)
         return CmakeTarget(
-            name, "SHARED_LIBRARY", artifact, ("/s/util.cc",), (), line, None, "CMakeLists.txt", 3
+            name, "SHARED_LIBRARY", artifact, sources, (), line, None, "CMakeLists.txt", 3
         )
 
     def model(*targets: CmakeTarget) -> Codemodel:
         return Codemodel("/s", "/b", "p", targets)
 
+    # b links a (by its versioned file): the duplicate-code defect, an error
     (finding,) = check_codemodel(model(library("a"), library("b", "a")), None, True)
-    assert finding.check_id == "BT202"
-    assert finding.severity == "warning"
+    assert finding.check_id == "BT211"
+    assert finding.severity == "error"
     assert finding.message == (
         "target b (CMakeLists.txt:3): util.cc is also compiled into a, and b links a"
     )
     assert check_codemodel(model(library("a"), library("b")), None, True) == ()
-    # one executable linking both puts them in one process too
+    # one executable linking both puts them in one process too: a warning
     exe = dataclasses.replace(target_with("lib/liba.so", "lib/libb.so"), name="app")
     (finding,) = check_codemodel(model(library("a"), library("b"), exe), None, True)
+    assert finding.check_id == "BT202"
+    assert finding.severity == "warning"
     assert finding.message.endswith("util.cc is also compiled into a, and app links both")
+    # forty shared sources are one finding, not forty
+    many = tuple(f"/s/src/f{i:02}.cc" for i in range(40))
+    pair = model(library("a", sources=many), library("b", "a", sources=many))
+    (finding,) = check_codemodel(pair, None, True)
+    assert finding.message.endswith(
+        "40 sources (src/f00.cc, src/f01.cc, src/f02.cc and 37 more) are also compiled into a, "
+        "and b links a"
+    )
 
 
 def test_as_needed_state_follows_push_and_pop() -> None:
@@ -127,6 +139,33 @@ def test_driver_dry_run_tells_the_linker_default() -> None:
     assert not linker_defaults_as_needed("no linker line at all")
 
 
+def test_the_install_script_says_which_rpath_each_file_gets() -> None:
+    from buildtool.cmakecheck.install import install_rpaths
+
+    script = """
+  foreach(file
+      "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libr.so.0.0.0"
+      "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libr.so.0"
+      )
+    if(EXISTS "${file}" AND NOT IS_SYMLINK "${file}")
+      file(RPATH_CHECK
+           FILE "${file}"
+           RPATH "\\$ORIGIN/../lib")
+    endif()
+  endforeach()
+  if(EXISTS "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libd.so")
+    file(RPATH_CHECK
+         FILE "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/libd.so"
+         RPATH "")
+  endif()
+"""
+    assert install_rpaths(script) == {
+        "libr.so.0.0.0": "$ORIGIN/../lib",
+        "libr.so.0": "$ORIGIN/../lib",
+        "libd.so": "",
+    }
+
+
 def test_names_become_recipe_names() -> None:
     assert recipe_name("tvm-ffi") == "tvm_ffi"
     assert recipe_name("3rd") == "_3rd"
@@ -148,6 +187,7 @@ def configure_split(folder: Path, defect: str) -> Path:
         [
             cmake_executable(), "-S", source, "-B", build, "-G", "Ninja",
             f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DSPLIT_DEFECT={defect}",
+            f"-DCMAKE_INSTALL_PREFIX={folder / 'prefix'}",
         ],
         check=True,
         capture_output=True,
@@ -215,6 +255,16 @@ AGREEMENT = [
     ),
     pytest.param(Agreement("build-rpath", ("BT207",), ("BT110",)), id="absolute-build-rpath"),
     pytest.param(Agreement("legacy", ("BT208",), ("BT121",)), id="legacy-monolith-still-built"),
+    # TVM's patterns: objects linked by target_link_libraries, and a conditional genex; the
+    # File API leaves both out of objectDependencies
+    pytest.param(
+        Agreement("linked-objects", ("BT201", "BT205"), ("BT103", "BT104")),
+        id="object-library-linked-by-target-link-libraries",
+    ),
+    pytest.param(
+        Agreement("genex-objects", ("BT201", "BT205"), ("BT103", "BT104")),
+        id="object-library-in-a-conditional-genex",
+    ),
 ]
 
 
@@ -316,6 +366,10 @@ def test_init_writes_a_recipe_both_tools_accept(
     assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
     loaded = load_recipe(recipe)
     assert loaded.recipe.libraries["runtime"].objects == ("gemm",)
+    # nothing links the compiler: optional, with a comment saying so
+    assert loaded.recipe.libraries["compiler"].optional
+    assert not loaded.recipe.libraries["runtime"].optional
+    assert "# decide: nothing in the build links it" in recipe.read_text(encoding="utf-8")
     assert loaded.recipe.executables["minrpc"].no_as_needed == ("runtime",)
     assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
     assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
@@ -444,3 +498,242 @@ def test_starter_recipe_of_awkward_names_loads(tmp_path: Path) -> None:
     assert loaded.recipe.libraries["tvm_ffi"].file == "libtvm-ffi.so"
     assert list(loaded.recipe.executables) == ["app"]
     assert loaded.recipe.executables["app"].links == ("tvm_ffi",)
+
+
+def findings_of(run_cli: CliRunner, *argv: str) -> tuple[int, list[tuple[str, str]]]:
+    result = run_cli(*argv, "--format", "json")
+    document = json.loads(result.stdout)
+    jsonschema.validate(document, json.loads(SCHEMA.read_text(encoding="utf-8")))
+    return result.exit_code, [(f["id"], f["message"]) for f in document["findings"]]
+
+
+def load_in_order(*libraries: Path) -> subprocess.CompletedProcess[str]:
+    """A fresh interpreter loads ``libraries`` the way the split's loader does (the first
+    RTLD_GLOBAL)."""
+    script = (
+        "import ctypes, sys\n"
+        "ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
+        "for path in sys.argv[2:]:\n"
+        "    ctypes.CDLL(path)\n"
+    )
+    command = [sys.executable, "-c", script, *map(str, libraries)]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.integration
+def test_an_object_library_in_three_libraries_is_reported_per_loaded_pair(
+    run_cli: CliRunner, split_build: SplitBuild
+) -> None:
+    build = split_build("three-holders")
+    code, found = findings_of(run_cli, "check-cmake", str(build))
+    assert code == 1
+    assert sorted(message.split(": ", 1)[1] for _id, message in found) == [
+        "the objects of OBJECT library gemm are also linked into compiler, and compiler links "
+        "runtime",
+        "the objects of OBJECT library gemm are also linked into compiler, and plugin links "
+        "compiler",
+        "the objects of OBJECT library gemm are also linked into plugin, and plugin links runtime",
+    ]
+    assert {check for check, _message in found} == {"BT201"}
+    text = run_cli("check-cmake", str(build)).stdout
+    assert "  object library gemm: objects linked into compiler, plugin, runtime" in text
+    # and it really is the defect: the runtime and the plugin in one process register gemm twice
+    loaded = load_in_order(build / "lib" / "libruntime.so", build / "lib" / "libplugin.so")
+    assert loaded.returncode != 0
+    assert "duplicate registration: contrib.gemm_fp16_int" in loaded.stderr
+
+
+@pytest.mark.integration
+def test_versioned_libraries_keep_their_links(
+    run_cli: CliRunner, split_build: SplitBuild, tmp_path: Path
+) -> None:
+    """VERSION/SOVERSION: the link line names libruntime.so.1.2.0, the code model libruntime.so."""
+    build = split_build("versioned")
+    assert (build / "lib" / "libruntime.so.1.2.0").is_file()
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(SPLIT_RECIPE)) == (0, [])
+    graph = json.loads(run_cli("check-cmake", str(build), "--format", "json").stdout)["graph"]
+    assert {entry["name"]: entry["links"] for entry in graph}["compiler"] == ["runtime", "ffi"]
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    loaded = load_recipe(recipe).recipe
+    assert loaded.libraries["compiler"].links == ("runtime",)
+    assert loaded.libraries["runtime"].links == ("ffi",)
+    assert loaded.executables["minrpc"].no_as_needed == ("runtime",)
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
+    assert (
+        load_in_order(build / "lib" / "libruntime.so", build / "lib" / "libcompiler.so").returncode
+        == 0
+    )
+    # an executable the project builds outside CMake (TVM's minrpc is built by Python) is named
+    outside = tmp_path / "outside.toml"
+    outside.write_text(
+        SPLIT_RECIPE.read_text("utf-8") + '\n[executables.rpcserver]\nlinks = ["runtime"]\n',
+        encoding="utf-8",
+    )
+    code, found = findings_of(run_cli, "check-cmake", str(build), "--recipe", str(outside))
+    assert (code, found) == (
+        0,
+        [
+            (
+                "BT210",
+                "executable rpcserver: no CMake target builds it, so its links, --no-as-needed "
+                "libraries and RUNPATH were not checked (when it is built outside CMake, check "
+                "the built binary with verify-linkage)",
+            )
+        ],
+    )
+
+
+@pytest.mark.integration
+def test_sources_compiled_into_a_library_and_one_it_links_are_an_error(
+    run_cli: CliRunner, split_build: SplitBuild
+) -> None:
+    build = split_build("versioned-twice")
+    for recipe in ((), ("--recipe", str(SPLIT_RECIPE))):
+        code, found = findings_of(run_cli, "check-cmake", str(build), *recipe)
+        assert code == 1
+        assert found == [
+            (
+                "BT211",
+                "target runtime (CMakeLists.txt:37): src/runtime.cc is also compiled into "
+                "compiler, and compiler links runtime",
+            )
+        ]
+    # the loader's order: runtime, then compiler; its registrations run twice
+    loaded = load_in_order(build / "lib" / "libruntime.so", build / "lib" / "libcompiler.so")
+    assert loaded.returncode != 0
+    assert "duplicate registration: rpc.testing.GetShapeSize" in loaded.stderr
+
+
+def install_split(build: Path) -> Path:
+    subprocess.run([cmake_executable(), "--install", build], check=True, capture_output=True)
+    return build.parent / "prefix"
+
+
+@pytest.mark.integration
+def test_the_rpath_judged_is_the_one_that_gets_installed(
+    run_cli: CliRunner, split_build: SplitBuild
+) -> None:
+    recipe = str(SPLIT_RECIPE)
+    # CMake's default absolute build RPATH, INSTALL_RPATH $ORIGIN: what is installed is right
+    build = split_build("install-origin")
+    assert "-Wl,-rpath," + str(build / "lib") in (build / "build.ninja").read_text("utf-8")
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", recipe) == (0, [])
+    prefix = install_split(build)
+    assert check_ids(run_cli, "verify-linkage", str(prefix), "--recipe", recipe) == (0, [])
+    assert (
+        load_in_order(
+            prefix / "lib" / "libruntime.so", prefix / "lib" / "libcompiler.so"
+        ).returncode
+        == 0
+    )
+    # the compiler installed without an RPATH: it cannot find the runtime once installed
+    build = split_build("install-no-rpath")
+    code, found = findings_of(run_cli, "check-cmake", str(build), "--recipe", recipe)
+    assert (code, found) == (
+        1,
+        [
+            (
+                "BT207",
+                "target compiler (CMakeLists.txt:41): no install RPATH, but it links libraries "
+                "of the split",
+            )
+        ],
+    )
+    prefix = install_split(build)
+    assert check_ids(run_cli, "verify-linkage", str(prefix), "--recipe", recipe)[0] == 1
+    loaded = load_in_order(prefix / "lib" / "libcompiler.so")
+    assert "libruntime.so: cannot open shared object file" in loaded.stderr
+
+
+PRESPLIT = PACKAGES / "cmake-presplit"
+
+
+@pytest.fixture(scope="session")
+def presplit_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
+    """tests/packages/cmake-presplit configured and built with one planted defect."""
+    require(shutil.which("c++") is not None, "no C++ compiler")
+    builds: dict[str, Path] = {}
+
+    def build(defect: str) -> Path:
+        if defect not in builds:
+            folder = tmp_path_factory.mktemp(f"presplit-{defect}") / "build"
+            subprocess.run(
+                [
+                    cmake_executable(), "-S", PRESPLIT, "-B", folder, "-G", "Ninja",
+                    f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DPRESPLIT_DEFECT={defect}",
+                ],
+                check=True,
+                capture_output=True,
+            )  # fmt: skip
+            subprocess.run([ninja_executable(), "-C", folder], check=True, capture_output=True)
+            builds[defect] = folder
+        return builds[defect]
+
+    return build
+
+
+@pytest.mark.integration
+def test_the_folder_of_the_projects_own_libraries_is_the_reference(
+    run_cli: CliRunner, presplit_build: SplitBuild
+) -> None:
+    """A vendored project's library in build/3rdparty/ (alphabetically first) is not the
+    layout; the folder most of the project's libraries share is."""
+    build = presplit_build("none")
+    assert (build / "3rdparty" / "vendor" / "libvendor.so").is_file()
+    assert check_ids(run_cli, "check-cmake", str(build)) == (0, [])
+    build = presplit_build("scattered")
+    code, found = findings_of(run_cli, "check-cmake", str(build))
+    assert code == 1
+    assert found == [
+        (
+            "BT206",
+            f"target runtime (CMakeLists.txt:29): built into {build / 'alone'}, not "
+            f"{build / 'lib'} with the others",
+        )
+    ]
+    # really broken: minrpc's RUNPATH $ORIGIN/../lib does not find the runtime
+    ran = subprocess.run([build / "bin" / "minrpc"], capture_output=True, text=True, check=False)
+    assert "libruntime.so: cannot open shared object file" in ran.stderr
+
+
+@pytest.mark.integration
+def test_init_leaves_an_alternative_monolith_out(
+    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
+) -> None:
+    """TVM before its split: libmono.so (nothing links it) holds the runtime's code; a
+    deployment loads one or the other, so the starter recipe must not load both."""
+    build = presplit_build("none")
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    text = recipe.read_text(encoding="utf-8")
+    assert "# decide: libmono.so (target mono) is left out. Nothing links it" in text
+    assert "# decide: left out as a vendored project's own: libvendor.so" in text
+    assert "# decide: OBJECT library gemm is linked into runtime and into the alternative" in text
+    loaded = load_recipe(recipe).recipe
+    assert sorted(loaded.libraries) == ["ffi", "runtime"]
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
+    assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
+    ran = subprocess.run([build / "bin" / "minrpc"], capture_output=True, text=True, check=False)
+    assert (ran.returncode, ran.stdout) == (0, "4\n")
+    # a recipe that loads both (what init wrote before) is caught: BT201
+    both = tmp_path / "both.toml"
+    both.write_text(text + '\n[libraries.mono]\nfile = "libmono.so"\n', encoding="utf-8")
+    code, found = check_ids(run_cli, "check-cmake", str(build), "--recipe", str(both))
+    assert (code, sorted(set(found))) == (1, ["BT201", "BT202"])
+
+
+@pytest.mark.integration
+def test_a_monolith_someone_links_beside_the_runtime_is_not_an_alternative(
+    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
+) -> None:
+    build = presplit_build("exe-links-both")
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    assert "mono" in load_recipe(recipe).recipe.libraries
+    for policy in ((), ("--recipe", str(recipe))):
+        code, found = check_ids(run_cli, "check-cmake", str(build), *policy)
+        assert (code, sorted(set(found))) == (1, ["BT201", "BT202"])
+    ran = subprocess.run([build / "bin" / "app"], capture_output=True, text=True, check=False)
+    assert ran.returncode != 0
+    assert "duplicate registration: contrib.gemm_fp16_int" in ran.stderr

@@ -669,3 +669,66 @@ def test_the_recipe_reached_through_a_link_is_never_rewritten(
     result = run_cli("migrate", "--recipe", str(recipe), "--fix", str(through_link))
     assert result.exit_code == 0, result.stdout + result.stderr
     assert recipe.read_text(encoding="utf-8") == text
+
+
+# --- platform file names of a library rule ------------------------------------------------------
+
+PLATFORM_RULES = compile_rules(
+    parse_recipe(
+        tomllib.loads(
+            '[project]\nname = "p"\n[migrate.renamed]\n"libtvm.so" = "libtvm_compiler.so"\n'
+            '[migrate.removed]\n"libold.so" = "link libnew.so"\n'
+        ),
+        "test",
+    ).migrate,
+    "test",
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "old", "fixed"),
+    [
+        ("install libtvm.dylib", "text", "libtvm.dylib", "install libtvm_compiler.dylib"),
+        ("copy tvm.dll here", "text", "tvm.dll", "copy tvm_compiler.dll here"),
+        ("copy libtvm.dll here", "text", "libtvm.dll", "copy libtvm_compiler.dll here"),
+        ('load(runtime="libtvm")', "python", "libtvm", 'load(runtime="libtvm_compiler")'),
+        ("name = 'libtvm'", "python", "libtvm", "name = 'libtvm_compiler'"),
+        ("libtvm.so.0", "text", "libtvm.so", "libtvm_compiler.so.0"),
+    ],
+)
+def test_a_library_rule_covers_its_platform_names(
+    text: str, kind: str, old: str, fixed: str
+) -> None:
+    from buildtool.migrate.fix import apply_fixes
+
+    matches = scan_text(text, PLATFORM_RULES, kind)  # type: ignore[arg-type]
+    assert [m.rule.old for m in matches] == [old]
+    assert apply_fixes(text, matches) == (fixed, 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "libtvm_runtime.dylib",
+        "mylibtvm.dylib",
+        "libtvm_runtime.dll",
+        "tvm_runtime.dll",
+        "tvm.dllx",
+        "the libtvm library",  # a bare stem only as a whole quoted string
+        '"libtvm/include"',
+        '"libtvm_runtime"',
+    ],
+)
+def test_platform_names_keep_the_boundaries(text: str) -> None:
+    assert scan_text(text, PLATFORM_RULES, "python") == ()
+
+
+def test_a_removed_library_is_reported_on_every_platform() -> None:
+    text = 'libold.dylib old.dll "libold" libold.so.1'
+    matches = scan_text(text, PLATFORM_RULES, "python")
+    assert [(m.rule.old, m.rule.advice, m.rule.fixable) for m in matches] == [
+        ("libold.dylib", "link libnew.so", False),
+        ("old.dll", "link libnew.so", False),
+        ("libold", "link libnew.so", False),
+        ("libold.so", "link libnew.so", False),
+    ]

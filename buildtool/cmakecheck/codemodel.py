@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from buildtool.cmakecheck.install import install_rpaths
 from buildtool.errors import InputError
 
 LINKED_TYPES = ("SHARED_LIBRARY", "MODULE_LIBRARY", "EXECUTABLE")
@@ -60,6 +61,8 @@ class CmakeTarget:
     """The CMake file that defines it, relative to the source folder when inside it."""
     line: int
     """The line of that file (0 when unknown)."""
+    installed: bool = False
+    """Whether an ``install()`` rule installs it (the File API's ``install`` member)."""
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -84,6 +87,11 @@ class Codemodel:
     """Every target of the first configuration, in CMake's order."""
     compilers: tuple[tuple[str, str], ...] = ()
     """(language, compiler path) from the toolchains reply."""
+    install_rpaths: tuple[tuple[str, str], ...] = ()
+    """(installed file name, the RPATH ``cmake --install`` gives it) from the build tree's
+    ``cmake_install.cmake`` scripts."""
+    subproject_targets: frozenset[str] = frozenset()
+    """Names of the targets a nested ``project()`` (a vendored third-party tree) defines."""
 
     def target(self, name: str) -> CmakeTarget:
         return next(target for target in self.targets if target.name == name)
@@ -93,6 +101,18 @@ class Codemodel:
 
     def compiler(self, language: str) -> str:
         return dict(self.compilers).get(language, "")
+
+    def install_rpath(self, target: CmakeTarget) -> str | None:
+        """The RPATH the install gives ``target`` (versioned files too); None when nothing
+        installs it or the install script does not say."""
+        if not target.installed:
+            return None
+        rpaths = dict(self.install_rpaths)
+        for file_name in target.file_names:
+            for installed, rpath in rpaths.items():
+                if installed == file_name or installed.startswith(file_name + "."):
+                    return rpath
+        return None
 
 
 def _absolute(base: str, path: str) -> str:
@@ -126,15 +146,23 @@ def _object_library_of(path: str, object_dirs: Mapping[str, str]) -> str | None:
 def _object_libraries(
     data: Mapping[str, Any], names: Mapping[str, str], object_dirs: Mapping[str, str]
 ) -> tuple[str, ...]:
-    if "objectDependencies" in data:  # code model 2.9 and later say it directly
-        found = [names[item["id"]] for item in data["objectDependencies"] if item["id"] in names]
-    else:
-        paths = [
-            source["path"]
-            for source in data.get("sources", ())
-            if source.get("isGenerated") and source["path"].endswith(OBJECT_SUFFIXES)
-        ]
-        found = [name for path in paths if (name := _object_library_of(path, object_dirs))]
+    """Every way an OBJECT library's object files reach the link: ``objectDependencies`` (2.9+,
+    only a plain ``$<TARGET_OBJECTS:x>`` among the sources), the object files among the generated
+    sources (``$<TARGET_OBJECTS:x>`` inside another generator expression, and CMake 3.12+ lists
+    an object library's files there when it is linked), and ``target_link_libraries`` to an
+    object library (``linkLibraries``), which ``objectDependencies`` leaves out."""
+    found = [
+        names[item["id"]] for item in data.get("objectDependencies", ()) if item["id"] in names
+    ]
+    paths = [
+        _text(source["path"])
+        for source in data.get("sources", ())
+        if source.get("isGenerated") and str(source.get("path", "")).endswith(OBJECT_SUFFIXES)
+    ]
+    found += [name for path in paths if (name := _object_library_of(path, object_dirs))]
+    object_names = set(object_dirs.values())
+    linked = (names.get(item.get("id", "")) for item in data.get("linkLibraries", ()))
+    found += [name for name in linked if name in object_names]
     return tuple(dict.fromkeys(found))
 
 
@@ -173,6 +201,7 @@ def parse_target(
         direct_links=_direct_links(data, names),
         defined_in=defined_in,
         line=line,
+        installed=bool(data.get("install")),
     )
 
 
@@ -227,6 +256,28 @@ def _object_dirs(documents: list[Any], build_dir: str) -> dict[str, str]:
     }
 
 
+def _install_rpaths(
+    configuration: Mapping[str, Any], build_dir: str
+) -> tuple[tuple[str, str], ...]:
+    """What every folder's ``cmake_install.cmake`` says about RPATHs (a missing or unreadable
+    script says nothing: the build-tree RPATH is judged then)."""
+    found: dict[str, str] = {}
+    for directory in configuration.get("directories", ()):
+        script = Path(_absolute(build_dir, _text(directory["build"]))) / "cmake_install.cmake"
+        try:
+            text = script.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found.update(install_rpaths(text))
+    return tuple(found.items())
+
+
+def _subproject_targets(projects: list[Any], entries: list[Any]) -> frozenset[str]:
+    """Targets of the projects below the top-level one."""
+    indexes = [i for project in projects[1:] for i in project.get("targetIndexes", ())]
+    return frozenset(entries[i]["name"] for i in indexes if i < len(entries))
+
+
 def _codemodel(reply_dir: Path, index: Mapping[str, Any], model_file: Path) -> Codemodel:
     model = _load(model_file)
     configurations = model.get("configurations") or []
@@ -251,6 +302,8 @@ def _codemodel(reply_dir: Path, index: Mapping[str, Any], model_file: Path) -> C
         project=projects[0]["name"],
         targets=tuple(targets),
         compilers=_compilers(reply_dir, index),
+        install_rpaths=_install_rpaths(configurations[0], paths[1]),
+        subproject_targets=_subproject_targets(projects, entries),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from collections.abc import Iterator, Mapping, Sequence
 
 from buildtool.cmakecheck.codemodel import CmakeTarget, LinkFragment
@@ -68,8 +69,19 @@ def library_paths(target: CmakeTarget, build_dir: str) -> Iterator[tuple[int, st
             yield index, posixpath.normpath(posixpath.join(build_dir, text))
 
 
+_VERSION_TAIL = re.compile(r"(\.so)(\.[0-9]+)+$")
+
+
+def unversioned(path: str) -> str:
+    """``lib/libfoo.so.0.0.0`` -> ``lib/libfoo.so``: a library with ``VERSION``/``SOVERSION``
+    is linked by its real file, while the code model's artifact (and a recipe) name it by its
+    link name."""
+    return _VERSION_TAIL.sub(r"\1", path)
+
+
 def linked_file_names(target: CmakeTarget) -> Iterator[str]:
-    """File names of every library on the link line: paths and ``-lname`` (as ``libname.so``)."""
+    """Link names of every library on the link line: paths (without a version tail) and
+    ``-lname`` (as ``libname.so``)."""
     for item in target.link:
         if item.role != "libraries":
             continue
@@ -77,7 +89,7 @@ def linked_file_names(target: CmakeTarget) -> Iterator[str]:
             if word.startswith("-l") and len(word) > 2:
                 yield f"lib{word[2:]}.so"
             elif not word.startswith("-"):
-                yield posixpath.basename(word)
+                yield unversioned(posixpath.basename(word))
 
 
 def rpath_entries(target: CmakeTarget) -> tuple[str, ...]:
@@ -103,6 +115,7 @@ def artifact_index(targets: Sequence[CmakeTarget]) -> dict[str, str]:
 
 def linked_targets(target: CmakeTarget, build_dir: str, artifacts: Mapping[str, str]) -> list[str]:
     """Names of the build tree's targets on ``target``'s link line, in order."""
-    found = [artifacts.get(path) for _index, path in library_paths(target, build_dir)]
+    paths = [path for _index, path in library_paths(target, build_dir)]
+    found = [artifacts.get(path) or artifacts.get(unversioned(path)) for path in paths]
     # libraries from outside the build tree's targets (system, ExternalProject) are not targets
     return list(dict.fromkeys(name for name in found if name and name != target.name))

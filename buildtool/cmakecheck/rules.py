@@ -6,6 +6,7 @@ start with the target's name and line.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import fnmatch
 import itertools
@@ -20,6 +21,7 @@ from buildtool.cmakecheck.linkline import (
     linked_file_names,
     linked_targets,
     rpath_entries,
+    unversioned,
 )
 from buildtool.cmakecheck.policy import CmakePolicy
 from buildtool.linkage.checks.catalogue import Finding
@@ -121,34 +123,73 @@ def check_object_libraries(graph: Graph, together: Together) -> Iterator[Finding
     )
 
 
+SHOWN_SOURCES = 3
+"""Sources a duplicate-code finding names; the rest are counted (one finding per pair of
+targets, not one per source: a trainer compiling the runtime's 40 sources is one mistake)."""
+
+
+def _sources_text(paths: list[str], source_dir: str) -> str:
+    shown = [posixpath.relpath(path, source_dir) for path in paths[:SHOWN_SOURCES]]
+    more = len(paths) - len(shown)
+    if len(paths) == 1:
+        return f"{shown[0]} is"
+    listed = ", ".join(shown) + (f" and {more} more" if more else "")
+    return f"{len(paths)} sources ({listed}) are"
+
+
 def check_sources(graph: Graph, together: Together) -> Iterator[Finding]:
-    """BT202: one source compiled into two targets loaded together."""
-    source_dir = graph.model.source_dir
+    """BT211 (one of the two links the other: the same code twice in one link chain) and BT202
+    (loaded together otherwise): sources compiled into two targets one process loads."""
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for source, names in sorted(graph.compiled_in.items()):
+        for pair in itertools.combinations(names, 2):
+            pairs.setdefault(pair, []).append(source)
+    model = graph.model
+    for (first, second), paths in pairs.items():
+        reason = together.reason(first, second)
+        if reason is None:
+            continue
+        linked = first in graph.linked.get(second, ()) or second in graph.linked.get(first, ())
+        shared = _sources_text(paths, model.source_dir)
+        yield _finding(
+            model.target(second),
+            "BT211" if linked else "BT202",
+            f"{shared} also compiled into {first}, and {reason}",
+            f"one process loads {first} and {second}",
+        )
 
-    def describe(path: str, other: str) -> str:
-        return f"{posixpath.relpath(path, source_dir)} is also compiled into {other}"
 
-    yield from _shared_code(graph, together, "BT202", graph.compiled_in, describe)
+def _reference_folder(libraries: list[CmakeTarget], model: Codemodel) -> str:
+    """The folder the libraries belong in: the one most of the project's own libraries share
+    (a vendored subproject's libraries do not set the layout), ties broken by the code model's
+    order. Never the alphabetically first."""
+    own = [t for t in libraries if t.name not in model.subproject_targets] or libraries
+    folders = [posixpath.dirname(path) for target in own for path in target.artifacts[:1]]
+    counts = collections.Counter(folders)
+    return max(dict.fromkeys(folders), key=lambda folder: counts[folder])
 
 
 def check_together(model: Codemodel, policy: CmakePolicy | None) -> Iterator[Finding]:
-    """BT206: every shared library (the recipe's, with one) built into one folder."""
-    libraries = [
-        target
-        for target in model.of_type("SHARED_LIBRARY")
-        if policy is None or set(target.file_names) & policy.library_files
-    ]
+    """BT206: every shared library (the recipe's, with one; else the project's own) built into
+    the folder the others share."""
+
+    def _in_layout(target: CmakeTarget) -> bool:
+        if policy is not None:
+            return bool(set(target.file_names) & policy.library_files)
+        return target.name not in model.subproject_targets
+
+    libraries = [target for target in model.of_type("SHARED_LIBRARY") if _in_layout(target)]
     folders = sorted({posixpath.dirname(path) for t in libraries for path in t.artifacts})
     if len(folders) < 2:
         return
-    first = folders[0]
+    reference = _reference_folder(libraries, model)
     for target in libraries:
-        elsewhere = [path for path in target.artifacts if posixpath.dirname(path) != first]
+        elsewhere = [path for path in target.artifacts if posixpath.dirname(path) != reference]
         if elsewhere:
             yield _finding(
                 target,
                 "BT206",
-                f"built into {posixpath.dirname(elsewhere[0])}, not {first} with the others",
+                f"built into {posixpath.dirname(elsewhere[0])}, not {reference} with the others",
                 "library folders: " + ", ".join(folders),
             )
 
@@ -196,7 +237,7 @@ def check_as_needed(
     """BT204: a no-as-needed library on the link line while --as-needed is in effect."""
     states = as_needed_per_fragment(target.link, as_needed_default)
     for index, path in library_paths(target, build_dir):
-        name = posixpath.basename(path)
+        name = unversioned(posixpath.basename(path))
         if name in files and states[index]:
             default = " (the toolchain's default)" if as_needed_default else ""
             yield _finding(
@@ -208,19 +249,31 @@ def check_as_needed(
             )
 
 
-def check_runpath(target: CmakeTarget, links_split: bool) -> Iterator[Finding]:
-    """BT207."""
-    entries = rpath_entries(target)
+def _judged_rpath(model: Codemodel, target: CmakeTarget) -> tuple[str, tuple[str, ...], str]:
+    """(which RPATH, its entries, evidence): what gets installed when an install() rule installs
+    the target, else the build tree's (then the build tree is what ships)."""
+    build = rpath_entries(target)
+    build_text = ":".join(build) or "none"
+    installed = model.install_rpath(target)
+    if installed is None:
+        note = "" if target.installed else " (no install() rule installs it)"
+        return "build-tree RPATH", build, f"link RUNPATH entries: {build_text}{note}"
+    entries = tuple(entry for entry in installed.split(":") if entry)
+    same = "the same: BUILD_WITH_INSTALL_RPATH" if entries == build else "CMake's build RPATH"
+    evidence = f"cmake_install.cmake sets {installed or 'none'}; the build tree has {build_text} "
+    return "install RPATH", entries, evidence + f"({same})"
+
+
+def check_runpath(model: Codemodel, target: CmakeTarget, links_split: bool) -> Iterator[Finding]:
+    """BT207, on what gets installed (the build tree's RPATH when nothing installs it)."""
+    which, entries, evidence = _judged_rpath(model, target)
     bad = [entry for entry in entries if not entry.startswith("$ORIGIN")]
     if bad:
-        yield _finding(
-            target,
-            "BT207",
-            f"RUNPATH {':'.join(bad)} is not $ORIGIN-relative",
-            f"link RUNPATH entries: {':'.join(entries)}",
-        )
+        message = f"{which} {':'.join(bad)} is not $ORIGIN-relative"
+        yield _finding(target, "BT207", message, evidence)
     elif not entries and links_split:
-        yield _finding(target, "BT207", "no RUNPATH, but it links libraries of the split")
+        message = f"no {which}, but it links libraries of the split"
+        yield _finding(target, "BT207", message, evidence)
 
 
 def _links_split(graph: Graph, target: CmakeTarget, files: frozenset[str]) -> bool:
@@ -239,7 +292,7 @@ def library_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:
             continue
         yield from check_forbidden(target, lib.forbidden)
         yield from check_required_links(target, lib.links)
-        yield from check_runpath(target, _links_split(graph, target, policy.library_files))
+        yield from check_runpath(model, target, _links_split(graph, target, policy.library_files))
 
 
 def executable_findings(graph: Graph, policy: CmakePolicy, as_needed: bool) -> Iterator[Finding]:
@@ -247,12 +300,18 @@ def executable_findings(graph: Graph, policy: CmakePolicy, as_needed: bool) -> I
     for exe in policy.executables:
         target = _by_file(model, exe.name, ("EXECUTABLE",))
         if target is None:
-            yield Finding("BT210", policy.source, f"executable {exe.name}: no target builds it")
+            yield Finding(
+                "BT210",
+                policy.source,
+                f"executable {exe.name}: no CMake target builds it, so its links, "
+                "--no-as-needed libraries and RUNPATH were not checked (when it is built "
+                "outside CMake, check the built binary with verify-linkage)",
+            )
             continue
         yield from check_forbidden(target, exe.forbidden)
         yield from check_required_links(target, exe.links)
         yield from check_as_needed(target, model.build_dir, exe.no_as_needed, as_needed)
-        yield from check_runpath(target, _links_split(graph, target, policy.library_files))
+        yield from check_runpath(model, target, _links_split(graph, target, policy.library_files))
 
 
 def object_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import textwrap
 from collections.abc import Iterable, Mapping
 
 from buildtool.cmakecheck.codemodel import CmakeTarget, Codemodel
-from buildtool.cmakecheck.linkline import as_needed_per_fragment, library_paths
+from buildtool.cmakecheck.linkline import as_needed_per_fragment, library_paths, unversioned
 from buildtool.cmakecheck.rules import Graph, make_graph
 
 HEADER = """\
@@ -22,8 +23,10 @@ HEADER = """\
 # {build_dir}. The project keeps its CMake; this file is the policy that
 #   buildtool check-cmake BUILD_DIR --recipe THIS_FILE
 #   buildtool verify-linkage BUILD_DIR --recipe THIS_FILE
-# hold it to. Next steps: mark the libraries deployments can do without (optional = true), list
-# what each one registers at static initialization (registers = [...]), and add [verify]
+# hold it to. What init inferred is marked "decide:" below: a library nothing links is
+# optional (deployments can do without it), one that also holds another's code without linking
+# it is an alternative (loaded instead of it, never beside it) and is left out. Then list what
+# each library registers at static initialization (registers = [...]), and add [verify]
 # settings (removed legacy files, size budgets).
 """
 
@@ -59,18 +62,83 @@ def _library_links(graph: Graph, target: CmakeTarget, names: Mapping[str, str]) 
     return [names[link] for link in links if link in names]
 
 
-def _owners(graph: Graph, names: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
-    """OBJECT library -> its one owning library's recipe name; and comments on the others."""
+def _owners(
+    graph: Graph, names: Mapping[str, str], left_out: Iterable[str]
+) -> tuple[dict[str, str], list[str]]:
+    """OBJECT library -> its one owning library's recipe name; and comments on the others (an
+    alternative left out that holds it too leaves the choice to the user)."""
+    skipped = set(left_out)
     owners: dict[str, str] = {}
     notes: list[str] = []
     for obj, holders in sorted(graph.holders.items()):
-        libraries = [names[h] for h in holders if h in names]
-        if len(holders) == 1 and libraries:
-            owners[obj] = libraries[0]
-        else:
-            where = ", ".join(holders)
-            notes.append(f"# OBJECT library {obj} is linked into {where}: give it one owner")
+        kept = [h for h in holders if h not in skipped]
+        also = [h for h in holders if h in skipped]
+        if len(kept) == 1 and kept[0] in names and not also:
+            owners[obj] = names[kept[0]]
+        elif len(kept) == 1 and kept[0] in names:
+            text = (
+                f"decide: OBJECT library {obj} is linked into {kept[0]} and into the "
+                f"alternative {', '.join(also)}; once the split retires that, give it to "
+                f"{kept[0]} (its objects list and an [objects.{recipe_name(obj)}] table)."
+            )
+            notes += _comment(text)
+        elif holders:
+            notes.append(
+                f"# OBJECT library {obj} is linked into {', '.join(holders)}: give it one owner"
+            )
     return owners, notes
+
+
+def _comment(text: str) -> list[str]:
+    return textwrap.wrap(text, width=96, initial_indent="# ", subsequent_indent="# ")
+
+
+def _linked_by_anything(graph: Graph) -> set[str]:
+    return {name for names in graph.linked.values() for name in names}
+
+
+def _code_of(graph: Graph, target: str) -> dict[str, list[str]]:
+    """Other linked target -> what of ``target``'s code it holds too (sources, object libraries)."""
+    source_dir = graph.model.source_dir
+    shared: dict[str, list[str]] = {}
+    for path, holders in graph.compiled_in.items():
+        for other in holders:
+            if target in holders and other != target:
+                shared.setdefault(other, []).append(posixpath.relpath(path, source_dir))
+    for obj, holders in graph.holders.items():
+        for other in holders:
+            if target in holders and other != target:
+                shared.setdefault(other, []).append(f"OBJECT library {obj}")
+    return shared
+
+
+def alternatives(graph: Graph) -> dict[str, tuple[str, list[str]]]:
+    """Shared library nothing links that holds another library's code without linking it (a
+    monolith beside its runtime) -> (that library, what they share). A process loads one of
+    the two, so it is an alternative, not a library loaded with the others."""
+    linked = _linked_by_anything(graph)
+    found: dict[str, tuple[str, list[str]]] = {}
+    for target in _built(graph.model, "SHARED_LIBRARY"):
+        if target.name in linked:
+            continue
+        for other, what in _code_of(graph, target.name).items():
+            kind = graph.model.target(other).type
+            if kind == "SHARED_LIBRARY" and other not in graph.linked[target.name]:
+                found[target.name] = (other, sorted(what))
+                break
+    return found
+
+
+def _alternative_note(target: CmakeTarget, other: str, shared: list[str]) -> list[str]:
+    what = ", ".join(shared[:3]) + (f" and {len(shared) - 3} more" if len(shared) > 3 else "")
+    text = (
+        f"decide: {target.file_names[0]} (target {target.name}) is left out. Nothing links it, "
+        f"and it holds the code of {other} ({what}) without linking it: an alternative to "
+        f"{other} that a deployment loads instead, not beside it. If the split retires it, list "
+        "it in [verify] removed; if one process does load both, that is the duplicate-code "
+        "defect check-cmake reports (BT201, BT211)."
+    )
+    return ["", *_comment(text)]
 
 
 def _no_as_needed(target: CmakeTarget, build_dir: str, files: Mapping[str, str]) -> list[str]:
@@ -78,16 +146,19 @@ def _no_as_needed(target: CmakeTarget, build_dir: str, files: Mapping[str, str])
     states = as_needed_per_fragment(target.link, default=True)
     found = []
     for index, path in library_paths(target, build_dir):
-        file_name = posixpath.basename(path)
+        file_name = unversioned(posixpath.basename(path))
         if not states[index] and file_name in files:
             found.append(files[file_name])
     return list(dict.fromkeys(found))
 
 
-def _library_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
-    owners, notes = _owners(graph, names)
+def _library_tables(graph: Graph, names: Mapping[str, str], left_out: Iterable[str]) -> list[str]:
+    owners, notes = _owners(graph, names, left_out)
+    linked = _linked_by_anything(graph)
     lines: list[str] = []
     for target in _built(graph.model, "SHARED_LIBRARY"):
+        if target.name not in names:
+            continue
         name = names[target.name]
         lines += ["", f"[libraries.{name}]", f"file = {json.dumps(target.file_names[0])}"]
         links = _library_links(graph, target, names)
@@ -96,6 +167,13 @@ def _library_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
         objects = [recipe_name(obj) for obj, owner in owners.items() if owner == name]
         if objects:
             lines.append(f"objects = {_array(objects)}")
+        if target.name not in linked and links:
+            text = (
+                "decide: nothing in the build links it, so deployments can presumably do "
+                "without it (a compiler beside its runtime). Delete this line if every "
+                "deployment needs it."
+            )
+            lines += [*_comment(text), "optional = true"]
     for obj in owners:
         lines += ["", f"[objects.{recipe_name(obj)}]"]
     return lines + (["", *notes] if notes else [])
@@ -103,7 +181,11 @@ def _library_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
 
 def _executable_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
     model = graph.model
-    files = {target.file_names[0]: names[target.name] for target in _built(model, "SHARED_LIBRARY")}
+    files = {
+        target.file_names[0]: names[target.name]
+        for target in _built(model, "SHARED_LIBRARY")
+        if target.name in names
+    }
     lines: list[str] = []
     taken = set(names.values())
     for target in _built(model, "EXECUTABLE"):
@@ -128,11 +210,24 @@ def _executable_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
 def starter_recipe(model: Codemodel, build_dir: str) -> str:
     """The starter recipe's text."""
     graph = make_graph(model)
+    left_out = alternatives(graph)
     names: dict[str, str] = {}
+    vendored: list[str] = []
     for target in _built(model, "SHARED_LIBRARY"):
-        names[target.name] = recipe_name(target.name, names.values())
+        if target.name in model.subproject_targets:
+            vendored.append(f"{target.file_names[0]} (target {target.name})")
+        elif target.name not in left_out:
+            names[target.name] = recipe_name(target.name, names.values())
     lines = [HEADER.format(build_dir=build_dir).rstrip("\n"), "", "[project]"]
     lines.append(f"name = {json.dumps(project_name(model.project))}")
-    lines += _library_tables(graph, names)
+    for name, (other, shared) in left_out.items():
+        lines += _alternative_note(model.target(name), other, shared)
+    if vendored:
+        text = (
+            f"decide: left out as a vendored project's own: {', '.join(vendored)}. Add the ones "
+            "a deployment ships beside the project's libraries."
+        )
+        lines += ["", *_comment(text)]
+    lines += _library_tables(graph, names, left_out)
     lines += _executable_tables(graph, names)
     return "\n".join(lines) + "\n"

@@ -14,6 +14,11 @@ The name-boundary rule, the one place it is defined (README, "buildtool migrate"
 - a shared-library name (ending in ``.so``) also matches before a version suffix: ``libdemo.so.0``
   and ``libdemo.so.0.1`` are versioned sonames of ``libdemo.so``, so they are references to it
   (a rename rewrites the name and keeps the suffix);
+- a shared-library name ``lib<stem>.so`` also stands for its other platforms' file names:
+  ``lib<stem>.dylib`` (macOS), ``<stem>.dll`` and ``lib<stem>.dll`` (Windows: MSVC and MinGW),
+  and the bare ``lib<stem>`` when it is the whole of a quoted string (a loader's
+  ``runtime="libdemo"``), each with the same boundaries; a rename rewrites each into the same
+  platform's name of the replacement;
 - a renamed header matches only as the path of an ``#include`` directive (in any file: C and C++
   sources, and code samples in documentation), and in CMake and Python string literals whose
   whole text is the path or ends with ``/`` and the path.
@@ -54,6 +59,10 @@ class Rule:
 
     advice: str = ""
     """What to do instead (removed names only)."""
+
+    variant_of: str = ""
+    """The recipe's ``lib<stem>.so`` name this platform file name (``lib<stem>.dylib``,
+    ``<stem>.dll``, a bare ``lib<stem>``) was derived from; empty for the recipe's own names."""
 
     @property
     def fixable(self) -> bool:
@@ -106,12 +115,55 @@ def name_regex(name: str) -> str:
     return body + left + right
 
 
-def _names_pattern(names: list[str]) -> re.Pattern[str] | None:
+_LIBRARY = re.compile(r"lib(?P<stem>[A-Za-z0-9_][A-Za-z0-9_.+-]*?)\.so\Z")
+
+
+def platform_names(name: str) -> dict[str, str]:
+    """``libdemo.so`` -> {``libdemo.dylib``: "dylib", ``demo.dll``: "dll", ``libdemo.dll``:
+    "libdll", ``libdemo``: "stem"}; {} for a name that is not ``lib<stem>.so``."""
+    found = _LIBRARY.match(name)
+    if found is None:
+        return {}
+    stem = found["stem"]
+    return {
+        f"lib{stem}.dylib": "dylib",
+        f"{stem}.dll": "dll",
+        f"lib{stem}.dll": "libdll",
+        f"lib{stem}": "stem",
+    }
+
+
+def _platform_name(name: str, kind: str) -> str:
+    """The ``kind`` platform name of ``name`` (``platform_names``), or "" when it has none."""
+    return next((other for other, k in platform_names(name).items() if k == kind), "")
+
+
+def _variants(rules: dict[str, Rule]) -> dict[str, Rule]:
+    """The platform names of every library rule, unless the recipe names them itself; a rename
+    whose replacement is not a ``lib<stem>.so`` name has no platform names to rewrite to."""
+    found: dict[str, Rule] = {}
+    for old, rule in rules.items():
+        for variant, kind in platform_names(old).items():
+            new = _platform_name(rule.new, kind) if rule.kind == "renamed" else ""
+            if variant in rules or (rule.kind == "renamed" and not new):
+                continue
+            found[variant] = dataclasses.replace(rule, old=variant, new=new, variant_of=old)
+    return found
+
+
+def _regex_of(name: str, rule: Rule) -> str:
+    if rule.variant_of and not name.endswith((".dll", ".dylib")):
+        quote = "[\"']"
+        return f"{re.escape(name)}(?<={quote}{re.escape(name)})(?={quote})"
+    return name_regex(name)
+
+
+def _names_pattern(names: dict[str, Rule]) -> re.Pattern[str] | None:
     if not names:
         return None
     # Longest first: where two names start at one place, the longer one is the reference.
     ordered = sorted(names, key=lambda name: (-len(name), name))
-    return re.compile("|".join(f"(?:{name_regex(name)})" for name in ordered))
+    return re.compile("|".join(f"(?:{_regex_of(name, names[name])})" for name in ordered))
 
 
 def compile_rules(migrate: MigrateSettings, source: str) -> Rules:
@@ -127,13 +179,15 @@ def compile_rules(migrate: MigrateSettings, source: str) -> Rules:
     headers: dict[str, Rule] = {
         old: Rule("renamed-header", old, new=new) for old, new in migrate.renamed_headers.items()
     }
-    pattern = _names_pattern(list(names))
+    names.update(_variants(names))
+    pattern = _names_pattern(names)
     rules = Rules(names=names, headers=headers, name_pattern=pattern, exclude=migrate.exclude)
     if pattern is not None:
-        for old, new in migrate.renamed.items():
-            again = pattern.search(new)
+        for old, rule in names.items():
+            again = pattern.search(rule.new) if rule.kind == "renamed" else None
             if again:
-                key = key_path("migrate.renamed", old)
+                key = key_path("migrate.renamed", rule.variant_of or old)
+                new = rule.new
                 raise RecipeError(
                     source,
                     key,

@@ -389,7 +389,8 @@ class MigrateSettings:
     name: not inside a longer identifier (``libdemo.so`` is not in ``mylibdemo.so`` or
     ``libdemo_runtime.so``) nor as the tail of a dotted name (``testing.GetShapeElem`` is not in
     ``rpc.testing.GetShapeElem``); a library name ending in ``.so`` also matches its versioned
-    sonames (``libdemo.so.0``)."""
+    sonames (``libdemo.so.0``), and ``lib<stem>.so`` its other platforms' names
+    (``libdemo.dylib``, ``demo.dll``, ``libdemo.dll``, a quoted bare ``"libdemo"``)."""
 
     renamed: dict[FreeKey, str] = dataclasses.field(default_factory=dict)
     """Old name -> the name that replaces it (``"libdemo.so" = "libdemo_compiler.so"``): library

@@ -126,8 +126,19 @@ def _type_text(entry: dict[str, Any]) -> str:
         return f"array of {_type_text(entry['items'])}"
     if entry.get("type") == "object" and "additionalProperties" in entry:
         item = entry["additionalProperties"]
-        return f"tables by name: {_type_text(item)}" if "$ref" in item else "table of numbers"
+        if "$ref" in item:
+            return f"tables by name: {_type_text(item)}"
+        return f"table of {_plural(_type_text(item))}"
     return str(entry.get("type", ""))
+
+
+def _plural(type_text: str) -> str:
+    """``string`` -> ``strings``, ``array of string`` -> ``arrays of strings``."""
+    if type_text.startswith("array of "):
+        return f"arrays of {_plural(type_text.removeprefix('array of '))}"
+    return {"string": "strings", "number": "numbers", "integer": "integers"}.get(
+        type_text, f"{type_text} values"
+    )
 
 
 def _markdown(text: str) -> str:

@@ -344,6 +344,16 @@ CMAKE_CHECKS: tuple[Check, ...] = (
         "Compile it into one library and link that library from the other.",
     ),
     Check(
+        "BT211",
+        "cmake-duplicate-code",
+        "error",
+        "check-cmake: sources compiled into two targets one of which links the other (a trainer "
+        "library that compiles the runtime's sources and links the runtime): the same code and "
+        "static initializers exist twice in one link chain, so registrations run twice and "
+        "which copy of a symbol wins depends on the load order.",
+        "Compile the sources into one library only and link it from the other.",
+    ),
+    Check(
         "BT203",
         "cmake-forbidden-link",
         "error",

@@ -1,0 +1,39 @@
+"""The RPATH ``cmake --install`` gives each installed file, read from ``cmake_install.cmake``.
+Pure: text in, file name -> RPATH out.
+
+The File API says whether a target is installed, not with which RPATH. The install script
+says it: before copying, ``file(RPATH_CHECK FILE <installed file> RPATH <install RPATH>)``
+for every file of a target CMake links with an RPATH (``INSTALL_RPATH``, empty when unset);
+with ``BUILD_WITH_INSTALL_RPATH`` ON the build tree already has that RPATH, otherwise a
+``file(RPATH_CHANGE ...)`` after the copy rewrites CMake's build RPATH into it.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+_STATEMENT = re.compile(
+    r'foreach\(file\s+(?P<files>(?:"[^"]*"\s*)+)\)'
+    r'|file\(RPATH_CHECK\s+FILE\s+"(?P<file>[^"]*)"\s+RPATH\s+"(?P<rpath>(?:[^"\\]|\\.)*)"\s*\)'
+)
+
+
+def _cmake_unquote(text: str) -> str:
+    """A quoted CMake argument's escapes (``\\$ORIGIN``, ``\\;``) undone."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def install_rpaths(script: str) -> dict[str, str]:
+    """Installed file name -> the RPATH it is installed with (``""``: none), from one
+    ``cmake_install.cmake``."""
+    found: dict[str, str] = {}
+    loop: list[str] = []
+    for match in _STATEMENT.finditer(script):
+        if match["files"] is not None:
+            loop = re.findall(r'"([^"]*)"', match["files"])
+            continue
+        files = loop if match["file"] == "${file}" else [match["file"]]
+        for path in files:
+            found[posixpath.basename(path)] = _cmake_unquote(match["rpath"])
+    return found

@@ -1,0 +1,1 @@
+int vendor_answer() { return 42; }
