@@ -34,14 +34,16 @@ int work(int x) { int s = 0; for (int i = 0; i < x; ++i) s += i * x; return s; }
 
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One library with its code in a segment of its own, one with code and tables together."""
+    """One library with its code in a segment of its own, one with code and tables together;
+    without startup files, so without initializers (whose code a sparse read must keep)."""
     require(shutil.which("gcc") is not None, "needs gcc")
     folder = tmp_path_factory.mktemp("layouts")
     (folder / "x.c").write_text(LIBRARY_SOURCE, encoding="utf-8")
     built = {}
     for layout in ("separate-code", "noseparate-code"):
         output = folder / f"lib{layout}.so"
-        command = ["gcc", "-shared", "-fPIC", "-O1", "x.c", "-o", str(output), f"-Wl,-z,{layout}"]
+        command = ["gcc", "-shared", "-fPIC", "-O1", "-nostartfiles", "x.c", "-o", str(output)]
+        command.append(f"-Wl,-z,{layout}")
         subprocess.run(command, cwd=folder, check=True, capture_output=True)
         built[layout] = output
     return built
@@ -158,3 +160,18 @@ def test_dynamic_strings_found_in_the_code_are_no_left_out_bytes(
     left_out = code_ranges(bytes(data[:4096]), len(data), 0)
     assert left_out_unused(bytes(layouts["separate-code"].read_bytes()), len(data), left_out, ())
     assert not left_out_unused(bytes(data), len(data), left_out, ())
+
+
+@pytest.mark.integration
+def test_an_initializers_code_left_out_needs_a_whole_read(tmp_path: Path) -> None:
+    """The initializers' walk reads code: a read that left it out must read the file again."""
+    source = tmp_path / "init.c"
+    source.write_text("int calls;\n__attribute__((constructor)) static void up(void) { calls++; }\n")
+    output = tmp_path / "libinit.so"
+    command = ["gcc", "-shared", "-fPIC", "-O1", str(source), "-o", str(output)]
+    subprocess.run([*command, "-Wl,-z,separate-code"], check=True, capture_output=True)
+    data = output.read_bytes()
+    left_out = code_ranges(data[:4096], len(data), 0)
+    assert read_elf_facts(data, output.name) is not None
+    assert not left_out_unused(_left_out_filled(data, left_out), len(data), left_out, ())
+    assert left_out_unused(data, len(data), (), ())

@@ -27,9 +27,33 @@ LINKER_GENERATED: Final = frozenset(
         "end",
         "_DYNAMIC",
         "_GLOBAL_OFFSET_TABLE_",
+        "__bss_start__",
+        "__bss_end__",
+        "_bss_end__",
     }
 )
-"""Symbols the linker (or crti/crtn) puts in every object: never evidence of duplicated code."""
+"""Symbols the linker (or crti/crtn) puts in every object (the ``__bss_*__`` ones on aarch64):
+never evidence of duplicated code."""
+
+TOOLCHAIN_FUNCTIONS: Final = frozenset(
+    {
+        "_ZSt21ios_base_library_initv",
+        "_ZSt28__throw_bad_array_new_lengthv",
+        "__cxa_call_terminate",
+    }
+)
+"""libstdc++ helpers that a devtoolset (manylinux) compiler links statically into every C++
+library it builds, newer than the system's libstdc++: no project's code."""
+
+TOOLCHAIN_PREFIXES: Final = ("_ZGTt",)
+"""Name prefixes of such helpers: ``_ZGTt`` are the transactional-memory clones of libstdc++'s
+exception constructors."""
+
+
+def is_toolchain_function(name: str) -> bool:
+    """Whether ``name`` (a symbol key, a version suffix allowed) is a toolchain helper."""
+    bare = name.split("@", 1)[0]
+    return bare in TOOLCHAIN_FUNCTIONS or bare.startswith(TOOLCHAIN_PREFIXES)
 
 CRT_FUNCTIONS: Final = frozenset(
     {
@@ -129,6 +153,19 @@ NO_NAMES: Final = NameDigests(b"")
 
 
 @dataclass(frozen=True)
+class InitializerReach:
+    """What one static initializer (an entry of the initializer array) can call."""
+
+    shape: str
+    """A digest of the instructions walked from it, addresses left out: two copies of one object
+    file's initializer have the same shape in any library."""
+    instructions: int
+    """How many instructions the walk decoded (within its budget)."""
+    reaches: frozenset[str]
+    """Names of the imported functions it can call (directly or through the calls it makes)."""
+
+
+@dataclass(frozen=True)
 class BinaryFacts:
     """What verify-linkage knows about one binary, whatever its format: the loader's inputs
     (dependencies, search paths, exports and imports), initializers and sizes. The ELF reader
@@ -201,3 +238,11 @@ class BinaryFacts:
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
     format: str = "elf"
     """The file format: ``elf`` (the only one read today)."""
+    initializers: tuple[InitializerReach, ...] = ()
+    """Each static initializer's reach, in the order the loader runs them (x86-64 and aarch64;
+    empty for other machines and formats)."""
+
+    @property
+    def initializer_reaches(self) -> frozenset[str]:
+        """Imported functions any initializer can call."""
+        return frozenset().union(*(init.reaches for init in self.initializers))

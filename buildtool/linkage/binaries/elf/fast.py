@@ -36,6 +36,7 @@ from buildtool.linkage.binaries.elf.decoder import (
     _split_path,
 )
 from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
+from buildtool.linkage.binaries.elf.initializers import read_initializers
 from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
 from buildtool.linkage.binaries.elf.symtab import _read_static_symbols
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts
@@ -118,11 +119,12 @@ def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) ->
     interpreter = _interpreter(img, segments)
     soname = _dyn_string(dyn, _DT_SONAME) if dyn else None
     seg_types = {s.type for s in segments}
+    machine = machine_name(st.header.machine, img.layout.elf_class)
     return BinaryFacts(
         path=path,
         elf_class=img.layout.elf_class,
         little_endian=img.layout.endian == "<",
-        machine=machine_name(st.header.machine, img.layout.elf_class),
+        machine=machine,
         file_type=file_type_name(st.header.e_type, flags.pie, interpreter, soname),
         interpreter=interpreter,
         soname=soname,
@@ -151,6 +153,7 @@ def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) ->
         exec_stack=not any(s.type == _PT_GNU_STACK and not s.flags & _PF_X for s in segments),
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
+        initializers=read_initializers(img, segments, dyn, machine),
     )
 
 

@@ -28,8 +28,11 @@ from buildtool.linkage.binaries.elf.decoder import (
     _read_header,
     _read_segments,
     _read_structure,
+    _Image,
+    _Structure,
 )
-from buildtool.linkage.binaries.elf.facts import ElfBuffer
+from buildtool.linkage.binaries.elf.initializers import initializer_code
+from buildtool.linkage.binaries.elf.facts import ElfBuffer, machine_name
 
 # --- sparse reads: bytes no fact comes from -----------------------------------------------
 
@@ -42,7 +45,9 @@ _FACT_SECTION_TYPES: Final = frozenset(
 )  # fmt: skip
 """Sections whose bytes facts are read from, besides the ELF header, the program and section
 header tables, the segments other than PT_LOAD, and (when registration names are searched) the
-data sections. Reading another section's bytes in ``fast._facts`` must add its type here."""
+data sections, and the code the initializers' walk reads (``initializers.initializer_code``,
+checked by ``left_out_unused``). Reading another section's bytes in ``fast._facts`` must add
+its type here."""
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -90,14 +95,24 @@ def _overlaps(start: int, end: int, ranges: Ranges) -> bool:
     return any(start < range_end and range_start < end for range_start, range_end in ranges)
 
 
+def _initializer_code_left_out(img: _Image, structure: _Structure, left_out: Ranges) -> bool:
+    """Whether the code the initializers' walk reads (``initializers``) was left out."""
+    machine = machine_name(structure.header.machine, img.layout.elf_class)
+    read = initializer_code(img, structure.segments, structure.dynamic, machine)
+    return any(_overlaps(start, end, left_out) for start, end in read)
+
+
 def left_out_unused(
     data: ElfBuffer, size: int, left_out: Ranges, registration_names: Collection[str]
 ) -> bool:
     """Whether the facts of ``data`` (the file's bytes, less ``left_out``) are those of the
     whole file: no section facts are read from lies in ``left_out``."""
     try:
-        structure = _read_structure(_open_image(data, size, False))
+        img = _open_image(data, size, False)
+        structure = _read_structure(img)
     except (_Bad, *_DECODE_ERRORS):
+        return False
+    if _initializer_code_left_out(img, structure, left_out):
         return False
     strings = structure.dynamic.strings if structure.dynamic else None
     # found by its address (DT_STRTAB), not as a section: a hostile file may put it anywhere
