@@ -451,6 +451,99 @@ def _private_build(
     return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
 
 
+REGISTRY_BOUND = """extern "C" void registry_add(const char*);
+namespace gemm {
+__attribute__((noipa)) int encode(int x) { return x * 3; }
+__attribute__((noipa)) int decode(int x) { return x / 3; }
+__attribute__((noipa)) void add(const char* name) { registry_add(name); }
+}  // namespace gemm
+namespace {
+struct Registerer { Registerer() { if (gemm::decode(gemm::encode(3)) == 3) gemm::add("gemm"); } };
+Registerer registerer;
+}  // namespace
+"""
+"""The seed's defect with hidden visibility: every function of the copy is bound inside each
+library, but its initializer registers into the registry library both load."""
+
+LOAD_BOTH = """import ctypes, sys
+for name in sys.argv[1:]:
+    ctypes.CDLL(name)
+"""
+
+
+def _hidden_pair(folder: Path, source: str, strip: bool) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so, each with ``source`` built -fvisibility=hidden and linked to
+    libcore.so (the registry), loaded together by ctypes in a child process."""
+    folder.mkdir()
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
+               "{ return 1; }\n", "shared.cc": source}  # fmt: skip
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-fvisibility=hidden", "-lcore",
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    if strip:
+        subprocess.run(["strip", *(folder / n for n in ("libone.so", "libtwo.so", "main"))],
+                       check=True)  # fmt: skip
+    libraries = [str(folder / "libone.so"), str(folder / "libtwo.so")]
+    command = [sys.executable, "-c", LOAD_BOTH, *libraries]
+    return subprocess.run(command, check=False, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_hidden_copy_that_registers_into_a_shared_registry_is_bt103(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "bound", REGISTRY_BOUND, strip)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    assert "duplicate gemm" in run.stderr
+    report = check(tmp_path / "bound")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "both register through libcore.so:registry_add" in report.findings[0].evidence
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_hidden_copy_with_its_own_registry_loads_and_is_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "own", PRIVATE_LIBRARY, strip)
+    assert run.returncode == 0, run.stderr  # each copy registers into its own registry
+    report = check(tmp_path / "own")
+    assert not report.failed
+    # unstripped, the shared functions show the private copy; stripped, nothing tells it
+    assert ids(report) == ({("BT124", "libtwo.so")} if not strip else set())
+
+
+TOOLCHAIN_HELPERS = """#include <new>
+#include <stdexcept>
+namespace std {
+__attribute__((visibility("default"))) void __throw_bad_array_new_length() { throw bad_alloc(); }
+}
+extern "C" __attribute__((visibility("default"))) void __bss_start__() {}
+extern "C" __attribute__((visibility("default"))) int NAME() { return 1; }
+"""
+"""What a devtoolset g++ links into every library (libstdc++_nonshared.a's helpers, exported),
+and an aarch64 linker symbol, beside each library's own function."""
+
+
+def test_libstdcxx_helpers_in_two_libraries_are_no_duplicate_code(tmp_path: Path) -> None:
+    folder = tmp_path / "helpers"
+    folder.mkdir()
+    for name in ("one", "two"):
+        cxx(folder, f"lib{name}.so", {f"{name}.cc": TOOLCHAIN_HELPERS.replace("NAME", name)},
+            "-shared", "-fPIC", "-s")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    assert subprocess.run([folder / "main"], check=False).returncode == 0
+    assert check(folder).findings == ()
+    # the same two libraries sharing a function of the project's own are still caught
+    for name in ("one", "two"):
+        source = TOOLCHAIN_HELPERS.replace("NAME", name) + 'extern "C" int shared() { return 2; }\n'
+        cxx(folder, f"lib{name}.so", {f"{name}.cc": source}, "-shared", "-fPIC", "-s")
+    assert ids(check(folder)) == {("BT103", "libtwo.so")}
+
+
 # --- 5. policy holes -------------------------------------------------------------------------
 
 
