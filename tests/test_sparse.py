@@ -166,7 +166,9 @@ def test_dynamic_strings_found_in_the_code_are_no_left_out_bytes(
 def test_an_initializers_code_left_out_needs_a_whole_read(tmp_path: Path) -> None:
     """The initializers' walk reads code: a read that left it out must read the file again."""
     source = tmp_path / "init.c"
-    source.write_text("int calls;\n__attribute__((constructor)) static void up(void) { calls++; }\n")
+    source.write_text(
+        "int calls;\n__attribute__((constructor)) static void up(void) { calls++; }\n"
+    )
     output = tmp_path / "libinit.so"
     command = ["gcc", "-shared", "-fPIC", "-O1", str(source), "-o", str(output)]
     subprocess.run([*command, "-Wl,-z,separate-code"], check=True, capture_output=True)

@@ -55,6 +55,7 @@ def is_toolchain_function(name: str) -> bool:
     bare = name.split("@", 1)[0]
     return bare in TOOLCHAIN_FUNCTIONS or bare.startswith(TOOLCHAIN_PREFIXES)
 
+
 CRT_FUNCTIONS: Final = frozenset(
     {
         "_init",

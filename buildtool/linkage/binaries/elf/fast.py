@@ -36,8 +36,8 @@ from buildtool.linkage.binaries.elf.decoder import (
     _split_path,
 )
 from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
-from buildtool.linkage.binaries.elf.initializers import read_initializers
 from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
+from buildtool.linkage.binaries.elf.initializers import read_initializers
 from buildtool.linkage.binaries.elf.symtab import _read_static_symbols
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts
 

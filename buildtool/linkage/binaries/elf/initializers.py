@@ -125,21 +125,26 @@ def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
     while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
         decoded = 0
         code = sweep.view.read(address, _CHUNK)
-        for at, size, mnemonic, operands in cs.disasm_lite(code, address, _BATCH):
+        for at, size, prefixed, operands in cs.disasm_lite(code, address, _BATCH):
             decoded += size
             sweep.end = at + size
-            mnemonic = mnemonic.removeprefix("notrack ").removeprefix("bnd ")
-            if mnemonic == "call" or mnemonic[0] == "j":
-                _x86_branch(sweep, at + size, mnemonic, operands)
-                operands = ""
-            elif "rip" in operands:  # an address relative to the instruction: not the shape
-                operands = _RIP_ANY.sub("rip", operands)
-            sweep.shape.append(f"{mnemonic} {operands}")
+            mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
+            sweep.shape.append(f"{mnemonic} {_x86_operands(sweep, at + size, mnemonic, operands)}")
             if mnemonic in _X86_STOP or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
                 return
         if decoded == 0:
             return
         address += decoded
+
+
+def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> str:
+    """The operands as the shape keeps them (addresses left out); branches are followed."""
+    if mnemonic == "call" or mnemonic[0] == "j":
+        _x86_branch(sweep, after, mnemonic, operands)
+        return ""
+    if "rip" in operands:  # an address relative to the instruction: not the shape
+        return _RIP_ANY.sub("rip", operands)
+    return operands
 
 
 def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None:
@@ -211,7 +216,9 @@ class _Functions:
         """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
         all; the shape is that of the initializer's own function and the branches within it."""
         queue, seen = [(address, 0)], {address}
-        budget, reaches, shape = MAX_INSTRUCTIONS, set(), []
+        budget = MAX_INSTRUCTIONS
+        reaches: set[str] = set()
+        shape: list[str] = []
         while queue and budget > 0:
             current, depth = queue.pop(0)
             function = self.at(current)
@@ -269,14 +276,18 @@ def _relative(columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machi
     }
 
 
-def _slot_indexes(columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str) -> dict[int, int]:
+def _slot_indexes(
+    columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str
+) -> dict[int, int]:
     """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations."""
     kinds = _SLOT_TYPES[machine]
     offsets, infos, _addends = columns
     return {offsets[i]: info >> 32 for i, info in enumerate(infos) if info & 0xFFFFFFFF in kinds}
 
 
-def _symbol(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int) -> tuple[str, int]:
+def _symbol(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
+) -> tuple[str, int]:
     offset, _end = _file_offset(segments, dyn.values[_DT_SYMTAB], "DT_SYMTAB", dyn.offset)
     name, _info, _other, shndx, value, _size = img.unpack(
         struct.Struct(img.layout.endian + "IBBHQQ"), offset + 24 * index, "dynamic symbol"

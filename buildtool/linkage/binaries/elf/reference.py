@@ -44,7 +44,6 @@ from buildtool.linkage.binaries.elf.dynsym import (
     _DynamicSymbols,
     _SymbolSource,
 )
-from buildtool.linkage.binaries.elf.reference_initializers import reference_initializers
 from buildtool.linkage.binaries.elf.facts import (
     ELF_MAGIC,
     MalformedElf,
@@ -52,6 +51,7 @@ from buildtool.linkage.binaries.elf.facts import (
     machine_name,
 )
 from buildtool.linkage.binaries.elf.fast import _find_names
+from buildtool.linkage.binaries.elf.reference_initializers import reference_initializers
 from buildtool.linkage.binaries.elf.symtab import _join_parts, _new_sets
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, NameDigests
 

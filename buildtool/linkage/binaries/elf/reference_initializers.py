@@ -3,6 +3,7 @@ and dynamic symbols read independently of the fast decoder, then the same walk."
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,9 +38,9 @@ def _relocations(elf: Any) -> list[Any]:
 
     found: list[Any] = []
     for section in elf.iter_sections():
-        if isinstance(section, RelocationSection) and section.is_RELA():
-            if section["sh_flags"] & 2:  # SHF_ALLOC: the dynamic relocations
-                found.extend(section.iter_relocations())
+        # SHF_ALLOC: the dynamic relocations
+        if isinstance(section, RelocationSection) and section.is_RELA() and section["sh_flags"] & 2:
+            found.extend(section.iter_relocations())
     return found
 
 
@@ -59,8 +60,8 @@ def _array(elf: Any, stream: Any, values: Mapping[int, Any]) -> tuple[int, list[
     offset = next(iter(elf.address_offsets(base)))
     stream.seek(offset)
     raw = stream.read(size - size % 8)
-    order = "little" if elf.little_endian else "big"
-    return base, [int.from_bytes(raw[i : i + 8], order) for i in range(0, len(raw), 8)]
+    fmt = "<Q" if elf.little_endian else ">Q"
+    return base, [value for (value,) in struct.iter_unpack(fmt, raw)]
 
 
 def reference_initializers(

@@ -24,15 +24,15 @@ from buildtool.linkage.binaries.elf.constants import (
 from buildtool.linkage.binaries.elf.decoder import (
     _DECODE_ERRORS,
     _Bad,
+    _Image,
     _open_image,
     _read_header,
     _read_segments,
     _read_structure,
-    _Image,
     _Structure,
 )
-from buildtool.linkage.binaries.elf.initializers import initializer_code
 from buildtool.linkage.binaries.elf.facts import ElfBuffer, machine_name
+from buildtool.linkage.binaries.elf.initializers import initializer_code
 
 # --- sparse reads: bytes no fact comes from -----------------------------------------------
 
