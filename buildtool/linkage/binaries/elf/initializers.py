@@ -29,10 +29,14 @@ from buildtool.linkage.binaries.elf.decoder import (
 )
 from buildtool.linkage.binaries.facts import InitializerReach
 
-MAX_DEPTH: Final = 3
+MAX_DEPTH: Final = 2
 """Calls followed from an initializer: the registration helper is one or two calls in."""
 MAX_INSTRUCTIONS: Final = 2000
 """Instructions walked per initializer, at most (each function is decoded once a library)."""
+MAX_LIBRARY_INSTRUCTIONS: Final = 300_000
+"""Instructions decoded per library, at most (about a second): LLVM's thousands of option
+initializers reach a hundred thousand functions two calls deep. Past it, functions not yet
+decoded read as calling nothing, so a huge library's reach may be incomplete (never wrong)."""
 MAX_FUNCTION_INSTRUCTIONS: Final = 600
 """Instructions of one function's sweep, at most."""
 _CHUNK: Final = 512
@@ -95,6 +99,9 @@ class _Function(NamedTuple):
     """Imported functions it calls or jumps to through a GOT slot."""
 
 
+_NOTHING: Final = _Function(0, 0, (), (), ())
+
+
 class _Sweep:
     """Decodes one function at a time, for ``_Functions``."""
 
@@ -154,7 +161,8 @@ def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None
         return
     immediate = _IMMEDIATE.fullmatch(operands)
     if immediate:
-        sweep.calls.append((int(immediate.group(1), 16), int(mnemonic == "call")))
+        # a jmp leaves the function (a tail call) unless it lands within what was swept
+        sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("call", "jmp"))))
 
 
 _ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+)")
@@ -192,7 +200,7 @@ def _arm_instruction(
     elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
         immediate = _IMMEDIATE.search(operands)
         if immediate:
-            sweep.calls.append((int(immediate.group(1), 16), int(mnemonic == "bl")))
+            sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("bl", "b"))))
 
 
 class _Functions:
@@ -203,13 +211,17 @@ class _Functions:
         self.cs = _capstone(view.machine)
         self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
         self.known: dict[int, _Function] = {}
+        self.left = MAX_LIBRARY_INSTRUCTIONS
 
     def at(self, address: int) -> _Function:
         found = self.known.get(address)
         if found is None:
+            if self.left <= 0:
+                return _NOTHING
             sweep = _Sweep(self.view)
             self.sweep(sweep, self.cs, address)
             found = self.known[address] = sweep.result()
+            self.left -= found.instructions
         return found
 
     def reach(self, address: int) -> InitializerReach:
@@ -227,7 +239,7 @@ class _Functions:
             if depth == 0:
                 shape.extend(function.shape)
             for target, is_call in function.calls:
-                if not is_call and current <= target < function.end:
+                if current <= target < function.end:
                     continue  # a branch within what the sweep decoded already
                 if target not in seen and depth + is_call <= MAX_DEPTH:
                     seen.add(target)
@@ -339,29 +351,41 @@ def read_code_view(
     return CodeView(machine, _segment_reader(img, segments), targets, slot)
 
 
-def initializer_code(
-    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
-) -> list[tuple[int, int]]:
-    """File ranges the initializer walk reads: a sparse read must have kept them."""
+class _LeftOut(Exception):
+    """Internal: the walk reached bytes a sparse read left out."""
+
+
+def initializer_code_left_out(
+    img: _Image,
+    segments: Sequence[_Segment],
+    dyn: _Dynamic | None,
+    machine: str,
+    left_out: Callable[[int, int], bool],
+) -> bool:
+    """Whether the initializers' walk reads a file range for which ``left_out(start, end)``
+    holds: a sparse read must then read the file again whole. Stops at the first one."""
     try:
         view = read_code_view(img, segments, dyn, machine)
     except _Bad:
-        return []
+        return False
     if view is None:
-        return []
-    read_ranges: list[tuple[int, int]] = []
+        return False
     code = [s for s in segments if s.type == _PT_LOAD and s.flags & _PF_X]
 
-    def recording(address: int, size: int) -> bytes:
+    def checked(address: int, size: int) -> bytes:
         data = view.read(address, size)
         for s in code:
             if data and s.vaddr <= address < s.vaddr + s.filesz:
                 start = address - s.vaddr + s.offset
-                read_ranges.append((start, start + len(data)))
+                if left_out(start, start + len(data)):
+                    raise _LeftOut
         return data
 
-    walk_initializers(view._replace(read=recording))
-    return read_ranges
+    try:
+        walk_initializers(view._replace(read=checked))
+    except _LeftOut:
+        return True
+    return False
 
 
 def read_initializers(

@@ -32,7 +32,7 @@ from buildtool.linkage.binaries.elf.decoder import (
     _Structure,
 )
 from buildtool.linkage.binaries.elf.facts import ElfBuffer, machine_name
-from buildtool.linkage.binaries.elf.initializers import initializer_code
+from buildtool.linkage.binaries.elf.initializers import initializer_code_left_out
 
 # --- sparse reads: bytes no fact comes from -----------------------------------------------
 
@@ -98,8 +98,13 @@ def _overlaps(start: int, end: int, ranges: Ranges) -> bool:
 def _initializer_code_left_out(img: _Image, structure: _Structure, left_out: Ranges) -> bool:
     """Whether the code the initializers' walk reads (``initializers``) was left out."""
     machine = machine_name(structure.header.machine, img.layout.elf_class)
-    read = initializer_code(img, structure.segments, structure.dynamic, machine)
-    return any(_overlaps(start, end, left_out) for start, end in read)
+    return initializer_code_left_out(
+        img,
+        structure.segments,
+        structure.dynamic,
+        machine,
+        lambda start, end: _overlaps(start, end, left_out),
+    )
 
 
 def left_out_unused(
