@@ -239,11 +239,12 @@ class BinaryFacts:
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
     format: str = "elf"
     """The file format: ``elf`` (the only one read today)."""
-    initializers: tuple[InitializerReach, ...] = ()
+    initializers: tuple[InitializerReach, ...] | None = ()
     """Each static initializer's reach, in the order the loader runs them (x86-64 and aarch64;
-    empty for other machines and formats)."""
+    empty for other machines and formats); None when a read that left the code out (a big
+    wheel member) could not walk them: the checks then read them again when they need them."""
 
     @property
     def initializer_reaches(self) -> frozenset[str]:
-        """Imported functions any initializer can call."""
-        return frozenset().union(*(init.reaches for init in self.initializers))
+        """Imported functions any initializer can call (none known when not read)."""
+        return frozenset().union(*(init.reaches for init in self.initializers or ()))

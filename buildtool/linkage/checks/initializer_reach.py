@@ -39,12 +39,14 @@ def _is_system(binary: BinaryFile, facts: BinaryFacts) -> bool:
     return any(SYSTEM_LIBRARY.match(name) for name in names if name)
 
 
-def _shared_reach(first: BinaryFacts, second: BinaryFacts) -> frozenset[str]:
+def _shared_reach(
+    first: tuple[InitializerReach, ...], second: tuple[InitializerReach, ...]
+) -> frozenset[str]:
     """Imported functions that initializers of one shape in both files both reach."""
-    shapes = {i.shape for i in first.initializers} & {i.shape for i in second.initializers}
+    shapes = {i.shape for i in first} & {i.shape for i in second}
 
-    def reach(facts: BinaryFacts) -> frozenset[str]:
-        return frozenset().union(*(i.reaches for i in facts.initializers if i.shape in shapes))
+    def reach(inits: tuple[InitializerReach, ...]) -> frozenset[str]:
+        return frozenset().union(*(i.reaches for i in inits if i.shape in shapes))
 
     both = reach(first) & reach(second)
     return frozenset(name for name in both if not is_toolchain_function(name))
@@ -53,7 +55,7 @@ def _shared_reach(first: BinaryFacts, second: BinaryFacts) -> frozenset[str]:
 def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     """``library:function`` for each function of a third, non-system library, loaded with both,
     that the pair's duplicated initializers both reach (sorted)."""
-    first, second = (subject.facts(binary) for binary in pair)
+    first, second = (subject.initializers(binary) for binary in pair)
     reached = _shared_reach(first, second)
     if not reached:
         return []
@@ -74,18 +76,23 @@ def through(callees: list[str]) -> str:
     return f"both register through {shown}"
 
 
-def _registering(facts: BinaryFacts) -> Iterator[InitializerReach]:
-    for init in facts.initializers:
+def _registering(inits: tuple[InitializerReach, ...]) -> Iterator[InitializerReach]:
+    for init in inits:
         if init.reaches and init.instructions >= MIN_SHAPE_INSTRUCTIONS:
             yield init
 
 
 def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
     """Shared libraries, at least one of them stripped, grouped by an initializer shape they
-    have in common (initializers that reach no import left out)."""
+    have in common (initializers that reach no import left out). An unstripped file whose
+    initializers a sparse read left unread is not read again for this: its pairs with others
+    are found by their static initializers' names."""
     by_shape: dict[str, list[BinaryFile]] = {}
     for binary in subject.shared:
-        for shape in {init.shape for init in _registering(subject.facts(binary))}:
+        facts = subject.facts(binary)
+        if facts.has_symtab and facts.initializers is None:
+            continue
+        for shape in {init.shape for init in _registering(subject.initializers(binary))}:
             by_shape.setdefault(shape, []).append(binary)
     return [
         group

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
-from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
 from buildtool.linkage.binaries.elf import (
     ELF_MAGIC,
     MalformedElf,
@@ -37,9 +37,11 @@ from buildtool.linkage.binaries.elf import (
     SymtabPart,
     code_ranges,
     cut_ranges,
+    initializers_left_out,
     left_out_unused,
     read_elf_facts,
     read_elf_facts_pyelftools,
+    read_elf_initializers,
     read_function_names,
     read_symtab_part,
     with_symtab,
@@ -108,10 +110,16 @@ def available_cpus() -> int:
 class _SourceDecoder:
     """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
     ``registration_names``: the names the facts search for (a sparse read must keep the data
-    sections then); ``decoder``: what decodes the facts."""
+    sections then); ``decoder``: what decodes the facts; ``whole``: never a sparse read."""
 
-    def __init__(self, registration_names: Collection[str] = (), decoder: Decoder = "fast") -> None:
+    def __init__(
+        self,
+        registration_names: Collection[str] = (),
+        decoder: Decoder = "fast",
+        whole: bool = False,
+    ) -> None:
         self._names = registration_names
+        self._whole = whole
         self.decoder: Decoder = decoder
         self._wheels: dict[str, mmap.mmap] = {}
         self._buffer: mmap.mmap | None = None
@@ -147,7 +155,7 @@ class _SourceDecoder:
         """A big member is read without its code first; when a fact may come from what was
         left out (or the file looks corrupt), it is read again whole."""
         # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
-        sparse = self.decoder == "fast" and source.size >= SPARSE_MIN_BYTES
+        sparse = self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
         read = self._inflate(source, member, sparse=sparse)
         if read is None:
             return None
@@ -159,7 +167,7 @@ class _SourceDecoder:
                 result = None
             readable = result is not None and not isinstance(result, MalformedElf)
             if readable and left_out_unused(raw.data, raw.size, left_out, self._names):
-                return result
+                return _initializers_checked(result, raw, left_out)
             read = self._inflate(source, member, sparse=False)
             assert read is not None  # the same bytes: still ELF
             raw = read[0]
@@ -220,6 +228,15 @@ class _SourceDecoder:
             if left_out:
                 _populate(self._buffer, cut_ranges(((0, size),), left_out))
         return self._buffer
+
+
+def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
+    """A sparse read's facts, their initializers marked not read when their code was left out
+    (``InitializerLookup`` reads them when a check needs them)."""
+    facts = result if isinstance(result, BinaryFacts) else None
+    if facts and facts.initializers and initializers_left_out(raw.data, raw.size, left_out):
+        return dataclasses.replace(facts, initializers=None)
+    return result
 
 
 def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:
@@ -337,6 +354,26 @@ class FunctionNameLookup:
             ),
         )
         return found or {}
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class InitializerLookup:
+    """Reads files' initializers again, whole, for the checks that need those a sparse read
+    left unread (``BinaryFacts.initializers`` None)."""
+
+    def __init__(self) -> None:
+        self._reader = _SourceDecoder(whole=True)
+
+    def __call__(self, source: Source) -> tuple[InitializerReach, ...]:
+        found = self._reader.decode(
+            source,
+            lambda raw: read_elf_initializers(
+                raw.data, source.display, size=raw.size, file_backed=raw.file_backed
+            ),
+        )
+        return found or ()
 
     def close(self) -> None:
         self._reader.close()

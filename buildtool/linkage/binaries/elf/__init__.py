@@ -50,9 +50,20 @@ from buildtool.linkage.binaries.elf.facts import (
     file_type_name,
     machine_name,
 )
-from buildtool.linkage.binaries.elf.fast import is_elf, read_elf_facts, read_elf_file
+from buildtool.linkage.binaries.elf.fast import (
+    is_elf,
+    read_elf_facts,
+    read_elf_file,
+    read_elf_initializers,
+)
 from buildtool.linkage.binaries.elf.reference import read_elf_facts_pyelftools
-from buildtool.linkage.binaries.elf.sparse import Ranges, code_ranges, cut_ranges, left_out_unused
+from buildtool.linkage.binaries.elf.sparse import (
+    Ranges,
+    code_ranges,
+    cut_ranges,
+    initializers_left_out,
+    left_out_unused,
+)
 from buildtool.linkage.binaries.elf.symtab import (
     SymtabPart,
     read_function_names,
@@ -69,12 +80,14 @@ __all__ = [
     "code_ranges",
     "cut_ranges",
     "file_type_name",
+    "initializers_left_out",
     "is_elf",
     "left_out_unused",
     "machine_name",
     "read_elf_facts",
     "read_elf_facts_pyelftools",
     "read_elf_file",
+    "read_elf_initializers",
     "read_function_names",
     "read_symtab_part",
     "with_symtab",

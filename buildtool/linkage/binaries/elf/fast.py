@@ -39,7 +39,7 @@ from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
 from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
 from buildtool.linkage.binaries.elf.initializers import read_initializers
 from buildtool.linkage.binaries.elf.symtab import _read_static_symbols
-from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts
+from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, InitializerReach
 
 # --- data regions and sizes -----------------------------------------------------------------
 
@@ -203,3 +203,16 @@ def read_elf_file(
             return None
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             return read_elf_facts(mapped, shown, registration_names, file_backed=True)
+
+
+def read_elf_initializers(
+    data: ElfBuffer, display_path: str, *, size: int | None = None, file_backed: bool = False
+) -> tuple[InitializerReach, ...]:
+    """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file."""
+
+    def decode(img: _Image) -> tuple[InitializerReach, ...]:
+        st = _read_structure(img)
+        machine = machine_name(st.header.machine, img.layout.elf_class)
+        return read_initializers(img, st.segments, st.dynamic, machine)
+
+    return _decoded(data, display_path, size, file_backed, decode)

@@ -24,12 +24,10 @@ from buildtool.linkage.binaries.elf.constants import (
 from buildtool.linkage.binaries.elf.decoder import (
     _DECODE_ERRORS,
     _Bad,
-    _Image,
     _open_image,
     _read_header,
     _read_segments,
     _read_structure,
-    _Structure,
 )
 from buildtool.linkage.binaries.elf.facts import ElfBuffer, machine_name
 from buildtool.linkage.binaries.elf.initializers import initializer_code_left_out
@@ -45,9 +43,9 @@ _FACT_SECTION_TYPES: Final = frozenset(
 )  # fmt: skip
 """Sections whose bytes facts are read from, besides the ELF header, the program and section
 header tables, the segments other than PT_LOAD, and (when registration names are searched) the
-data sections, and the code the initializers' walk reads (``initializers.initializer_code``,
-checked by ``left_out_unused``). Reading another section's bytes in ``fast._facts`` must add
-its type here."""
+data sections. The code the initializers' walk reads is the one fact from code: a sparse read
+asks ``initializers_left_out`` and then marks the initializers not read. Reading another
+section's bytes in ``fast._facts`` must add its type here."""
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -95,8 +93,14 @@ def _overlaps(start: int, end: int, ranges: Ranges) -> bool:
     return any(start < range_end and range_start < end for range_start, range_end in ranges)
 
 
-def _initializer_code_left_out(img: _Image, structure: _Structure, left_out: Ranges) -> bool:
-    """Whether the code the initializers' walk reads (``initializers``) was left out."""
+def initializers_left_out(data: ElfBuffer, size: int, left_out: Ranges) -> bool:
+    """Whether the code the initializers' walk reads (``initializers``) is in ``left_out``: the
+    facts of such a read must then say the initializers were not read."""
+    try:
+        img = _open_image(data, size, False)
+        structure = _read_structure(img)
+    except (_Bad, *_DECODE_ERRORS):
+        return True
     machine = machine_name(structure.header.machine, img.layout.elf_class)
     return initializer_code_left_out(
         img,
@@ -116,8 +120,6 @@ def left_out_unused(
         img = _open_image(data, size, False)
         structure = _read_structure(img)
     except (_Bad, *_DECODE_ERRORS):
-        return False
-    if _initializer_code_left_out(img, structure, left_out):
         return False
     strings = structure.dynamic.strings if structure.dynamic else None
     # found by its address (DT_STRTAB), not as a section: a hostile file may put it anywhere
