@@ -31,13 +31,13 @@ from buildtool.linkage.binaries.facts import InitializerReach
 
 MAX_DEPTH: Final = 2
 """Calls followed from an initializer: the registration helper is one or two calls in."""
-MAX_INSTRUCTIONS: Final = 2000
+MAX_INSTRUCTIONS: Final = 800
 """Instructions walked per initializer, at most (each function is decoded once a library)."""
-MAX_LIBRARY_INSTRUCTIONS: Final = 300_000
+MAX_LIBRARY_INSTRUCTIONS: Final = 120_000
 """Instructions decoded per library, at most (about a second): LLVM's thousands of option
 initializers reach a hundred thousand functions two calls deep. Past it, functions not yet
 decoded read as calling nothing, so a huge library's reach may be incomplete (never wrong)."""
-MAX_FUNCTION_INSTRUCTIONS: Final = 600
+MAX_FUNCTION_INSTRUCTIONS: Final = 300
 """Instructions of one function's sweep, at most."""
 _CHUNK: Final = 512
 _BATCH: Final = 24
