@@ -668,3 +668,24 @@ def test_a_stale_monolith_beside_its_split_libraries(tmp_path: Path) -> None:
     main = 'extern "C" int runtime_value();\nint main() { return runtime_value() - 1; }\n'
     cxx(folder, "app", {"app.cc": main}, "-ltvm", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
     assert ("BT125", "libtvm.so") not in ids(check(folder))
+
+
+def test_two_grafted_libraries_sharing_exports_name_both_in_the_warning(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    libs = site / "pkg.libs"
+    shared = "int ZDICT_isError(int x) { return x < 0; }\n"
+    lib_zstd = gcc(tmp_path, libs / "libzstd-00c5c26d.so.1", shared + "int zstd(void) { return 1; }\n",
+                   "-Wl,-soname,libzstd-00c5c26d.so.1", "-s")  # fmt: skip
+    gcc(tmp_path, libs / "libblosc-d8a221f2.so.1", shared + "int blosc(void) { return 1; }\n",
+        "-Wl,-soname,libblosc-d8a221f2.so.1", "-s")  # fmt: skip
+    module = "int zstd(void); int blosc(void);\nint both(void) { return zstd() + blosc(); }\n"
+    gcc(libs, site / "pkg" / f"_ext.{EXT}", module, "-Wl,--no-as-needed", f"-L{libs}",
+        f"-l:{lib_zstd.name}", "-l:libblosc-d8a221f2.so.1",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../pkg.libs")  # fmt: skip
+    report = check(site / "pkg")
+    (finding,) = report.findings
+    assert finding.check_id == "BT124"
+    assert finding.message.startswith("exports code that ")  # never "and ..."
+    assert Path(finding.path).name == "libzstd-00c5c26d.so.1"
+    assert "libblosc-d8a221f2.so.1 (libblosc.so.1) exports too" in finding.message
+    assert "ZDICT_isError" in finding.evidence

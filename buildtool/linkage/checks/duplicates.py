@@ -197,9 +197,9 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
         return Finding(
             "BT124",
             pair[1].display,
-            f"{pair[1].display} exports code also exported by {pair[0].display}; both are "
-            f"libraries a repair tool grafted ({vendored} among them): one process binds both "
-            "libraries' callers to one copy of that code",
+            f"exports code that {pair[0].display} ({vendored}) exports too; both are libraries "
+            "a repair tool grafted, so one process binds both libraries' callers to one copy "
+            "of that code",
             f"stripped: exported symbols defined in both: {listed(names)}",
         )
     return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {listed(names)}")

@@ -37,7 +37,9 @@ Modules
 ``binaries.BinaryFacts``), ``constants`` (elf.h), ``decoder`` (headers,
 sections, segments, PT_DYNAMIC, versions), ``columns`` (symbol table columns and masks), ``dynsym``
 (dynamic symbols), ``symtab`` (``.symtab``, also in parts), ``fast`` (the facts from the decoder),
-``sparse`` (reads that leave the code out) and ``reference`` (the same facts by pyelftools). Import
+``initializers`` (what the initializers reach: the code walked with capstone), ``sparse``
+(reads that leave the code out) and ``reference`` with ``reference_initializers`` (the same
+facts by pyelftools). Import
 the names below from the package: the modules are how it is laid out, not its interface.
 """
 
