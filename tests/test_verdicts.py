@@ -674,7 +674,8 @@ def test_two_grafted_libraries_sharing_exports_name_both_in_the_warning(tmp_path
     site = tmp_path / "site"
     libs = site / "pkg.libs"
     shared = "int ZDICT_isError(int x) { return x < 0; }\n"
-    lib_zstd = gcc(tmp_path, libs / "libzstd-00c5c26d.so.1", shared + "int zstd(void) { return 1; }\n",
+    zstd = shared + "int zstd(void) { return 1; }\n"
+    lib_zstd = gcc(tmp_path, libs / "libzstd-00c5c26d.so.1", zstd,
                    "-Wl,-soname,libzstd-00c5c26d.so.1", "-s")  # fmt: skip
     gcc(tmp_path, libs / "libblosc-d8a221f2.so.1", shared + "int blosc(void) { return 1; }\n",
         "-Wl,-soname,libblosc-d8a221f2.so.1", "-s")  # fmt: skip
