@@ -203,7 +203,7 @@ class _SourceDecoder:
                 view.release()
         if head != ELF_MAGIC or target is None:
             return None
-        return _Bytes(target, size, file_backed=False), left_out
+        return _Bytes(target, size, file_backed=False, code_left_out=bool(left_out)), left_out
 
     def _wheel(self, path: str) -> mmap.mmap:
         mapping = self._wheels.get(path)
@@ -231,12 +231,19 @@ class _SourceDecoder:
 
 
 def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
-    """A sparse read's facts, their initializers marked not read when their code was left out
-    (``InitializerLookup`` reads them when a check needs them)."""
+    """A sparse read's facts (initializers unread) with their initializers read when the walk
+    needs none of the bytes left out; unread (None) otherwise: ``InitializerLookup`` reads
+    them again when a check needs them."""
     facts = result if isinstance(result, BinaryFacts) else None
-    if facts and facts.initializers and initializers_left_out(raw.data, raw.size, left_out):
-        return dataclasses.replace(facts, initializers=None)
-    return result
+    if facts is None or facts.initializers is not None:
+        return result
+    if initializers_left_out(raw.data, raw.size, left_out):
+        return result
+    try:
+        found = read_elf_initializers(raw.data, facts.path, size=raw.size)
+    except MalformedElf:
+        return result
+    return dataclasses.replace(facts, initializers=found)
 
 
 def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:
@@ -291,6 +298,8 @@ class _Bytes:
     data: mmap.mmap
     size: int
     file_backed: bool
+    code_left_out: bool = False
+    """A sparse read: the code is not in ``data``, so the facts leave the initializers unread."""
 
 
 def _outcome(
@@ -308,6 +317,7 @@ def _outcome(
                 size=raw.size,
                 file_backed=raw.file_backed,
                 read_symtab=symtab,
+                read_code=not raw.code_left_out,
             )
         except MalformedElf as error:
             return error.with_traceback(None)  # its frames would keep views of the bytes

@@ -109,7 +109,9 @@ def _interpreter(img: _Image, segments: Sequence[_Segment]) -> str | None:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) -> BinaryFacts:
+def _facts(
+    img: _Image, path: str, names: Collection[str], read_symtab: bool, read_code: bool = True
+) -> BinaryFacts:
     st = _read_structure(img)
     dyn, sections, segments = st.dynamic, st.sections, st.segments
     values: Mapping[int, int] = dyn.values if dyn else {}
@@ -153,7 +155,7 @@ def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) ->
         exec_stack=not any(s.type == _PT_GNU_STACK and not s.flags & _PF_X for s in segments),
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
-        initializers=read_initializers(img, segments, dyn, machine),
+        initializers=read_initializers(img, segments, dyn, machine) if read_code else None,
     )
 
 
@@ -169,6 +171,7 @@ def read_elf_facts(
     size: int | None = None,
     file_backed: bool = False,
     read_symtab: bool = True,
+    read_code: bool = True,
 ) -> BinaryFacts | None:
     """Facts about one file's bytes; None when it is not ELF; MalformedElf when it is corrupt.
 
@@ -177,7 +180,8 @@ def read_elf_facts(
     files). ``file_backed``: ``data`` maps a file read-only, so pages already decoded may be
     dropped from the process's resident memory. ``read_symtab=False`` leaves
     ``static_initializers`` and ``symtab_functions`` empty, for ``with_symtab`` to fill in from
-    parts of the table read elsewhere (``read_symtab_part``).
+    parts of the table read elsewhere (``read_symtab_part``). ``read_code=False`` leaves the
+    initializers unread (None): ``data`` lacks the code (a sparse read).
     """
     if not is_elf(data):
         return None
@@ -186,7 +190,7 @@ def read_elf_facts(
         display_path,
         size,
         file_backed,
-        lambda image: _facts(image, display_path, registration_names, read_symtab),
+        lambda image: _facts(image, display_path, registration_names, read_symtab, read_code),
     )
 
 
