@@ -15,6 +15,7 @@ from buildtool.linkage.binaries.elf import (
     Ranges,
     code_ranges,
     cut_ranges,
+    initializers_left_out,
     left_out_unused,
     read_elf_facts,
 )
@@ -34,14 +35,16 @@ int work(int x) { int s = 0; for (int i = 0; i < x; ++i) s += i * x; return s; }
 
 @pytest.fixture(scope="module")
 def layouts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """One library with its code in a segment of its own, one with code and tables together."""
+    """One library with its code in a segment of its own, one with code and tables together;
+    without startup files, so without initializers (whose code a sparse read must keep)."""
     require(shutil.which("gcc") is not None, "needs gcc")
     folder = tmp_path_factory.mktemp("layouts")
     (folder / "x.c").write_text(LIBRARY_SOURCE, encoding="utf-8")
     built = {}
     for layout in ("separate-code", "noseparate-code"):
         output = folder / f"lib{layout}.so"
-        command = ["gcc", "-shared", "-fPIC", "-O1", "x.c", "-o", str(output), f"-Wl,-z,{layout}"]
+        command = ["gcc", "-shared", "-fPIC", "-O1", "-nostartfiles", "x.c", "-o", str(output)]
+        command.append(f"-Wl,-z,{layout}")
         subprocess.run(command, cwd=folder, check=True, capture_output=True)
         built[layout] = output
     return built
@@ -73,7 +76,13 @@ def test_facts_without_the_code_are_the_facts_of_the_whole_file(
         if left_out_unused(sparse, len(data), left_out, names):
             left_out_somewhere |= bool(left_out)
             whole = read_elf_facts(data, path.name, names)
-            assert read_elf_facts(sparse, path.name, names) == whole, path
+            read = read_elf_facts(sparse, path.name, names)
+            assert whole is not None
+            assert read is not None
+            if initializers_left_out(sparse, len(data), left_out):  # the pool marks them unread
+                read = dataclasses.replace(read, initializers=None)
+                whole = dataclasses.replace(whole, initializers=None)
+            assert read == whole, path
     assert left_out_somewhere
 
 
@@ -125,7 +134,20 @@ def test_wheel_members_read_without_their_code(
         return inflate(self, source, member, sparse)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
-    sparse = [_without_paths(b.facts) for b in read_wheel(wheel, REGISTRATIONS, jobs=1).files]
+    files = read_wheel(wheel, REGISTRATIONS, jobs=1).files
+    sparse = [_without_paths(b.facts) for b in files]
+    unread = [
+        i for i, b in enumerate(files) if b.facts is not None and b.facts.initializers is None
+    ]
+    assert unread  # the example's libraries have initializers in their code
+    lookup = pool.InitializerLookup()
+    for index in unread:
+        source, facts = files[index].source, whole[index]
+        assert source is not None
+        assert isinstance(facts, BinaryFacts)
+        assert lookup(source) == facts.initializers
+        whole[index] = dataclasses.replace(facts, initializers=None)
+    lookup.close()
     assert sparse == whole
     assert inflations.count(False) >= 1  # at least the noseparate-code library, read again
     assert inflations.count(True) == len(members)
@@ -158,3 +180,20 @@ def test_dynamic_strings_found_in_the_code_are_no_left_out_bytes(
     left_out = code_ranges(bytes(data[:4096]), len(data), 0)
     assert left_out_unused(bytes(layouts["separate-code"].read_bytes()), len(data), left_out, ())
     assert not left_out_unused(bytes(data), len(data), left_out, ())
+
+
+@pytest.mark.integration
+def test_an_initializers_code_left_out_needs_a_whole_read(tmp_path: Path) -> None:
+    """The initializers' walk reads code: a read that left it out must read the file again."""
+    source = tmp_path / "init.c"
+    source.write_text(
+        "int calls;\n__attribute__((constructor)) static void up(void) { calls++; }\n"
+    )
+    output = tmp_path / "libinit.so"
+    command = ["gcc", "-shared", "-fPIC", "-O1", str(source), "-o", str(output)]
+    subprocess.run([*command, "-Wl,-z,separate-code"], check=True, capture_output=True)
+    data = output.read_bytes()
+    left_out = code_ranges(data[:4096], len(data), 0)
+    assert read_elf_facts(data, output.name) is not None
+    assert initializers_left_out(_left_out_filled(data, left_out), len(data), left_out)
+    assert not initializers_left_out(data, len(data), ())

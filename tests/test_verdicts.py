@@ -451,6 +451,99 @@ def _private_build(
     return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
 
 
+REGISTRY_BOUND = """extern "C" void registry_add(const char*);
+namespace gemm {
+__attribute__((noipa)) int encode(int x) { return x * 3; }
+__attribute__((noipa)) int decode(int x) { return x / 3; }
+__attribute__((noipa)) void add(const char* name) { registry_add(name); }
+}  // namespace gemm
+namespace {
+struct Registerer { Registerer() { if (gemm::decode(gemm::encode(3)) == 3) gemm::add("gemm"); } };
+Registerer registerer;
+}  // namespace
+"""
+"""The seed's defect with hidden visibility: every function of the copy is bound inside each
+library, but its initializer registers into the registry library both load."""
+
+LOAD_BOTH = """import ctypes, sys
+for name in sys.argv[1:]:
+    ctypes.CDLL(name)
+"""
+
+
+def _hidden_pair(folder: Path, source: str, strip: bool) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so, each with ``source`` built -fvisibility=hidden and linked to
+    libcore.so (the registry), loaded together by ctypes in a child process."""
+    folder.mkdir()
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
+               "{ return 1; }\n", "shared.cc": source}  # fmt: skip
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-fvisibility=hidden", "-lcore",
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    if strip:
+        subprocess.run(["strip", *(folder / n for n in ("libone.so", "libtwo.so", "main"))],
+                       check=True)  # fmt: skip
+    libraries = [str(folder / "libone.so"), str(folder / "libtwo.so")]
+    command = [sys.executable, "-c", LOAD_BOTH, *libraries]
+    return subprocess.run(command, check=False, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_hidden_copy_that_registers_into_a_shared_registry_is_bt103(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "bound", REGISTRY_BOUND, strip)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    assert "duplicate gemm" in run.stderr
+    report = check(tmp_path / "bound")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "both register through libcore.so:registry_add" in report.findings[0].evidence
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_hidden_copy_with_its_own_registry_loads_and_is_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "own", PRIVATE_LIBRARY, strip)
+    assert run.returncode == 0, run.stderr  # each copy registers into its own registry
+    report = check(tmp_path / "own")
+    assert not report.failed
+    # unstripped, the shared functions show the private copy; stripped, nothing tells it
+    assert ids(report) == ({("BT124", "libtwo.so")} if not strip else set())
+
+
+TOOLCHAIN_HELPERS = """#include <new>
+#include <stdexcept>
+namespace std {
+__attribute__((visibility("default"))) void __throw_bad_array_new_length() { throw bad_alloc(); }
+}
+extern "C" __attribute__((visibility("default"))) void __bss_start__() {}
+extern "C" __attribute__((visibility("default"))) int NAME() { return 1; }
+"""
+"""What a devtoolset g++ links into every library (libstdc++_nonshared.a's helpers, exported),
+and an aarch64 linker symbol, beside each library's own function."""
+
+
+def test_libstdcxx_helpers_in_two_libraries_are_no_duplicate_code(tmp_path: Path) -> None:
+    folder = tmp_path / "helpers"
+    folder.mkdir()
+    for name in ("one", "two"):
+        cxx(folder, f"lib{name}.so", {f"{name}.cc": TOOLCHAIN_HELPERS.replace("NAME", name)},
+            "-shared", "-fPIC", "-s")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    assert subprocess.run([folder / "main"], check=False).returncode == 0
+    assert check(folder).findings == ()
+    # the same two libraries sharing a function of the project's own are still caught
+    for name in ("one", "two"):
+        source = TOOLCHAIN_HELPERS.replace("NAME", name) + 'extern "C" int shared() { return 2; }\n'
+        cxx(folder, f"lib{name}.so", {f"{name}.cc": source}, "-shared", "-fPIC", "-s")
+    assert ids(check(folder)) == {("BT103", "libtwo.so")}
+
+
 # --- 5. policy holes -------------------------------------------------------------------------
 
 
@@ -575,3 +668,25 @@ def test_a_stale_monolith_beside_its_split_libraries(tmp_path: Path) -> None:
     main = 'extern "C" int runtime_value();\nint main() { return runtime_value() - 1; }\n'
     cxx(folder, "app", {"app.cc": main}, "-ltvm", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")
     assert ("BT125", "libtvm.so") not in ids(check(folder))
+
+
+def test_two_grafted_libraries_sharing_exports_name_both_in_the_warning(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    libs = site / "pkg.libs"
+    shared = "int ZDICT_isError(int x) { return x < 0; }\n"
+    zstd = shared + "int zstd(void) { return 1; }\n"
+    lib_zstd = gcc(tmp_path, libs / "libzstd-00c5c26d.so.1", zstd,
+                   "-Wl,-soname,libzstd-00c5c26d.so.1", "-s")  # fmt: skip
+    gcc(tmp_path, libs / "libblosc-d8a221f2.so.1", shared + "int blosc(void) { return 1; }\n",
+        "-Wl,-soname,libblosc-d8a221f2.so.1", "-s")  # fmt: skip
+    module = "int zstd(void); int blosc(void);\nint both(void) { return zstd() + blosc(); }\n"
+    gcc(libs, site / "pkg" / f"_ext.{EXT}", module, "-Wl,--no-as-needed", f"-L{libs}",
+        f"-l:{lib_zstd.name}", "-l:libblosc-d8a221f2.so.1",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../pkg.libs")  # fmt: skip
+    report = check(site / "pkg")
+    (finding,) = report.findings
+    assert finding.check_id == "BT124"
+    assert finding.message.startswith("exports code that ")  # never "and ..."
+    assert Path(finding.path).name == "libzstd-00c5c26d.so.1"
+    assert "libblosc-d8a221f2.so.1 (libblosc.so.1) exports too" in finding.message
+    assert "ZDICT_isError" in finding.evidence

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
-from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
 from buildtool.linkage.binaries.elf import MalformedElf
 from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.growth import (
@@ -20,10 +20,15 @@ from buildtool.linkage.checks.growth import (
     unmatched,
 )
 from buildtool.linkage.checks.policy import LinkagePolicy
-from buildtool.linkage.checks.subject import FunctionNames, Subject, digests_as_names
+from buildtool.linkage.checks.subject import (
+    FunctionNames,
+    Initializers,
+    Subject,
+    digests_as_names,
+)
 from buildtool.linkage.checks.suite import run_checks
 from buildtool.linkage.inputs.collect import BinaryFile, InputSet, read_input
-from buildtool.linkage.inputs.pool import FunctionNameLookup, wait_for_workers
+from buildtool.linkage.inputs.pool import FunctionNameLookup, InitializerLookup, wait_for_workers
 from buildtool.linkage.loaders.closure import (
     Closure,
     Environment,
@@ -53,6 +58,25 @@ def _relocate(inputs: InputSet) -> InputSet:
         dataclasses.replace(b, location=SITE / b.location.relative_to("/")) for b in inputs.files
     )
     return dataclasses.replace(inputs, files=files)
+
+
+def _initializers(reader: InitializerLookup) -> Initializers:
+    """Initializers as the facts hold them, read again (once a file) when a sparse read left
+    them unread; none when the file cannot be read any more."""
+    known: dict[str, tuple[InitializerReach, ...]] = {}
+
+    def initializers(binary: BinaryFile) -> tuple[InitializerReach, ...]:
+        held = binary.facts.initializers if binary.facts is not None else ()
+        if held is not None:
+            return held
+        if binary.display not in known:
+            try:
+                known[binary.display] = reader(binary.source) if binary.source else ()
+            except InputError:
+                known[binary.display] = ()
+        return known[binary.display]
+
+    return initializers
 
 
 def _function_names(reader: FunctionNameLookup) -> FunctionNames:
@@ -205,6 +229,7 @@ def verify_inputs(
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
     closures = _closures(relocated, read, envs)
     reader = FunctionNameLookup()
+    init_reader = InitializerLookup()
     try:
         subject = Subject(
             files=tuple(good),
@@ -214,10 +239,12 @@ def verify_inputs(
             function_names=_function_names(reader),
             sets=relocated,
             platforms=platforms,
+            initializers=_initializers(init_reader),
         )
         checked = run_checks(subject)
     finally:
         reader.close()
+        init_reader.close()
     sizes = _size_entries(subject)
     gone: tuple[BaselineSize, ...] = ()
     if baseline is not None:

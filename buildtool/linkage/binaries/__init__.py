@@ -9,9 +9,12 @@ from buildtool.linkage.binaries.facts import (
     LINKER_GENERATED,
     NO_NAMES,
     STATIC_INIT_PREFIX,
+    TOOLCHAIN_FUNCTIONS,
     BinaryFacts,
     Decoder,
+    InitializerReach,
     NameDigests,
+    is_toolchain_function,
     name_digest,
 )
 
@@ -21,8 +24,11 @@ __all__ = [
     "LINKER_GENERATED",
     "NO_NAMES",
     "STATIC_INIT_PREFIX",
+    "TOOLCHAIN_FUNCTIONS",
     "BinaryFacts",
     "Decoder",
+    "InitializerReach",
     "NameDigests",
+    "is_toolchain_function",
     "name_digest",
 ]

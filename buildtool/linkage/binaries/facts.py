@@ -27,9 +27,34 @@ LINKER_GENERATED: Final = frozenset(
         "end",
         "_DYNAMIC",
         "_GLOBAL_OFFSET_TABLE_",
+        "__bss_start__",
+        "__bss_end__",
+        "_bss_end__",
     }
 )
-"""Symbols the linker (or crti/crtn) puts in every object: never evidence of duplicated code."""
+"""Symbols the linker (or crti/crtn) puts in every object (the ``__bss_*__`` ones on aarch64):
+never evidence of duplicated code."""
+
+TOOLCHAIN_FUNCTIONS: Final = frozenset(
+    {
+        "_ZSt21ios_base_library_initv",
+        "_ZSt28__throw_bad_array_new_lengthv",
+        "__cxa_call_terminate",
+    }
+)
+"""libstdc++ helpers that a devtoolset (manylinux) compiler links statically into every C++
+library it builds, newer than the system's libstdc++: no project's code."""
+
+TOOLCHAIN_PREFIXES: Final = ("_ZGTt",)
+"""Name prefixes of such helpers: ``_ZGTt`` are the transactional-memory clones of libstdc++'s
+exception constructors."""
+
+
+def is_toolchain_function(name: str) -> bool:
+    """Whether ``name`` (a symbol key, a version suffix allowed) is a toolchain helper."""
+    bare = name.split("@", 1)[0]
+    return bare in TOOLCHAIN_FUNCTIONS or bare.startswith(TOOLCHAIN_PREFIXES)
+
 
 CRT_FUNCTIONS: Final = frozenset(
     {
@@ -129,6 +154,19 @@ NO_NAMES: Final = NameDigests(b"")
 
 
 @dataclass(frozen=True)
+class InitializerReach:
+    """What one static initializer (an entry of the initializer array) can call."""
+
+    shape: str
+    """A digest of the instructions walked from it, addresses left out: two copies of one object
+    file's initializer have the same shape in any library."""
+    instructions: int
+    """How many instructions the walk decoded (within its budget)."""
+    reaches: frozenset[str]
+    """Names of the imported functions it can call (directly or through the calls it makes)."""
+
+
+@dataclass(frozen=True)
 class BinaryFacts:
     """What verify-linkage knows about one binary, whatever its format: the loader's inputs
     (dependencies, search paths, exports and imports), initializers and sizes. The ELF reader
@@ -205,3 +243,12 @@ class BinaryFacts:
     """Set on facts that stand for a library the target platform provides but no input holds
     (a manylinux policy's ``libc.so.6`` for an aarch64 wheel): that platform's tag. Such facts
     list no symbols; the symbol checks take what the platform may define as defined."""
+    initializers: tuple[InitializerReach, ...] | None = ()
+    """Each static initializer's reach, in the order the loader runs them (x86-64 and aarch64;
+    empty for other machines and formats); None when a read that left the code out (a big
+    wheel member) could not walk them: the checks then read them again when they need them."""
+
+    @property
+    def initializer_reaches(self) -> frozenset[str]:
+        """Imported functions any initializer can call (none known when not read)."""
+        return frozenset().union(*(init.reaches for init in self.initializers or ()))

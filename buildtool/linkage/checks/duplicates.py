@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
-from buildtool.linkage.binaries import LINKER_GENERATED, BinaryFacts
+from buildtool.linkage.binaries import LINKER_GENERATED, BinaryFacts, is_toolchain_function
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import (
     GRAFT_SUFFIX,
@@ -14,6 +14,7 @@ from buildtool.linkage.checks.common import (
     listed,
     static_inits,
 )
+from buildtool.linkage.checks.initializer_reach import registry_callees, shape_groups, through
 from buildtool.linkage.checks.policy import LibraryRule, ObjectRule
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
@@ -21,7 +22,8 @@ from buildtool.linkage.inputs.collect import BinaryFile
 
 def _exported_strong(facts: BinaryFacts, among: frozenset[str]) -> frozenset[str]:
     """The keys of ``among`` that ``facts`` exports as strong, non-unique definitions."""
-    return (among & facts.defined) - facts.unique - facts.weak_defined - LINKER_GENERATED
+    strong = (among & facts.defined) - facts.unique - facts.weak_defined - LINKER_GENERATED
+    return frozenset(key for key in strong if not is_toolchain_function(key))
 
 
 def _pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[tuple[BinaryFile, BinaryFile]]:
@@ -82,9 +84,14 @@ def _shared_functions(subject: Subject, pairs: Iterable[Pair]) -> dict[Pair, lis
         display: subject.function_names(named_by, frozenset(digests))
         for display, (named_by, digests) in wanted.items()
     }
-    return {
+    named = {
         pair: [names[named_by.display].get(d, f"#{d:016x}") for d in both]
         for pair, (named_by, both) in found.items()
+    }
+    return {
+        pair: kept
+        for pair, functions in named.items()
+        if (kept := [name for name in functions if not is_toolchain_function(name)])
     }
 
 
@@ -133,6 +140,12 @@ def _object_code_finding(
         f"{len(functions)} defined functions in both: {len(private)} with external linkage "
         f"bound inside each library (not in .dynsym), {len(interposing)} exported by both"
     )
+    bound = registry_callees(subject, pair)
+    if bound:
+        return _duplicate_finding(
+            pair,
+            f"unstripped: static initializers {listed(initializers)}; {through(bound)}; {counts}",
+        )
     if private and len(private) > len(interposing) and not _recipe_registrations(subject, pair):
         return Finding(
             "BT124",
@@ -141,8 +154,8 @@ def _object_code_finding(
             f"binds to its own copy (about {_wasted(subject, pair, len(functions))} of code "
             "twice)",
             f"unstripped: static initializers {listed(initializers)}; {counts}; bound inside "
-            f"each: {listed(private)}; without a recipe no rule tells a private registry from "
-            "a shared one (a recipe's object libraries make this BT103)",
+            f"each: {listed(private)}; their initializers call no function of a third library "
+            "in common (each registers into its own copy)",
         )
     return _duplicate_finding(
         pair,
@@ -174,16 +187,37 @@ def _both_grafted(subject: Subject, pair: Pair) -> str | None:
 
 
 def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Finding:
+    bound = registry_callees(subject, pair)
+    if bound:
+        return _duplicate_finding(
+            pair, f"stripped: exported symbols defined in both: {listed(names)}; {through(bound)}"
+        )
     vendored = _both_grafted(subject, pair)
     if vendored:
         return Finding(
             "BT124",
             pair[1].display,
-            f"and {pair[0].display} are two vendored copies of {vendored}, grafted by a repair "
-            "tool: their exported symbols interpose",
+            f"exports code that {pair[0].display} ({vendored}) exports too; both are libraries "
+            "a repair tool grafted, so one process binds both libraries' callers to one copy "
+            "of that code",
             f"stripped: exported symbols defined in both: {listed(names)}",
         )
     return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {listed(names)}")
+
+
+def _stripped_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
+    """Stripped copies found by their initializers alone (hidden code exports nothing): the
+    same initializer in both, reaching one registry of a third library."""
+    pairs: set[Pair] = set()
+    for group in shape_groups(subject):
+        pairs.update(_pairs(subject, group))
+    for pair in sorted(pairs - reported, key=_pair_key):
+        bound = registry_callees(subject, pair)
+        if bound:
+            reported.add(pair)
+            yield _duplicate_finding(
+                pair, f"stripped: an initializer with the same code in both; {through(bound)}"
+            )
 
 
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
@@ -199,7 +233,9 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
         stripped = not all(subject.facts(b).has_symtab for b in pair)
         if pair not in reported and stripped:
+            reported.add(pair)
             yield _stripped_finding(subject, pair, names)
+    yield from _stripped_registrations(subject, reported)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

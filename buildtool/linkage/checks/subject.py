@@ -11,7 +11,7 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.binaries import BinaryFacts, InitializerReach
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
 from buildtool.linkage.loaders.closure import Closure
@@ -22,6 +22,16 @@ FunctionNames = Callable[[BinaryFile, frozenset[int]], Mapping[int, str]]
 """The names of some of a file's ``.symtab`` functions by digest (see
 ``BinaryFacts.symtab_functions``). The shell reads the file again: only a duplicate-code finding,
 which shows them, needs names."""
+
+
+Initializers = Callable[[BinaryFile], tuple[InitializerReach, ...]]
+"""A file's initializers' reach (``BinaryFacts.initializers``), read again by the shell when a
+sparse read left them unread."""
+
+
+def initializers_as_read(binary: BinaryFile) -> tuple[InitializerReach, ...]:
+    """An ``Initializers`` that reads nothing: those the facts hold (none when unread)."""
+    return binary.facts.initializers or () if binary.facts is not None else ()
 
 
 def digests_as_names(_binary: BinaryFile, digests: frozenset[int]) -> dict[int, str]:
@@ -57,6 +67,8 @@ class Subject:
     platforms: Mapping[str, Platform] = dataclasses.field(default_factory=dict)
     """Each input's target platform by label: its wheel tag's, or this machine's for an input
     without a tag; absent when no policy data describes it."""
+    initializers: Initializers = initializers_as_read
+    """How the duplicate-code checks learn what a file's initializers reach."""
 
     def facts(self, binary: BinaryFile) -> BinaryFacts:
         assert binary.facts is not None

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
-from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
 from buildtool.linkage.binaries.elf import (
     ELF_MAGIC,
     MalformedElf,
@@ -37,9 +37,11 @@ from buildtool.linkage.binaries.elf import (
     SymtabPart,
     code_ranges,
     cut_ranges,
+    initializers_left_out,
     left_out_unused,
     read_elf_facts,
     read_elf_facts_pyelftools,
+    read_elf_initializers,
     read_function_names,
     read_symtab_part,
     with_symtab,
@@ -108,10 +110,16 @@ def available_cpus() -> int:
 class _SourceDecoder:
     """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
     ``registration_names``: the names the facts search for (a sparse read must keep the data
-    sections then); ``decoder``: what decodes the facts."""
+    sections then); ``decoder``: what decodes the facts; ``whole``: never a sparse read."""
 
-    def __init__(self, registration_names: Collection[str] = (), decoder: Decoder = "fast") -> None:
+    def __init__(
+        self,
+        registration_names: Collection[str] = (),
+        decoder: Decoder = "fast",
+        whole: bool = False,
+    ) -> None:
         self._names = registration_names
+        self._whole = whole
         self.decoder: Decoder = decoder
         self._wheels: dict[str, mmap.mmap] = {}
         self._buffer: mmap.mmap | None = None
@@ -147,7 +155,7 @@ class _SourceDecoder:
         """A big member is read without its code first; when a fact may come from what was
         left out (or the file looks corrupt), it is read again whole."""
         # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
-        sparse = self.decoder == "fast" and source.size >= SPARSE_MIN_BYTES
+        sparse = self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
         read = self._inflate(source, member, sparse=sparse)
         if read is None:
             return None
@@ -159,7 +167,7 @@ class _SourceDecoder:
                 result = None
             readable = result is not None and not isinstance(result, MalformedElf)
             if readable and left_out_unused(raw.data, raw.size, left_out, self._names):
-                return result
+                return _initializers_checked(result, raw, left_out)
             read = self._inflate(source, member, sparse=False)
             assert read is not None  # the same bytes: still ELF
             raw = read[0]
@@ -195,7 +203,7 @@ class _SourceDecoder:
                 view.release()
         if head != ELF_MAGIC or target is None:
             return None
-        return _Bytes(target, size, file_backed=False), left_out
+        return _Bytes(target, size, file_backed=False, code_left_out=bool(left_out)), left_out
 
     def _wheel(self, path: str) -> mmap.mmap:
         mapping = self._wheels.get(path)
@@ -220,6 +228,22 @@ class _SourceDecoder:
             if left_out:
                 _populate(self._buffer, cut_ranges(((0, size),), left_out))
         return self._buffer
+
+
+def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
+    """A sparse read's facts (initializers unread) with their initializers read when the walk
+    needs none of the bytes left out; unread (None) otherwise: ``InitializerLookup`` reads
+    them again when a check needs them."""
+    facts = result if isinstance(result, BinaryFacts) else None
+    if facts is None or facts.initializers is not None:
+        return result
+    if initializers_left_out(raw.data, raw.size, left_out):
+        return result
+    try:
+        found = read_elf_initializers(raw.data, facts.path, size=raw.size)
+    except MalformedElf:
+        return result
+    return dataclasses.replace(facts, initializers=found)
 
 
 def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:
@@ -274,6 +298,8 @@ class _Bytes:
     data: mmap.mmap
     size: int
     file_backed: bool
+    code_left_out: bool = False
+    """A sparse read: the code is not in ``data``, so the facts leave the initializers unread."""
 
 
 def _outcome(
@@ -291,6 +317,7 @@ def _outcome(
                 size=raw.size,
                 file_backed=raw.file_backed,
                 read_symtab=symtab,
+                read_code=not raw.code_left_out,
             )
         except MalformedElf as error:
             return error.with_traceback(None)  # its frames would keep views of the bytes
@@ -337,6 +364,26 @@ class FunctionNameLookup:
             ),
         )
         return found or {}
+
+    def close(self) -> None:
+        self._reader.close()
+
+
+class InitializerLookup:
+    """Reads files' initializers again, whole, for the checks that need those a sparse read
+    left unread (``BinaryFacts.initializers`` None)."""
+
+    def __init__(self) -> None:
+        self._reader = _SourceDecoder(whole=True)
+
+    def __call__(self, source: Source) -> tuple[InitializerReach, ...]:
+        found = self._reader.decode(
+            source,
+            lambda raw: read_elf_initializers(
+                raw.data, source.display, size=raw.size, file_backed=raw.file_backed
+            ),
+        )
+        return found or ()
 
     def close(self) -> None:
         self._reader.close()

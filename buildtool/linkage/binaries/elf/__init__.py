@@ -37,7 +37,9 @@ Modules
 ``binaries.BinaryFacts``), ``constants`` (elf.h), ``decoder`` (headers,
 sections, segments, PT_DYNAMIC, versions), ``columns`` (symbol table columns and masks), ``dynsym``
 (dynamic symbols), ``symtab`` (``.symtab``, also in parts), ``fast`` (the facts from the decoder),
-``sparse`` (reads that leave the code out) and ``reference`` (the same facts by pyelftools). Import
+``initializers`` (what the initializers reach: the code walked with capstone), ``sparse``
+(reads that leave the code out) and ``reference`` with ``reference_initializers`` (the same
+facts by pyelftools). Import
 the names below from the package: the modules are how it is laid out, not its interface.
 """
 
@@ -50,9 +52,20 @@ from buildtool.linkage.binaries.elf.facts import (
     file_type_name,
     machine_name,
 )
-from buildtool.linkage.binaries.elf.fast import is_elf, read_elf_facts, read_elf_file
+from buildtool.linkage.binaries.elf.fast import (
+    is_elf,
+    read_elf_facts,
+    read_elf_file,
+    read_elf_initializers,
+)
 from buildtool.linkage.binaries.elf.reference import read_elf_facts_pyelftools
-from buildtool.linkage.binaries.elf.sparse import Ranges, code_ranges, cut_ranges, left_out_unused
+from buildtool.linkage.binaries.elf.sparse import (
+    Ranges,
+    code_ranges,
+    cut_ranges,
+    initializers_left_out,
+    left_out_unused,
+)
 from buildtool.linkage.binaries.elf.symtab import (
     SymtabPart,
     read_function_names,
@@ -69,12 +82,14 @@ __all__ = [
     "code_ranges",
     "cut_ranges",
     "file_type_name",
+    "initializers_left_out",
     "is_elf",
     "left_out_unused",
     "machine_name",
     "read_elf_facts",
     "read_elf_facts_pyelftools",
     "read_elf_file",
+    "read_elf_initializers",
     "read_function_names",
     "read_symtab_part",
     "with_symtab",

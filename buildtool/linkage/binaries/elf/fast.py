@@ -37,8 +37,9 @@ from buildtool.linkage.binaries.elf.decoder import (
 )
 from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
 from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
+from buildtool.linkage.binaries.elf.initializers import read_initializers
 from buildtool.linkage.binaries.elf.symtab import _read_static_symbols
-from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts
+from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, InitializerReach
 
 # --- data regions and sizes -----------------------------------------------------------------
 
@@ -108,7 +109,9 @@ def _interpreter(img: _Image, segments: Sequence[_Segment]) -> str | None:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) -> BinaryFacts:
+def _facts(
+    img: _Image, path: str, names: Collection[str], read_symtab: bool, read_code: bool = True
+) -> BinaryFacts:
     st = _read_structure(img)
     dyn, sections, segments = st.dynamic, st.sections, st.segments
     values: Mapping[int, int] = dyn.values if dyn else {}
@@ -118,11 +121,12 @@ def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) ->
     interpreter = _interpreter(img, segments)
     soname = _dyn_string(dyn, _DT_SONAME) if dyn else None
     seg_types = {s.type for s in segments}
+    machine = machine_name(st.header.machine, img.layout.elf_class)
     return BinaryFacts(
         path=path,
         elf_class=img.layout.elf_class,
         little_endian=img.layout.endian == "<",
-        machine=machine_name(st.header.machine, img.layout.elf_class),
+        machine=machine,
         file_type=file_type_name(st.header.e_type, flags.pie, interpreter, soname),
         interpreter=interpreter,
         soname=soname,
@@ -151,6 +155,7 @@ def _facts(img: _Image, path: str, names: Collection[str], read_symtab: bool) ->
         exec_stack=not any(s.type == _PT_GNU_STACK and not s.flags & _PF_X for s in segments),
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
+        initializers=read_initializers(img, segments, dyn, machine) if read_code else None,
     )
 
 
@@ -166,6 +171,7 @@ def read_elf_facts(
     size: int | None = None,
     file_backed: bool = False,
     read_symtab: bool = True,
+    read_code: bool = True,
 ) -> BinaryFacts | None:
     """Facts about one file's bytes; None when it is not ELF; MalformedElf when it is corrupt.
 
@@ -174,7 +180,8 @@ def read_elf_facts(
     files). ``file_backed``: ``data`` maps a file read-only, so pages already decoded may be
     dropped from the process's resident memory. ``read_symtab=False`` leaves
     ``static_initializers`` and ``symtab_functions`` empty, for ``with_symtab`` to fill in from
-    parts of the table read elsewhere (``read_symtab_part``).
+    parts of the table read elsewhere (``read_symtab_part``). ``read_code=False`` leaves the
+    initializers unread (None): ``data`` lacks the code (a sparse read).
     """
     if not is_elf(data):
         return None
@@ -183,7 +190,7 @@ def read_elf_facts(
         display_path,
         size,
         file_backed,
-        lambda image: _facts(image, display_path, registration_names, read_symtab),
+        lambda image: _facts(image, display_path, registration_names, read_symtab, read_code),
     )
 
 
@@ -200,3 +207,16 @@ def read_elf_file(
             return None
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
             return read_elf_facts(mapped, shown, registration_names, file_backed=True)
+
+
+def read_elf_initializers(
+    data: ElfBuffer, display_path: str, *, size: int | None = None, file_backed: bool = False
+) -> tuple[InitializerReach, ...]:
+    """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file."""
+
+    def decode(img: _Image) -> tuple[InitializerReach, ...]:
+        st = _read_structure(img)
+        machine = machine_name(st.header.machine, img.layout.elf_class)
+        return read_initializers(img, st.segments, st.dynamic, machine)
+
+    return _decoded(data, display_path, size, file_backed, decode)

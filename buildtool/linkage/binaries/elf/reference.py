@@ -51,6 +51,7 @@ from buildtool.linkage.binaries.elf.facts import (
     machine_name,
 )
 from buildtool.linkage.binaries.elf.fast import _find_names
+from buildtool.linkage.binaries.elf.reference_initializers import reference_initializers
 from buildtool.linkage.binaries.elf.symtab import _join_parts, _new_sets
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, NameDigests
 
@@ -277,11 +278,12 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
     soname = values.get(_DT_SONAME)
     elf_class = int(elf.elfclass)
     init_array = values.get(_DT_INIT_ARRAYSZ)
+    machine = machine_name(_enum_value(elf["e_machine"], t.machine), elf_class)
     return BinaryFacts(
         path=path,
         elf_class=elf_class,
         little_endian=bool(elf.little_endian),
-        machine=machine_name(_enum_value(elf["e_machine"], t.machine), elf_class),
+        machine=machine,
         file_type=file_type_name(
             _enum_value(elf["e_type"], t.e_type), flags.pie, segs.interpreter, soname
         ),
@@ -316,4 +318,5 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         exec_stack=segs.exec_stack,
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
+        initializers=reference_initializers(elf, stream, values, machine),
     )

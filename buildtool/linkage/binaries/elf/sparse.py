@@ -29,7 +29,8 @@ from buildtool.linkage.binaries.elf.decoder import (
     _read_segments,
     _read_structure,
 )
-from buildtool.linkage.binaries.elf.facts import ElfBuffer
+from buildtool.linkage.binaries.elf.facts import ElfBuffer, machine_name
+from buildtool.linkage.binaries.elf.initializers import initializer_code_left_out
 
 # --- sparse reads: bytes no fact comes from -----------------------------------------------
 
@@ -42,7 +43,9 @@ _FACT_SECTION_TYPES: Final = frozenset(
 )  # fmt: skip
 """Sections whose bytes facts are read from, besides the ELF header, the program and section
 header tables, the segments other than PT_LOAD, and (when registration names are searched) the
-data sections. Reading another section's bytes in ``fast._facts`` must add its type here."""
+data sections. The code the initializers' walk reads is the one fact from code: a sparse read
+asks ``initializers_left_out`` and then marks the initializers not read. Reading another
+section's bytes in ``fast._facts`` must add its type here."""
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -90,13 +93,32 @@ def _overlaps(start: int, end: int, ranges: Ranges) -> bool:
     return any(start < range_end and range_start < end for range_start, range_end in ranges)
 
 
+def initializers_left_out(data: ElfBuffer, size: int, left_out: Ranges) -> bool:
+    """Whether the code the initializers' walk reads (``initializers``) is in ``left_out``: the
+    facts of such a read must then say the initializers were not read."""
+    try:
+        img = _open_image(data, size, False)
+        structure = _read_structure(img)
+    except (_Bad, *_DECODE_ERRORS):
+        return True
+    machine = machine_name(structure.header.machine, img.layout.elf_class)
+    return initializer_code_left_out(
+        img,
+        structure.segments,
+        structure.dynamic,
+        machine,
+        lambda start, end: _overlaps(start, end, left_out),
+    )
+
+
 def left_out_unused(
     data: ElfBuffer, size: int, left_out: Ranges, registration_names: Collection[str]
 ) -> bool:
     """Whether the facts of ``data`` (the file's bytes, less ``left_out``) are those of the
     whole file: no section facts are read from lies in ``left_out``."""
     try:
-        structure = _read_structure(_open_image(data, size, False))
+        img = _open_image(data, size, False)
+        structure = _read_structure(img)
     except (_Bad, *_DECODE_ERRORS):
         return False
     strings = structure.dynamic.strings if structure.dynamic else None

@@ -1,0 +1,398 @@
+"""What a library's initializers reach: the imported functions the code run by ``DT_INIT_ARRAY``
+can call, found by following direct calls inside the library with a disassembler (capstone).
+
+A duplicated static initializer collides only when both copies reach shared state: a function
+of a third library (a registry). The linkage of the shared code cannot tell; the code can.
+The walk is bounded (``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` per initializer) and knows
+x86-64 and aarch64; other machines read as having no initializers.
+
+``CodeView`` is what the walk needs, decoded by either reader: the fast decoder
+(``read_code_view``) or pyelftools (``reference``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import struct
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, NamedTuple
+
+from buildtool.linkage.binaries.elf.constants import _PF_X, _PT_LOAD
+from buildtool.linkage.binaries.elf.decoder import (
+    _Bad,
+    _Dynamic,
+    _file_offset,
+    _Image,
+    _Segment,
+)
+from buildtool.linkage.binaries.facts import InitializerReach
+
+MAX_DEPTH: Final = 2
+"""Calls followed from an initializer: the registration helper is one or two calls in."""
+MAX_INSTRUCTIONS: Final = 800
+"""Instructions walked per initializer, at most (each function is decoded once a library)."""
+MAX_LIBRARY_INSTRUCTIONS: Final = 120_000
+"""Instructions decoded per library, at most (about a second): LLVM's thousands of option
+initializers reach a hundred thousand functions two calls deep. Past it, functions not yet
+decoded read as calling nothing, so a huge library's reach may be incomplete (never wrong)."""
+MAX_FUNCTION_INSTRUCTIONS: Final = 300
+"""Instructions of one function's sweep, at most."""
+_CHUNK: Final = 512
+_BATCH: Final = 24
+"""Instructions decoded at a time: most sweeps end within a few dozen."""
+
+_DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
+_DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 6, 25, 27
+_RELATIVE: Final = {"x86_64": 8, "aarch64": 1027}
+_SLOT_TYPES: Final = {"x86_64": (6, 7), "aarch64": (1025, 1026)}  # GLOB_DAT, JUMP_SLOT
+
+
+class CodeView(NamedTuple):
+    """A library's code, its initializers and its import slots, as the walk sees them."""
+
+    machine: str
+    read: Callable[[int, int], bytes]
+    """Bytes at a virtual address in executable segments (fewer, or none, past their end)."""
+    initializers: tuple[int, ...]
+    """Addresses of the functions ``DT_INIT_ARRAY`` runs, in order."""
+    slot: Callable[[int], tuple[str, int] | None]
+    """GOT slot address -> (symbol name, its address here; 0 when imported), None for no
+    symbol's slot."""
+
+
+def init_array_targets(
+    words: Sequence[int], base: int, relative: Mapping[int, int], word: int
+) -> tuple[int, ...]:
+    """Initializer addresses: each slot's ``R_*_RELATIVE`` addend, else its stored value (REL
+    and RELR keep it in place); 0 and -1 (terminators some linkers leave) are no functions."""
+    found = (relative.get(base + index * word, value) for index, value in enumerate(words))
+    return tuple(a for a in found if a not in (0, (1 << (8 * word)) - 1))
+
+
+def _capstone(machine: str) -> Any:
+    import capstone
+
+    if machine == "x86_64":
+        return capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
+    return capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
+
+
+_RIP = re.compile(r"\[rip \+ (0x[0-9a-f]+)\]")
+_RIP_ANY = re.compile(r"rip [+-] 0x[0-9a-f]+")
+_IMMEDIATE = re.compile(r"#?(0x[0-9a-f]+)$")
+_X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
+_ARM_STOP: Final = frozenset({"ret", "br", "b", "brk", "udf"})
+
+
+class _Function(NamedTuple):
+    """One function's linear sweep (to its first return or jump away)."""
+
+    instructions: int
+    end: int
+    """The address past its last instruction swept."""
+    shape: tuple[str, ...]
+    calls: tuple[tuple[int, int], ...]
+    """(address, 1 for a call, 0 for a branch within it) of its direct branch targets."""
+    imports: tuple[str, ...]
+    """Imported functions it calls or jumps to through a GOT slot."""
+
+
+_NOTHING: Final = _Function(0, 0, (), (), ())
+
+
+class _Sweep:
+    """Decodes one function at a time, for ``_Functions``."""
+
+    def __init__(self, view: CodeView) -> None:
+        self.view = view
+        self.calls: list[tuple[int, int]] = []
+        self.imports: list[str] = []
+        self.shape: list[str] = []
+        self.end = 0
+
+    def slot(self, address: int) -> None:
+        """A call through a GOT slot: an import, or (own exported function) its definition."""
+        entry = self.view.slot(address)
+        if entry is None:
+            return
+        name, defined_at = entry
+        if defined_at:
+            self.calls.append((defined_at, 1))
+        else:
+            self.imports.append(name)
+
+    def result(self) -> _Function:
+        shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
+        return _Function(len(shape), self.end, shape, calls, imports)
+
+
+def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
+    while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
+        decoded = 0
+        code = sweep.view.read(address, _CHUNK)
+        for at, size, prefixed, operands in cs.disasm_lite(code, address, _BATCH):
+            decoded += size
+            sweep.end = at + size
+            mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
+            sweep.shape.append(f"{mnemonic} {_x86_operands(sweep, at + size, mnemonic, operands)}")
+            if mnemonic in _X86_STOP or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
+                return
+        if decoded == 0:
+            return
+        address += decoded
+
+
+def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> str:
+    """The operands as the shape keeps them (addresses left out); branches are followed."""
+    if mnemonic == "call" or mnemonic[0] == "j":
+        _x86_branch(sweep, after, mnemonic, operands)
+        return ""
+    if "rip" in operands:  # an address relative to the instruction: not the shape
+        return _RIP_ANY.sub("rip", operands)
+    return operands
+
+
+def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None:
+    rip = _RIP.search(operands)
+    if rip:
+        sweep.slot(after + int(rip.group(1), 16))
+        return
+    immediate = _IMMEDIATE.fullmatch(operands)
+    if immediate:
+        # a jmp leaves the function (a tail call) unless it lands within what was swept
+        sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("call", "jmp"))))
+
+
+_ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+)")
+_LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+)\]")
+
+
+def _arm_function(sweep: _Sweep, cs: Any, address: int) -> None:
+    pages: dict[str, int] = {}
+    loaded: dict[str, int] = {}
+    while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
+        decoded = 0
+        code = sweep.view.read(address, _CHUNK)
+        for at, size, mnemonic, operands in cs.disasm_lite(code, address, _BATCH):
+            decoded += size
+            sweep.end = at + size
+            sweep.shape.append(mnemonic)
+            _arm_instruction(sweep, (mnemonic, operands), pages, loaded)
+            if mnemonic in _ARM_STOP or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
+                return
+        if decoded == 0:
+            return
+        address += decoded
+
+
+def _arm_instruction(
+    sweep: _Sweep, insn: tuple[str, str], pages: dict[str, int], loaded: dict[str, int]
+) -> None:
+    mnemonic, operands = insn
+    if mnemonic == "adrp" and (page := _ADRP.fullmatch(operands)):
+        pages[page.group(1)] = int(page.group(2), 16)
+    elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
+        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 16)
+    elif mnemonic in ("br", "blr") and operands in loaded:
+        sweep.slot(loaded[operands])
+    elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
+        immediate = _IMMEDIATE.search(operands)
+        if immediate:
+            sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("bl", "b"))))
+
+
+class _Functions:
+    """Each function decoded once per library, however many initializers reach it."""
+
+    def __init__(self, view: CodeView) -> None:
+        self.view = view
+        self.cs = _capstone(view.machine)
+        self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
+        self.known: dict[int, _Function] = {}
+        self.left = MAX_LIBRARY_INSTRUCTIONS
+
+    def at(self, address: int) -> _Function:
+        found = self.known.get(address)
+        if found is None:
+            if self.left <= 0:
+                return _NOTHING
+            sweep = _Sweep(self.view)
+            self.sweep(sweep, self.cs, address)
+            found = self.known[address] = sweep.result()
+            self.left -= found.instructions
+        return found
+
+    def reach(self, address: int) -> InitializerReach:
+        """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
+        all; the shape is that of the initializer's own function and the branches within it."""
+        queue, seen = [(address, 0)], {address}
+        budget = MAX_INSTRUCTIONS
+        reaches: set[str] = set()
+        shape: list[str] = []
+        while queue and budget > 0:
+            current, depth = queue.pop(0)
+            function = self.at(current)
+            budget -= function.instructions
+            reaches.update(function.imports)
+            if depth == 0:
+                shape.extend(function.shape)
+            for target, is_call in function.calls:
+                if current <= target < function.end:
+                    continue  # a branch within what the sweep decoded already
+                if target not in seen and depth + is_call <= MAX_DEPTH:
+                    seen.add(target)
+                    queue.append((target, depth + is_call))
+        digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
+        return InitializerReach(digest, len(shape), frozenset(reaches))
+
+
+def walk_initializers(view: CodeView) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach, in ``DT_INIT_ARRAY`` order (empty for other machines)."""
+    if view.machine not in _RELATIVE or not view.initializers:
+        return ()
+    functions = _Functions(view)
+    return tuple(functions.reach(address) for address in view.initializers)
+
+
+# --- the fast decoder's view --------------------------------------------------------------------
+
+
+def _table(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, tag: int, size: int) -> bytes:
+    if tag not in dyn.values or size not in dyn.values:
+        return b""
+    offset, end = _file_offset(segments, dyn.values[tag], "relocation table", dyn.offset)
+    return bytes(img.span(offset, min(dyn.values[size], end - offset), "relocation table"))
+
+
+def _relocations(img: _Image, raw: bytes) -> tuple[Sequence[int], Sequence[int], Sequence[int]]:
+    """Offsets, infos and addends of RELA entries (64-bit), a column each."""
+    usable = len(raw) - len(raw) % 24
+    if img.layout.endian == "<" and sys.byteorder == "little":
+        words = memoryview(raw[:usable]).cast("Q")
+        return words[0::3], words[1::3], memoryview(raw[:usable]).cast("q")[2::3]
+    rows = list(struct.iter_unpack(img.layout.endian + "QQq", raw[:usable]))
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+
+def _relative(columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str,
+              start: int, end: int) -> dict[int, int]:  # fmt: skip
+    """Addends of the RELATIVE relocations of ``[start, end)``."""
+    offsets, infos, addends = columns
+    kind = _RELATIVE[machine]
+    return {
+        offsets[i]: addends[i]
+        for i, offset in enumerate(offsets)
+        if start <= offset < end and infos[i] & 0xFFFFFFFF == kind
+    }
+
+
+def _slot_indexes(
+    columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str
+) -> dict[int, int]:
+    """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations."""
+    kinds = _SLOT_TYPES[machine]
+    offsets, infos, _addends = columns
+    return {offsets[i]: info >> 32 for i, info in enumerate(infos) if info & 0xFFFFFFFF in kinds}
+
+
+def _symbol(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
+) -> tuple[str, int]:
+    offset, _end = _file_offset(segments, dyn.values[_DT_SYMTAB], "DT_SYMTAB", dyn.offset)
+    name, _info, _other, shndx, value, _size = img.unpack(
+        struct.Struct(img.layout.endian + "IBBHQQ"), offset + 24 * index, "dynamic symbol"
+    )
+    assert dyn.strings is not None
+    return dyn.strings.get(name), value if shndx else 0
+
+
+def _segment_reader(img: _Image, segments: Sequence[_Segment]) -> Callable[[int, int], bytes]:
+    code = [s for s in segments if s.type == _PT_LOAD and s.flags & _PF_X]
+
+    def read(address: int, size: int) -> bytes:
+        for s in code:
+            if s.vaddr <= address < s.vaddr + s.filesz:
+                end = min(address + size, s.vaddr + s.filesz, s.vaddr + img.size - s.offset)
+                start = address - s.vaddr + s.offset
+                return bytes(img.view[start : start + max(end - address, 0)])
+        return b""
+
+    return read
+
+
+def read_code_view(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
+) -> CodeView | None:
+    """The fast decoder's ``CodeView``; None without initializers or for another machine."""
+    if dyn is None or machine not in _RELATIVE or img.layout.elf_class != 64:
+        return None
+    if _DT_INIT_ARRAY not in dyn.values or not dyn.values.get(_DT_INIT_ARRAYSZ):
+        return None
+    base = dyn.values[_DT_INIT_ARRAY]
+    offset, end = _file_offset(segments, base, "DT_INIT_ARRAY", dyn.offset)
+    count = min(dyn.values[_DT_INIT_ARRAYSZ], end - offset) // 8
+    words = struct.unpack(f"{img.layout.endian}{count}Q", img.span(offset, 8 * count, "array"))
+    tables = [(_DT_RELA, _DT_RELASZ), (_DT_JMPREL, _DT_PLTRELSZ)]
+    columns = [_relocations(img, _table(img, segments, dyn, *table)) for table in tables]
+    relative: dict[int, int] = {}
+    indexes: dict[int, int] = {}
+    for column in columns:
+        relative.update(_relative(column, machine, base, base + 8 * count))
+        indexes.update(_slot_indexes(column, machine))
+    names = _DT_SYMTAB in dyn.values and dyn.strings is not None
+
+    def slot(address: int) -> tuple[str, int] | None:
+        index = indexes.get(address)
+        return _symbol(img, segments, dyn, index) if index and names else None
+
+    targets = init_array_targets(words, base, relative, 8)
+    return CodeView(machine, _segment_reader(img, segments), targets, slot)
+
+
+class _LeftOut(Exception):
+    """Internal: the walk reached bytes a sparse read left out."""
+
+
+def initializer_code_left_out(
+    img: _Image,
+    segments: Sequence[_Segment],
+    dyn: _Dynamic | None,
+    machine: str,
+    left_out: Callable[[int, int], bool],
+) -> bool:
+    """Whether the initializers' walk reads a file range for which ``left_out(start, end)``
+    holds: a sparse read must then read the file again whole. Stops at the first one."""
+    try:
+        view = read_code_view(img, segments, dyn, machine)
+    except _Bad:
+        return False
+    if view is None:
+        return False
+    code = [s for s in segments if s.type == _PT_LOAD and s.flags & _PF_X]
+
+    def checked(address: int, size: int) -> bytes:
+        data = view.read(address, size)
+        for s in code:
+            if data and s.vaddr <= address < s.vaddr + s.filesz:
+                start = address - s.vaddr + s.offset
+                if left_out(start, start + len(data)):
+                    raise _LeftOut
+        return data
+
+    try:
+        walk_initializers(view._replace(read=checked))
+    except _LeftOut:
+        return True
+    return False
+
+
+def read_initializers(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
+) -> tuple[InitializerReach, ...]:
+    try:
+        view = read_code_view(img, segments, dyn, machine)
+    except _Bad:
+        return ()  # a damaged relocation or array: no reach known, as for a stripped copy
+    return walk_initializers(view) if view else ()

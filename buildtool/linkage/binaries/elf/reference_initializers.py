@@ -1,0 +1,86 @@
+"""The initializers' ``CodeView`` decoded by pyelftools: the initializer array, relocations
+and dynamic symbols read independently of the fast decoder, then the same walk."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from typing import Any
+
+from buildtool.linkage.binaries.elf.initializers import (
+    CodeView,
+    init_array_targets,
+    walk_initializers,
+)
+from buildtool.linkage.binaries.facts import InitializerReach
+
+_DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 25, 27
+_RELATIVE = {"x86_64": 8, "aarch64": 1027}
+_SLOTS = {"x86_64": (6, 7), "aarch64": (1025, 1026)}
+
+
+def _code_reader(elf: Any, stream: Any) -> Any:
+    code = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD" and s["p_flags"] & 1]
+
+    def read(address: int, size: int) -> bytes:
+        for s in code:
+            if s["p_vaddr"] <= address < s["p_vaddr"] + s["p_filesz"]:
+                size = min(size, s["p_vaddr"] + s["p_filesz"] - address)
+                stream.seek(address - s["p_vaddr"] + s["p_offset"])
+                return bytes(stream.read(size))
+        return b""
+
+    return read
+
+
+def _relocations(elf: Any) -> list[Any]:
+    from elftools.elf.relocation import RelocationSection
+
+    found: list[Any] = []
+    for section in elf.iter_sections():
+        # SHF_ALLOC: the dynamic relocations
+        if isinstance(section, RelocationSection) and section.is_RELA() and section["sh_flags"] & 2:
+            found.extend(section.iter_relocations())
+    return found
+
+
+def _slots(elf: Any, relocations: list[Any], machine: str) -> Mapping[int, tuple[str, int]]:
+    dynsym = elf.get_section_by_name(".dynsym")
+    slots: dict[int, tuple[str, int]] = {}
+    for rel in relocations:
+        if rel["r_info_type"] in _SLOTS[machine] and rel["r_info_sym"] and dynsym is not None:
+            symbol = dynsym.get_symbol(rel["r_info_sym"])
+            defined = symbol["st_shndx"] != "SHN_UNDEF"
+            slots[rel["r_offset"]] = (symbol.name, symbol["st_value"] if defined else 0)
+    return slots
+
+
+def _array(elf: Any, stream: Any, values: Mapping[int, Any]) -> tuple[int, list[int]]:
+    base, size = values[_DT_INIT_ARRAY], values[_DT_INIT_ARRAYSZ]
+    offset = next(iter(elf.address_offsets(base)))
+    stream.seek(offset)
+    raw = stream.read(size - size % 8)
+    fmt = "<Q" if elf.little_endian else ">Q"
+    return base, [value for (value,) in struct.iter_unpack(fmt, raw)]
+
+
+def reference_initializers(
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
+) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach, as ``initializers.read_initializers`` finds it."""
+    if machine not in _RELATIVE or elf.elfclass != 64 or not values.get(_DT_INIT_ARRAYSZ):
+        return ()
+    if _DT_INIT_ARRAY not in values:
+        return ()
+    base, words = _array(elf, stream, values)
+    relocations = _relocations(elf)
+    end = base + 8 * len(words)
+    relative = {
+        r["r_offset"]: r["r_addend"]
+        for r in relocations
+        if r["r_info_type"] == _RELATIVE[machine] and base <= r["r_offset"] < end
+    }
+    slots = _slots(elf, relocations, machine)
+    targets = init_array_targets(words, base, relative, 8)
+    view = CodeView(machine, _code_reader(elf, stream), targets, slots.get)
+    return walk_initializers(view)
