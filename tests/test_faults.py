@@ -18,6 +18,7 @@ import pytest
 
 from buildtool.fsutil import OWNER_LOCK, owned_folder, remove_abandoned_folders
 from tests.conftest import REPO, CliRunner
+from tests.processes import descendants
 
 WAIT = 300.0
 
@@ -112,26 +113,6 @@ def test_only_folders_of_dead_runs_are_removed(tmp_path: Path) -> None:
 # --- real signals -----------------------------------------------------------------------------
 
 
-def _descendants(root: int) -> dict[int, str]:
-    """pid -> command name of every process below ``root``, from /proc."""
-    parents: dict[int, tuple[int, str]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        parents[int(entry.name)] = (int(stat[stat.rindex(")") + 2 :].split()[1]), name)
-    found: dict[int, str] = {}
-    frontier = {root}
-    while frontier:
-        frontier = {pid for pid, (ppid, _) in parents.items() if ppid in frontier} - found.keys()
-        found.update({pid: parents[pid][1] for pid in frontier})
-    return found
-
-
 def _alive(pid: int, name: str) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -143,7 +124,7 @@ def _alive(pid: int, name: str) -> bool:
 def _wait_for_descendant(parent: subprocess.Popen[str], name: str) -> dict[int, str]:
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
-        below = _descendants(parent.pid)
+        below = descendants(parent.pid)
         if name in below.values():
             return below
         assert parent.poll() is None, "the run ended before the build started"

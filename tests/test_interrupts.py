@@ -11,7 +11,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ import pytest
 from buildtool.cmake.configure import generated_files, plan_recipe
 from buildtool.recipe.load import load_recipe
 from tests.conftest import REPO, require
+from tests.processes import processes
 
 pytestmark = pytest.mark.integration
 
@@ -69,26 +69,12 @@ def start_configure(project: Project, build_dir: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _processes() -> Iterator[tuple[int, int, str]]:
-    """(pid, parent pid, command name) of every process, from /proc."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        yield int(entry.name), ppid, name
-
-
 def wait_for_child(parent: subprocess.Popen[str], name: str) -> None:
     """Until ``parent`` runs a child process called ``name`` (cmake, while configure holds the
     build folder's lock)."""
     deadline = time.monotonic() + WAIT
     while time.monotonic() < deadline:
-        if any(ppid == parent.pid and comm == name for _pid, ppid, comm in _processes()):
+        if any(ppid == parent.pid and comm == name for _pid, ppid, comm in processes()):
             return
         assert parent.poll() is None, "configure ended before cmake started"
         time.sleep(0.01)
