@@ -1,11 +1,13 @@
 """Format-neutral facts about one binary, and the toolchain's names that are no project's code.
-No decoding here: each format's reader (``elf/``) produces ``BinaryFacts``."""
+No decoding here: each format's reader (``elf/``, ``macho/``, ``pe/``) produces ``BinaryFacts``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
+
+from buildtool.errors import InputError
 
 Decoder = Literal["fast", "pyelftools"]
 """Which reader decodes the files: ``fast`` (the struct decoder, the default) or ``pyelftools``
@@ -200,4 +202,42 @@ class BinaryFacts:
     nodeflib: bool
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
     format: str = "elf"
-    """The file format: ``elf`` (the only one read today)."""
+    """The file format: ``elf``, ``macho`` or ``pe`` (``FORMAT_NAMES`` says how reports name them)."""
+    bound_imports: tuple[tuple[str, str], ...] = ()
+    """``(library, symbol)`` for each import bound to one library: Mach-O's two-level namespace
+    (the library an undefined symbol's ordinal names; "" for a flat or dynamic lookup, which the
+    executable or anything loaded may satisfy) and PE's per-DLL import tables (``#<n>`` for an
+    import by ordinal). Empty for ELF, whose undefined symbols bind to the first definition."""
+    weak_needed: frozenset[str] = frozenset()
+    """Entries of ``needed`` whose absence does not fail the load: Mach-O ``LC_LOAD_WEAK_DYLIB``,
+    PE delay-load imports (loaded at the first call, and a failure raises only then)."""
+    reexported: tuple[str, ...] = ()
+    """Entries of ``needed`` whose exports count as this file's (Mach-O ``LC_REEXPORT_DYLIB``)."""
+    minos: str | None = None
+    """The oldest macOS release a Mach-O file loads on (``LC_BUILD_VERSION`` or
+    ``LC_VERSION_MIN_MACOSX``, as ``major.minor``); None for other formats or platforms."""
+    architectures: tuple[str, ...] = ()
+    """A fat (universal) Mach-O file's slices by machine, in file order; the facts are those of
+    the slice ``machine`` names (see ``binaries.macho``). Empty for a thin file."""
+
+
+FORMAT_NAMES: Final = {"elf": "ELF", "macho": "Mach-O", "pe": "PE"}
+"""How reports name each ``BinaryFacts.format``."""
+
+
+class MalformedBinary(InputError):
+    """A binary is truncated or corrupt; names the file, its format, the byte offset and the
+    problem. Each format's reader raises its own subclass."""
+
+    format_name = "binary"
+    """How the message names the format."""
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{path}: malformed {self.format_name} at offset {offset:#x}: {reason}")
+
+    def __reduce__(self) -> tuple[type[MalformedBinary], tuple[str, int, str]]:
+        # worker processes send these back to the parent: pickle the constructor arguments
+        return (type(self), (self.path, self.offset, self.reason))

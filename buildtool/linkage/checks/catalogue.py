@@ -29,7 +29,8 @@ CHECKS: tuple[Check, ...] = (
         "BT100",
         "malformed-elf",
         "error",
-        "A file starting with the ELF magic is truncated or corrupt.",
+        "A file starting with the ELF, Mach-O or PE magic (or named like a shared library) is "
+        "truncated or corrupt.",
         "Rebuild or re-download the file; the offset names the broken structure.",
     ),
     Check(
@@ -159,6 +160,16 @@ CHECKS: tuple[Check, ...] = (
         "is stripped): compilers store short names in instructions, so absence is not proven.",
         "Nothing to do if the name registers at run time; a longer name is stored as a string.",
         needs_recipe=True,
+    ),
+    Check(
+        "BT116",
+        "macos-deployment-target-above-tag",
+        "error",
+        "A Mach-O file needs a newer macOS (its LC_BUILD_VERSION / LC_VERSION_MIN_MACOSX minos) "
+        "than the wheel's macosx_X_Y tag promises: pip installs the wheel on releases where dyld "
+        "refuses to load the file.",
+        "Build with MACOSX_DEPLOYMENT_TARGET (CMAKE_OSX_DEPLOYMENT_TARGET) at most the tag's "
+        "release, or tag the wheel with the newest minos of its files (delocate-wheel does).",
     ),
     Check(
         "BT120",
