@@ -7,8 +7,7 @@ import-directory order, delay-loaded ones after them and in ``weak_needed``: the
 first call), what it imports from each (``bound_imports``: ``(dll, name)``, ``#<n>`` for an
 import by ordinal; ``undefined`` holds the names), its export table (``defined``; the export
 directory's name is the ``soname``) and its machine. A COFF symbol table (mingw-w64 keeps one
-unless stripped) gives the static initializers (``_GLOBAL__sub_I_`` functions) and the code by
-name; MSVC images carry none, and their ``.CRT$XCU`` initializer pointers are merged into
+unless stripped) gives the static initializers (``_GLOBAL__sub_I_`` functions); MSVC images carry none, and their ``.CRT$XCU`` initializer pointers are merged into
 ``.rdata`` by the linker, past finding without symbols: ``init_array_size`` counts the pointers
 of a ``.CRT`` section (mingw-w64's) only.
 """
@@ -55,7 +54,6 @@ MAX_SECTIONS: Final = 96
 """The PE format's own limit on sections."""
 MAX_DESCRIPTORS: Final = 1 << 16
 MAX_THUNKS: Final = 1 << 20
-TEMPLATE_PREFIX: Final = "??$"
 _U16: Final = struct.Struct("<H")
 _U32: Final = struct.Struct("<I")
 _U64: Final = struct.Struct("<Q")
@@ -219,7 +217,6 @@ def _imports(image: Image) -> tuple[list[str], list[str], list[tuple[str, str]]]
 
 @dataclass(frozen=True)
 class CoffSymbols:
-    functions: NameDigests = NO_NAMES
     initializers: tuple[str, ...] = ()
     present: bool = False
 
@@ -234,7 +231,6 @@ def _coff_symbols(image: Image) -> CoffSymbols:
     data.check(pointer, count * layout.size, "COFF symbol table")
     strings = pointer + count * layout.size
     code = {number + 1 for number, s in enumerate(image.sections) if s.is_code}
-    functions: list[int] = []
     initializers: list[str] = []
     skip = 0
     for raw_name, _value, section, kind, storage, aux in layout.iter_unpack(
@@ -252,9 +248,7 @@ def _coff_symbols(image: Image) -> CoffSymbols:
             name = raw_name.split(b"\0", 1)[0].decode("utf-8", "replace")
         if name.startswith(STATIC_INIT_PREFIX):
             initializers.append(name)
-        elif storage == 2:  # IMAGE_SYM_CLASS_EXTERNAL
-            functions.append(name_digest(name))
-    return CoffSymbols(NameDigests(array("q", functions).tobytes()), tuple(sorted(initializers)), True)
+    return CoffSymbols(tuple(sorted(initializers)), True)
 
 
 def _data_regions(image: Image) -> list[tuple[int, int]]:
@@ -277,10 +271,10 @@ def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
     direct, delayed, bound = _imports(image)
     symbols = _coff_symbols(image)
     crt = sum(s.virtual_size for s in image.sections if s.name == ".CRT")
-    # MSVC's decorated template instances (``??$``) are COMDAT, like ELF's weak definitions:
-    # every DLL that exports one carries its own copy, which is no duplicated object code
-    templates = frozenset(name for name in exports if name.startswith(TEMPLATE_PREFIX))
-    own_code = NameDigests(array("q", map(name_digest, exports - templates)).tobytes())
+    # A PE image marks no export, nor COFF symbol, as COMDAT: the inline members of an exported
+    # class are exported by every DLL whose code uses them (torch_cpu.dll and torch_python.dll
+    # share hundreds), so names are no evidence of duplicated object code. Every export counts
+    # as weak; the duplicate checks see the static initializers and registration strings.
     return BinaryFacts(
         path=image.data.path,
         elf_class=64 if image.wide else 32,
@@ -297,14 +291,14 @@ def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
         undefined=frozenset(name for _dll, name in bound),
         weak_undefined=frozenset(),
         unique=frozenset(),
-        weak_defined=templates,
+        weak_defined=exports,
         exported_count=len(exports),
         version_definitions=(),
         version_needs=(),
         init_array_size=crt,
         has_symtab=symbols.present,
         static_initializers=symbols.initializers,
-        symtab_functions=symbols.functions if symbols.present else own_code,
+        symtab_functions=NO_NAMES,
         registration_strings=find_names(image.data.data, _data_regions(image), names) if names else frozenset(),
         file_size=image.data.size,
         code_size=sum(s.raw_size for s in image.sections if s.is_code),
