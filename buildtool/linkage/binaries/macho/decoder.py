@@ -324,7 +324,7 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
         kind = n_type & N_TYPE
         if not n_type & N_EXT or n_type & N_PEXT:
             has_locals = True
-            if kind == N_SECT and n_sect in code:
+            if kind == N_SECT:
                 name = names(strx)
                 if name.startswith("_" + STATIC_INIT_PREFIX):
                     initializers.append(name[1:])
