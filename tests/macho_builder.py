@@ -69,7 +69,16 @@ class MachO:
     strings: Sequence[str] = ()
     """NUL-terminated strings put into ``__text``'s neighbour: registration names."""
 
-    def commands(self, text_offset: int, text_size: int, symoff: int, nsyms: int, stroff: int, strsize: int) -> list[bytes]:
+    def commands(
+        self,
+        *,
+        text_offset: int,
+        text_size: int,
+        symoff: int,
+        nsyms: int,
+        stroff: int,
+        strsize: int,
+    ) -> list[bytes]:
         segment = struct.pack(
             "<II16sQQQQiiII", LC_SEGMENT_64, 72 + 80, b"__TEXT", 0, 0x4000, 0, 0x4000, 5, 5, 1, 0
         )
@@ -104,18 +113,32 @@ class MachO:
             symbols.append((len(names), 0x01, 0, (ordinal + 1) << 8))
             names += name.encode() + b"\0"
         # two passes: the command sizes do not depend on the offsets
-        size = sum(len(c) for c in self.commands(0, 0, 0, 0, 0, 0))
+        size = sum(
+            len(c)
+            for c in self.commands(
+                text_offset=0, text_size=0, symoff=0, nsyms=0, stroff=0, strsize=0
+            )
+        )
         text_offset = 32 + size
         symoff = text_offset + len(strings) + (-(text_offset + len(strings)) % 8)
         stroff = symoff + 16 * len(symbols)
-        commands = self.commands(text_offset, len(strings), symoff, len(symbols), stroff, len(names))
+        commands = self.commands(
+            text_offset=text_offset,
+            text_size=len(strings),
+            symoff=symoff,
+            nsyms=len(symbols),
+            stroff=stroff,
+            strsize=len(names),
+        )
         header = struct.pack(
             "<IiiIIIII", 0xFEEDFACF, self.cputype, 0, self.filetype, len(commands), size,
             MH_TWOLEVEL, 0,
         )  # fmt: skip
         body = header + b"".join(commands) + strings
         body += b"\0" * (symoff - len(body))
-        body += b"".join(struct.pack("<IBBHQ", strx, kind, sect, desc, 0) for strx, kind, sect, desc in symbols)
+        body += b"".join(
+            struct.pack("<IBBHQ", strx, kind, sect, desc, 0) for strx, kind, sect, desc in symbols
+        )
         return body + names
 
 

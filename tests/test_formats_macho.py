@@ -61,11 +61,14 @@ def _found(report: Report) -> list[tuple[str, str, str]]:
 
 
 def test_facts_of_a_built_dylib() -> None:
-    facts = read_macho_facts(_core(strings=("demo.answer",)).build(), "libcore.dylib", ["demo.answer"])
+    facts = read_macho_facts(
+        _core(strings=("demo.answer",)).build(), "libcore.dylib", ["demo.answer"]
+    )
     assert facts is not None
     assert (facts.format, facts.machine, facts.file_type) == ("macho", "arm64", "shared")
     assert (facts.soname, facts.needed, facts.minos) == ("@rpath/libcore.dylib", (SYSTEM,), "11.0")
-    assert facts.defined == {"_core_answer"} and facts.undefined == {"_free"}
+    assert facts.defined == {"_core_answer"}
+    assert facts.undefined == {"_free"}
     assert facts.bound_imports == ((SYSTEM, "_free"),)
     assert facts.static_initializers == ("_GLOBAL__sub_I_core.cc",)
     assert facts.registration_strings == {"demo.answer"}
@@ -79,7 +82,9 @@ def test_working_package_is_clean(tmp_path: Path) -> None:
 
 def test_deleted_bundled_dylib_is_reported(tmp_path: Path) -> None:
     report = verify_paths([_package(tmp_path, _extension(), None)], LinkagePolicy.empty())
-    assert [(check, name) for check, name, _ in _found(report)] == [("BT108", "ext.cpython-311-darwin.so")]
+    assert [(check, name) for check, name, _ in _found(report)] == [
+        ("BT108", "ext.cpython-311-darwin.so")
+    ]
 
 
 def test_removed_rpath_is_an_error(tmp_path: Path) -> None:
@@ -107,7 +112,9 @@ def test_import_not_exported_by_its_bound_library_is_an_error(tmp_path: Path) ->
 
 def test_weak_library_may_be_absent(tmp_path: Path) -> None:
     extension = _extension(weak_dylibs=["@rpath/liboptional.dylib"])
-    assert _found(verify_paths([_package(tmp_path, extension, _core())], LinkagePolicy.empty())) == []
+    assert (
+        _found(verify_paths([_package(tmp_path, extension, _core())], LinkagePolicy.empty())) == []
+    )
 
 
 def test_fat_file_facts_are_the_arm64_slice() -> None:
@@ -116,7 +123,7 @@ def test_fat_file_facts_are_the_arm64_slice() -> None:
     facts = read_macho_facts(fat([(CPU_X86_64, intel), (CPU_ARM64, arm)]), "libcore.dylib")
     assert facts is not None
     assert facts.architectures == ("x86_64", "arm64")
-    assert (facts.machine, facts.defined) == ("arm64", {"_core_answer"})
+    assert (facts.machine, facts.defined) == ("arm64", frozenset({"_core_answer"}))
 
 
 def _wheel(tmp_path: Path, tag: str, minos: str) -> Path:
@@ -150,17 +157,18 @@ def test_minos_newer_than_the_wheel_tag_is_an_error(tmp_path: Path) -> None:
 
 
 def test_wheel_macos_release() -> None:
-    assert wheel_macos_release("x-1-cp311-cp311-macosx_10_9_x86_64.macosx_11_0_arm64.whl") == (10, 9)
+    assert wheel_macos_release("x-1-cp311-cp311-macosx_10_9_x86_64.macosx_11_0_arm64.whl") == (
+        10,
+        9,
+    )
     assert wheel_macos_release("x-1-cp311-cp311-win_amd64.whl") is None
 
 
 def test_truncated_and_corrupt_files_are_malformed_with_an_offset() -> None:
     data = _core().build()
     for end in range(4, len(data), 7):
-        try:
+        with pytest.raises(MalformedMachO, match="malformed Mach-O at offset 0x"):
             read_macho_facts(data[:end], "libcore.dylib")
-        except MalformedMachO as error:
-            assert "malformed Mach-O at offset 0x" in str(error)
     bogus = bytearray(data)
     struct.pack_into("<I", bogus, 16, 0xFFFFFF)  # ncmds
     with pytest.raises(MalformedMachO, match="load commands"):
@@ -177,4 +185,5 @@ def test_corrupt_dylib_in_a_folder_is_bt100(tmp_path: Path) -> None:
     core.write_bytes(core.read_bytes()[:40])
     report = verify_paths([package], LinkagePolicy.empty())
     malformed = [f for f in report.findings if f.check.id == "BT100"]
-    assert len(malformed) == 1 and "malformed Mach-O" in malformed[0].message
+    assert len(malformed) == 1
+    assert "malformed Mach-O" in malformed[0].message

@@ -22,7 +22,9 @@ from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
 
 MINGW = shutil.which("x86_64-w64-mingw32-g++")
-WINE = next((w for w in ("/usr/lib/wine/wine64", shutil.which("wine64")) if w and Path(w).exists()), None)
+WINE = next(
+    (w for w in ("/usr/lib/wine/wine64", shutil.which("wine64")) if w and Path(w).exists()), None
+)
 
 LIBRARY = 'extern "C" __declspec(dllexport) int answer() { return 42; }\n'
 OTHER_LIBRARY = 'extern "C" __declspec(dllexport) int other() { return 7; }\n'
@@ -63,21 +65,35 @@ def _wine(app: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     assert WINE is not None
     env = dict(os.environ, WINEDEBUG="-all", WINEPREFIX=str(tmp_path.parent / "wineprefix"))
     return subprocess.run(
-        [WINE, "main.exe"], cwd=app, env=env, capture_output=True, text=True, timeout=300
+        [WINE, "main.exe"],
+        cwd=app,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
 
 
 def _errors(report: Report) -> list[tuple[str, str, str]]:
-    return [(f.check.id, Path(f.path).name, f.message) for f in report.findings if f.severity == "error"]
+    return [
+        (f.check.id, Path(f.path).name, f.message) for f in report.findings if f.severity == "error"
+    ]
 
 
 def test_facts_of_built_files(built: Path) -> None:
     program = read_binary_file(built / "main.exe", "main.exe")
     library = read_binary_file(built / "liba.dll", "liba.dll")
-    assert program is not None and library is not None
+    assert program is not None
+    assert library is not None
     assert (program.format, program.file_type, program.machine) == ("pe", "executable", "x86_64")
-    assert "liba.dll" in program.needed and ("liba.dll", "answer") in program.bound_imports
-    assert (library.soname, library.file_type, library.defined) == ("liba.dll", "shared", {"answer"})
+    assert "liba.dll" in program.needed
+    assert ("liba.dll", "answer") in program.bound_imports
+    assert (library.soname, library.file_type, library.defined) == (
+        "liba.dll",
+        "shared",
+        frozenset({"answer"}),
+    )
 
 
 def test_working_program_is_clean_and_runs(built: Path, tmp_path: Path) -> None:
@@ -113,10 +129,8 @@ def test_dll_without_the_bound_export_fails_and_is_an_error(built: Path, tmp_pat
 def test_truncated_and_corrupt_files_are_malformed_with_an_offset(built: Path) -> None:
     data = (built / "main.exe").read_bytes()
     for end in (2, 0x40, 0x80, 0x100, 0x200, 0x400, len(data) // 2):
-        try:
+        with pytest.raises(MalformedPE, match="malformed PE at offset 0x"):
             read_pe_facts(data[:end], "main.exe")
-        except MalformedPE as error:
-            assert "malformed PE at offset 0x" in str(error)
     (lfanew,) = struct.unpack_from("<I", data, 0x3C)
     bogus = bytearray(data)
     struct.pack_into("<H", bogus, lfanew + 6, 0xFFFF)  # NumberOfSections
@@ -134,7 +148,8 @@ def test_corrupt_dll_is_bt100_naming_the_format(built: Path, tmp_path: Path) -> 
     (app / "liba.dll").write_bytes(data[:0x90])
     report = verify_paths([app], LinkagePolicy.empty())
     malformed = [f for f in report.findings if f.check.id == "BT100"]
-    assert len(malformed) == 1 and "malformed PE" in malformed[0].message
+    assert len(malformed) == 1
+    assert "malformed PE" in malformed[0].message
 
 
 def test_system_and_interpreter_dlls_are_provided() -> None:
@@ -148,7 +163,8 @@ def test_system_and_interpreter_dlls_are_provided() -> None:
 DELVEWHEEL_PATCH = """
 def _delvewheel_patch_1_11_2():
     import os
-    if os.path.isdir(libs_dir := os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, 'numpy.libs'))):
+    if os.path.isdir(libs_dir := os.path.abspath(os.path.join(os.path.dirname(__file__), \
+os.pardir, 'numpy.libs'))):
         os.add_dll_directory(libs_dir)
 """
 

@@ -8,10 +8,11 @@ import mmap
 import struct
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from buildtool.linkage.binaries.facts import MalformedBinary
 
-Buffer = bytes | bytearray | memoryview | mmap.mmap
+Buffer = bytes | bytearray | mmap.mmap
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,11 @@ class Bounded:
     def check(self, offset: int, length: int, what: str) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
             end = self.base + self.size
-            raise self.fail(offset, f"{what} ({length} bytes) runs past the end of the file ({end:#x})")
+            raise self.fail(
+                offset, f"{what} ({length} bytes) runs past the end of the file ({end:#x})"
+            )
 
-    def unpack(self, layout: struct.Struct, offset: int, what: str) -> tuple[int, ...]:
+    def unpack(self, layout: struct.Struct, offset: int, what: str) -> tuple[Any, ...]:
         self.check(offset, layout.size, what)
         return layout.unpack_from(self.data, self.base + offset)
 

@@ -202,7 +202,7 @@ class BinaryFacts:
     nodeflib: bool
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
     format: str = "elf"
-    """The file format: ``elf``, ``macho`` or ``pe`` (``FORMAT_NAMES`` says how reports name them)."""
+    """The file format: ``elf``, ``macho`` or ``pe`` (reports name them by ``FORMAT_NAMES``)."""
     bound_imports: tuple[tuple[str, str], ...] = ()
     """``(library, symbol)`` for each import bound to one library: Mach-O's two-level namespace
     (the library an undefined symbol's ordinal names; "" for a flat or dynamic lookup, which the

@@ -55,5 +55,8 @@ def read_binary_file(
         if decoder == "pyelftools":
             return read_elf_facts_pyelftools(path, display_path, registration_names)
         return read_elf_file(path, display_path, registration_names)
-    with Path(path).open("rb") as stream, mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+    with (
+        Path(path).open("rb") as stream,
+        mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+    ):
         return read_other_format(mapped, display_path, registration_names, decoder=decoder)

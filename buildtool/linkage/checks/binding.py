@@ -18,9 +18,9 @@ def _exports(closure: Closure, path: str, seen: frozenset[str] = frozenset()) ->
     facts = closure.objects[path]
     exported = set(facts.defined)
     for edge in closure.edges:
-        if edge.requester == path and edge.needed in facts.reexported and edge.path:
-            if edge.path not in seen:
-                exported |= _exports(closure, edge.path, seen | {path})
+        reexported = edge.requester == path and edge.needed in facts.reexported
+        if reexported and edge.path and edge.path not in seen:
+            exported |= _exports(closure, edge.path, seen | {path})
     return frozenset(exported)
 
 

@@ -85,7 +85,9 @@ def _macho_search_paths(binary: BinaryFile, entries: tuple[str, ...]) -> Iterato
         if not entry.startswith(("@", "/")):
             evidence = f"LC_RPATH: {':'.join(entries)}"
             problem = "relative to the current directory"
-            yield Finding("BT110", binary.display, f"LC_RPATH entry {entry!r} is {problem}", evidence)
+            yield Finding(
+                "BT110", binary.display, f"LC_RPATH entry {entry!r} is {problem}", evidence
+            )
 
 
 def check_search_paths(subject: Subject) -> Iterator[Finding]:

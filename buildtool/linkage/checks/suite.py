@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.binding import check_bound_imports
+from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.duplicates import (
     check_duplicate_object_code,
     check_owned_initializers,

@@ -191,14 +191,13 @@ def read_folder(
         if outcome is not None
     )
     owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
-    scripts = _disk_scripts(path, [candidate for candidate, _size in candidates])
+    scripts = _disk_scripts([candidate for candidate, _size in candidates])
     folders = dll_directories(scripts, [b.location for b in files])
     return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders)
 
 
-def _disk_scripts(root: Path, candidates: Collection[Path]) -> list[tuple[PurePosixPath, str]]:
-    """Loader scripts under a folder, located relative to the folder above it (so that a
-    script's top-level package is its first part), as ``dll_directories`` needs."""
+def _disk_scripts(candidates: Collection[Path]) -> list[tuple[PurePosixPath, str]]:
+    """The loader scripts among a folder's files, with their locations."""
     scripts = []
     for candidate in candidates:
         if candidate.name in LOADER_SCRIPTS:

@@ -1,4 +1,5 @@
-"""Reading the facts of many binaries (ELF, Mach-O, PE): each file once, on every CPU when the input is big.
+"""Reading the facts of many binaries (ELF, Mach-O, PE): each file once, on every CPU when the
+input is big.
 
 Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
 Each process maps a wheel once and inflates its members one at a time (see ``inflate``); an ELF
@@ -30,9 +31,6 @@ from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder
-from buildtool.linkage.binaries.facts import MalformedBinary
-from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
-from buildtool.linkage.binaries.read import read_other_format
 from buildtool.linkage.binaries.elf import (
     ELF_MAGIC,
     MalformedElf,
@@ -47,6 +45,9 @@ from buildtool.linkage.binaries.elf import (
     read_symtab_part,
     with_symtab,
 )
+from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
+from buildtool.linkage.binaries.read import read_other_format
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext

@@ -62,9 +62,7 @@ class Closure:
         return self.objects[path] if path is not None else None
 
 
-PROVIDED_VIAS = frozenset(
-    {"system", "executable-path-unknown", "interpreter", "weak"}
-)
+PROVIDED_VIAS = frozenset({"system", "executable-path-unknown", "interpreter", "weak"})
 """``NeededEdge.via`` of an edge without a path that is no missing library: what dyld or Windows
 provide (``loaders.foreign``)."""
 
@@ -99,6 +97,7 @@ class _Walk:
 
 def _compatible(root: BinaryFacts, candidate: BinaryFacts) -> bool:
     return (candidate.format, candidate.elf_class, candidate.machine, candidate.little_endian) == (
+        root.format,
         root.elf_class,
         root.machine,
         root.little_endian,

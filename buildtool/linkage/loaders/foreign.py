@@ -11,7 +11,7 @@ from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.loaders import dyld, windows
-from buildtool.linkage.loaders.closure import PROVIDED_VIAS, Closure, NeededEdge
+from buildtool.linkage.loaders.closure import Closure, NeededEdge
 from buildtool.linkage.loaders.glibc import FactsLookup
 
 WEAK: Final = "weak"
@@ -59,7 +59,11 @@ def _candidates(walk: _Walk, path: str, name: str) -> Iterable[tuple[str, str]]:
         folders = [("dll_load_dir", posixpath.dirname(walk.root_path))]
         folders += [("add_dll_directory", folder) for folder in walk.dll_directories]
         spellings = dict.fromkeys((name, name.lower()))
-        return [(how, posixpath.join(folder, spelled)) for how, folder in folders for spelled in spellings]
+        return [
+            (how, posixpath.join(folder, spelled))
+            for how, folder in folders
+            for spelled in spellings
+        ]
     executable = posixpath.dirname(walk.root_path) if walk.root.file_type == "executable" else None
     return dyld.candidates(name, posixpath.dirname(path), walk.chain(path), executable)
 
@@ -67,7 +71,11 @@ def _candidates(walk: _Walk, path: str, name: str) -> Iterable[tuple[str, str]]:
 def _found(walk: _Walk, path: str, name: str) -> tuple[str, str, BinaryFacts] | None:
     for how, candidate in _candidates(walk, path, name):
         facts = walk.objects.get(candidate) or walk.read(candidate)
-        if facts is not None and facts.format == walk.root.format and facts.machine == walk.root.machine:
+        if (
+            facts is not None
+            and facts.format == walk.root.format
+            and facts.machine == walk.root.machine
+        ):
             return how, candidate, facts
     return None
 

@@ -22,17 +22,65 @@ INTERPRETER: Final = "interpreter"
 
 SYSTEM_DLLS: Final = frozenset(
     name.lower()
-    for name in (
-        "kernel32.dll kernelbase.dll ntdll.dll user32.dll gdi32.dll advapi32.dll shell32.dll "
-        "ole32.dll oleaut32.dll ws2_32.dll wsock32.dll comctl32.dll comdlg32.dll crypt32.dll "
-        "bcrypt.dll ncrypt.dll secur32.dll shlwapi.dll version.dll winmm.dll wintrust.dll "
-        "imagehlp.dll dbghelp.dll psapi.dll iphlpapi.dll userenv.dll setupapi.dll cfgmgr32.dll "
-        "rpcrt4.dll netapi32.dll mpr.dll dwmapi.dll uxtheme.dll opengl32.dll d3d11.dll "
-        "d3d12.dll dxgi.dll dxcore.dll powrprof.dll normaliz.dll msvcrt.dll ucrtbase.dll "
-        "winhttp.dll wininet.dll dnsapi.dll sspicli.dll wtsapi32.dll nvcuda.dll "
-        "vcruntime140.dll vcruntime140_1.dll msvcp140.dll msvcp140_1.dll msvcp140_2.dll "
-        "msvcp140_atomic_wait.dll msvcp140_codecvt_ids.dll concrt140.dll vcomp140.dll"
-    ).split()
+    for name in [
+        "kernel32.dll",
+        "kernelbase.dll",
+        "ntdll.dll",
+        "user32.dll",
+        "gdi32.dll",
+        "advapi32.dll",
+        "shell32.dll",
+        "ole32.dll",
+        "oleaut32.dll",
+        "ws2_32.dll",
+        "wsock32.dll",
+        "comctl32.dll",
+        "comdlg32.dll",
+        "crypt32.dll",
+        "bcrypt.dll",
+        "ncrypt.dll",
+        "secur32.dll",
+        "shlwapi.dll",
+        "version.dll",
+        "winmm.dll",
+        "wintrust.dll",
+        "imagehlp.dll",
+        "dbghelp.dll",
+        "psapi.dll",
+        "iphlpapi.dll",
+        "userenv.dll",
+        "setupapi.dll",
+        "cfgmgr32.dll",
+        "rpcrt4.dll",
+        "netapi32.dll",
+        "mpr.dll",
+        "dwmapi.dll",
+        "uxtheme.dll",
+        "opengl32.dll",
+        "d3d11.dll",
+        "d3d12.dll",
+        "dxgi.dll",
+        "dxcore.dll",
+        "powrprof.dll",
+        "normaliz.dll",
+        "msvcrt.dll",
+        "ucrtbase.dll",
+        "winhttp.dll",
+        "wininet.dll",
+        "dnsapi.dll",
+        "sspicli.dll",
+        "wtsapi32.dll",
+        "nvcuda.dll",
+        "vcruntime140.dll",
+        "vcruntime140_1.dll",
+        "msvcp140.dll",
+        "msvcp140_1.dll",
+        "msvcp140_2.dll",
+        "msvcp140_atomic_wait.dll",
+        "msvcp140_codecvt_ids.dll",
+        "concrt140.dll",
+        "vcomp140.dll",
+    ]
 )
 """DLLs every supported Windows has (the Visual C++ 2015-2022 runtime: CPython's installer
 installs it, and python.org's python3X.dll needs it)."""

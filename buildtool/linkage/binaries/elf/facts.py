@@ -6,8 +6,8 @@ from __future__ import annotations
 import mmap
 from typing import Final
 
-from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.elf.constants import _ET_DYN, _ET_NAMES, _MACHINES
+from buildtool.linkage.binaries.facts import MalformedBinary
 
 ELF_MAGIC: Final = b"\x7fELF"
 

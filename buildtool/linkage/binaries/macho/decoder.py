@@ -141,7 +141,7 @@ class LoadCommands:
     """(command, name) of every library command, in order."""
     rpaths: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
-    symtab: tuple[int, int, int, int] | None = None
+    symtab: tuple[int, ...] | None = None
     """symoff, nsyms, stroff, strsize."""
     dysymtab: tuple[int, ...] | None = None
     """ilocalsym, nlocalsym, iextdefsym, nextdefsym, iundefsym, nundefsym."""
@@ -213,10 +213,9 @@ def _text(raw: bytes) -> str:
     return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
 
 
-def _command(image: Bounded, header: Header, start: int, cmd: int, size: int, found: LoadCommands) -> None:
-    if cmd in (LC_SEGMENT, LC_SEGMENT_64):
-        _segment(image, header, start, found)
-    elif cmd in DYLIB_COMMANDS:
+def _string_command(image: Bounded, start: int, cmd: int, size: int, found: LoadCommands) -> bool:
+    """Commands that hold one string; False for any other command."""
+    if cmd in DYLIB_COMMANDS:
         found.dylibs.append((cmd, _lc_string(image, start, size, 8, "dylib command")))
     elif cmd == LC_ID_DYLIB:
         found.install_name = _lc_string(image, start, size, 8, "LC_ID_DYLIB")
@@ -224,16 +223,33 @@ def _command(image: Bounded, header: Header, start: int, cmd: int, size: int, fo
         found.rpaths.append(_lc_string(image, start, size, 8, "LC_RPATH"))
     elif cmd == LC_LOAD_DYLINKER:
         found.interpreter = _lc_string(image, start, size, 8, "LC_LOAD_DYLINKER")
+    else:
+        return False
+    return True
+
+
+def _command(
+    image: Bounded, header: Header, start: int, command: tuple[int, int], found: LoadCommands
+) -> None:
+    cmd, size = command
+    if _string_command(image, start, cmd, size, found):
+        return
+    if cmd in (LC_SEGMENT, LC_SEGMENT_64):
+        _segment(image, header, start, found)
     elif cmd == LC_SYMTAB:
-        found.symtab = image.unpack(struct.Struct(f"{header.order}IIII"), start + 8, "LC_SYMTAB")  # type: ignore[assignment]
+        found.symtab = image.unpack(struct.Struct(f"{header.order}IIII"), start + 8, "LC_SYMTAB")
     elif cmd == LC_DYSYMTAB:
         found.dysymtab = image.unpack(struct.Struct(f"{header.order}6I"), start + 8, "LC_DYSYMTAB")
     elif cmd == LC_BUILD_VERSION:
-        platform, minos = image.unpack(struct.Struct(f"{header.order}II"), start + 8, "LC_BUILD_VERSION")
+        platform, minos = image.unpack(
+            struct.Struct(f"{header.order}II"), start + 8, "LC_BUILD_VERSION"
+        )
         if platform == PLATFORM_MACOS:
             found.minos = version_text(minos)
     elif cmd == LC_VERSION_MIN_MACOSX:
-        (minos,) = image.unpack(struct.Struct(f"{header.order}I"), start + 8, "LC_VERSION_MIN_MACOSX")
+        (minos,) = image.unpack(
+            struct.Struct(f"{header.order}I"), start + 8, "LC_VERSION_MIN_MACOSX"
+        )
         found.minos = version_text(minos)
 
 
@@ -243,11 +259,13 @@ def load_commands(image: Bounded, header: Header) -> LoadCommands:
     start, end = header.size, header.size + header.sizeofcmds
     for number in range(header.ncmds):
         if start + layout.size > end:
-            raise image.fail(start, f"load command {number} starts past sizeofcmds ({header.sizeofcmds})")
+            raise image.fail(
+                start, f"load command {number} starts past sizeofcmds ({header.sizeofcmds})"
+            )
         cmd, size = image.unpack(layout, start, f"load command {number}")
         if size < layout.size or start + size > end:
             raise image.fail(start, f"load command {number} has size {size}")
-        _command(image, header, start, cmd, size, found)
+        _command(image, header, start, (cmd, size), found)
         start += size
     return found
 
@@ -266,7 +284,9 @@ class Symbols:
     has_locals: bool = False
 
 
-def _entries(image: Bounded, header: Header, symtab: tuple[int, int, int, int]) -> Iterator[tuple[int, int, int, int]]:
+def _entries(
+    image: Bounded, header: Header, symtab: tuple[int, ...]
+) -> Iterator[tuple[int, int, int, int]]:
     symoff, nsyms, stroff, strsize = symtab
     layout = struct.Struct(f"{header.order}IBBH" + ("Q" if header.bits == 64 else "I"))
     image.check(symoff, nsyms * layout.size, "symbol table")
@@ -293,13 +313,20 @@ class _Names:
         at = self._start + strx
         stop = self._image.data.find(b"\0", at, self._end) if at < self._end else -1
         if stop < 0:
-            raise self._image.fail(self._stroff + strx, f"symbol name at string index {strx} is outside the string table")
+            raise self._image.fail(
+                self._stroff + strx,
+                f"symbol name at string index {strx} is outside the string table",
+            )
         return bytes(self._image.data[at:stop]).decode("utf-8", "replace")
 
 
 def _library(ordinal: int, dylibs: Sequence[tuple[int, str]], twolevel: bool) -> str:
     """The library an undefined symbol is bound to ("" for a flat or dynamic lookup)."""
-    if not twolevel or ordinal in (SELF_LIBRARY_ORDINAL, DYNAMIC_LOOKUP_ORDINAL, EXECUTABLE_ORDINAL):
+    if not twolevel or ordinal in (
+        SELF_LIBRARY_ORDINAL,
+        DYNAMIC_LOOKUP_ORDINAL,
+        EXECUTABLE_ORDINAL,
+    ):
         return ""
     return dylibs[ordinal - 1][1] if ordinal <= len(dylibs) else f"#{ordinal}"
 
@@ -374,7 +401,9 @@ def _data_regions(image: Bounded, sections: Sequence[Section]) -> list[tuple[int
     return regions
 
 
-def thin_facts(image: Bounded, names: Collection[str], architectures: tuple[str, ...] = ()) -> BinaryFacts:
+def thin_facts(
+    image: Bounded, names: Collection[str], architectures: tuple[str, ...] = ()
+) -> BinaryFacts:
     """The facts of one thin Mach-O file (or one slice of a fat one)."""
     header = _header(image)
     found = load_commands(image, header)
@@ -433,7 +462,9 @@ def fat_slices(image: Bounded) -> list[tuple[str, int, int]]:
     layout = struct.Struct(">iiQQII" if wide else ">iiIII")
     slices = []
     for number in range(count):
-        cputype, _sub, offset, size, *_ = image.unpack(layout, 8 + number * layout.size, f"fat slice {number}")
+        cputype, _sub, offset, size, *_ = image.unpack(
+            layout, 8 + number * layout.size, f"fat slice {number}"
+        )
         image.check(offset, size, f"fat slice {number}")
         slices.append((CPU_TYPES.get(cputype, f"unknown({cputype})"), offset, size))
     return slices
@@ -447,7 +478,9 @@ def chosen_slice(slices: Sequence[tuple[str, int, int]]) -> tuple[str, int, int]
     return slices[0]
 
 
-def read_macho_facts(data: Buffer, display_path: str, names: Collection[str] = (), size: int | None = None) -> BinaryFacts | None:
+def read_macho_facts(
+    data: Buffer, display_path: str, names: Collection[str] = (), size: int | None = None
+) -> BinaryFacts | None:
     """Facts of a Mach-O file's bytes (the first ``size`` of ``data``); None when it is not
     Mach-O; ``MalformedMachO`` naming the offset when it is corrupt."""
     image = Bounded(data, display_path, MalformedMachO, 0, len(data) if size is None else size)

@@ -7,16 +7,16 @@ import-directory order, delay-loaded ones after them and in ``weak_needed``: the
 first call), what it imports from each (``bound_imports``: ``(dll, name)``, ``#<n>`` for an
 import by ordinal; ``undefined`` holds the names), its export table (``defined``; the export
 directory's name is the ``soname``) and its machine. A COFF symbol table (mingw-w64 keeps one
-unless stripped) gives the static initializers (``_GLOBAL__sub_I_`` functions); MSVC images carry none, and their ``.CRT$XCU`` initializer pointers are merged into
-``.rdata`` by the linker, past finding without symbols: ``init_array_size`` counts the pointers
-of a ``.CRT`` section (mingw-w64's) only.
+unless stripped) gives the static initializers (``_GLOBAL__sub_I_`` functions); MSVC images
+carry none, and their ``.CRT$XCU`` initializer pointers are merged into ``.rdata`` by the linker,
+past finding without symbols: ``init_array_size`` counts the bytes of a ``.CRT`` section
+(mingw-w64's) only.
 """
 
 from __future__ import annotations
 
 import struct
-from array import array
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Final
 
@@ -26,8 +26,6 @@ from buildtool.linkage.binaries.facts import (
     STATIC_INIT_PREFIX,
     BinaryFacts,
     MalformedBinary,
-    NameDigests,
-    name_digest,
 )
 
 
@@ -39,7 +37,13 @@ class MalformedPE(MalformedBinary):
 
 DOS_MAGIC: Final = b"MZ"
 PE_SIGNATURE: Final = b"PE\0\0"
-MACHINES: Final = {0x8664: "x86_64", 0x14C: "i386", 0xAA64: "arm64", 0x1C4: "arm", 0xA641: "arm64ec"}
+MACHINES: Final = {
+    0x8664: "x86_64",
+    0x14C: "i386",
+    0xAA64: "arm64",
+    0x1C4: "arm",
+    0xA641: "arm64ec",
+}
 PE32: Final = 0x10B
 PE32_PLUS: Final = 0x20B
 IMAGE_FILE_DLL: Final = 0x2000
@@ -104,7 +108,8 @@ class Image:
         raise self.data.fail(0, f"{what} (RVA {rva:#x}) lies in no section's file data")
 
     def u32(self, rva: int, what: str) -> int:
-        return self.data.unpack(_U32, self.offset(rva, what), what)[0]
+        value: int = self.data.unpack(_U32, self.offset(rva, what), what)[0]
+        return value
 
     def string(self, rva: int, what: str) -> str:
         return self.data.cstring(self.offset(rva, what), what)
@@ -140,15 +145,22 @@ def parse_image(data: Bounded) -> Image:
     if magic not in (PE32, PE32_PLUS):
         raise data.fail(optional, f"optional header magic {magic:#x} is neither PE32 nor PE32+")
     wide = magic == PE32_PLUS
-    image_base = data.unpack(_U64, optional + 24, "ImageBase")[0] if wide else data.unpack(_U32, optional + 28, "ImageBase")[0]
+    image_base = (
+        data.unpack(_U64, optional + 24, "ImageBase")[0]
+        if wide
+        else data.unpack(_U32, optional + 28, "ImageBase")[0]
+    )
     count_at = optional + (108 if wide else 92)
     (count,) = data.unpack(_U32, count_at, "NumberOfRvaAndSizes")
     count = min(count, 16, max(0, (optsize - (count_at + 4 - optional)) // 8))
     directories = tuple(
-        data.unpack(struct.Struct("<II"), count_at + 4 + 8 * i, f"data directory {i}") for i in range(count)
+        data.unpack(struct.Struct("<II"), count_at + 4 + 8 * i, f"data directory {i}")
+        for i in range(count)
     )
     sections = _sections(data, optional + optsize, nsections)
-    return Image(data, machine, characteristics, wide, image_base, directories, sections, (symptr, nsyms))  # type: ignore[arg-type]
+    return Image(
+        data, machine, characteristics, wide, image_base, directories, sections, (symptr, nsyms)
+    )
 
 
 def _exports(image: Image) -> tuple[str | None, frozenset[str]]:
@@ -184,7 +196,9 @@ def _thunks(image: Image, rva: int, what: str) -> Iterator[str]:
     raise image.data.fail(at, f"{what} does not end")
 
 
-def _descriptors(image: Image, index: int, layout: struct.Struct, what: str) -> Iterator[tuple[int, ...]]:
+def _descriptors(
+    image: Image, index: int, layout: struct.Struct, what: str
+) -> Iterator[tuple[int, ...]]:
     rva, _size = image.directory(index)
     if not rva:
         return
@@ -202,16 +216,22 @@ def _imports(image: Image) -> tuple[list[str], list[str], list[tuple[str, str]]]
     direct: list[str] = []
     delayed: list[str] = []
     bound: list[tuple[str, str]] = []
-    for lookup, _time, _chain, name_rva, first in _descriptors(image, IMPORT_DIRECTORY, struct.Struct("<IIIII"), "import directory"):
+    for lookup, _time, _chain, name_rva, first in _descriptors(
+        image, IMPORT_DIRECTORY, struct.Struct("<IIIII"), "import directory"
+    ):
         dll = image.string(name_rva, "imported DLL's name")
         direct.append(dll)
         bound += [(dll, name) for name in _thunks(image, lookup or first, f"{dll}'s import table")]
-    for fields in _descriptors(image, DELAY_IMPORT_DIRECTORY, struct.Struct("<8I"), "delay-load import directory"):
+    for fields in _descriptors(
+        image, DELAY_IMPORT_DIRECTORY, struct.Struct("<8I"), "delay-load import directory"
+    ):
         attributes, name_rva, _handle, _iat, names_rva = fields[:5]
         shift = 0 if attributes & 1 else image.image_base  # version 1 holds VAs, not RVAs
         dll = image.string(name_rva - shift, "delay-loaded DLL's name")
         delayed.append(dll)
-        bound += [(dll, name) for name in _thunks(image, names_rva - shift, f"{dll}'s delay-load table")]
+        bound += [
+            (dll, name) for name in _thunks(image, names_rva - shift, f"{dll}'s delay-load table")
+        ]
     return direct, delayed, bound
 
 
@@ -233,7 +253,7 @@ def _coff_symbols(image: Image) -> CoffSymbols:
     code = {number + 1 for number, s in enumerate(image.sections) if s.is_code}
     initializers: list[str] = []
     skip = 0
-    for raw_name, _value, section, kind, storage, aux in layout.iter_unpack(
+    for raw_name, _value, section, kind, _storage, aux in layout.iter_unpack(
         data.bytes_at(pointer, count * layout.size, "COFF symbol table")
     ):
         if skip:
@@ -243,7 +263,9 @@ def _coff_symbols(image: Image) -> CoffSymbols:
         if section not in code or kind >> 4 != 2:  # DTYPE_FUNCTION
             continue
         if raw_name[:4] == b"\0\0\0\0":
-            name = data.cstring(strings + int.from_bytes(raw_name[4:], "little"), "COFF symbol name")
+            name = data.cstring(
+                strings + int.from_bytes(raw_name[4:], "little"), "COFF symbol name"
+            )
         else:
             name = raw_name.split(b"\0", 1)[0].decode("utf-8", "replace")
         if name.startswith(STATIC_INIT_PREFIX):
@@ -299,7 +321,9 @@ def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
         has_symtab=symbols.present,
         static_initializers=symbols.initializers,
         symtab_functions=NO_NAMES,
-        registration_strings=find_names(image.data.data, _data_regions(image), names) if names else frozenset(),
+        registration_strings=find_names(image.data.data, _data_regions(image), names)
+        if names
+        else frozenset(),
         file_size=image.data.size,
         code_size=sum(s.raw_size for s in image.sections if s.is_code),
         sections=tuple((s.name, s.virtual_size) for s in image.sections),
@@ -315,7 +339,9 @@ def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
     )
 
 
-def read_pe_facts(data: Buffer, display_path: str, names: Collection[str] = (), size: int | None = None) -> BinaryFacts | None:
+def read_pe_facts(
+    data: Buffer, display_path: str, names: Collection[str] = (), size: int | None = None
+) -> BinaryFacts | None:
     """Facts of a PE file's bytes (the first ``size`` of ``data``); None when it does not start
     with ``MZ``; ``MalformedPE`` naming the offset when it is corrupt."""
     if not is_pe(bytes(data[:2])):
