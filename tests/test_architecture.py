@@ -127,3 +127,51 @@ def test_docs_list_every_room() -> None:
             if name.endswith(("/", ".py")):
                 documented.add(name.removesuffix("/").removesuffix(".py"))
     assert documented == set(ALLOWED)
+
+
+LINKAGE = PACKAGE / "linkage"
+
+LINKAGE_ROOMS: dict[str, set[str]] = {
+    "binaries": {"binaries"},
+    "inputs": {"binaries", "inputs"},
+    "loaders": {"binaries", "loaders"},
+    "checks": {"binaries", "inputs", "loaders", "checks"},
+    "report": {"binaries", "inputs", "loaders", "checks", "report"},
+    "verify": {"binaries", "inputs", "loaders", "checks", "report", "verify"},
+    "__init__": set(),
+}
+"""Inside ``linkage/``: each room imports only the rooms before it (docs/architecture.md)."""
+
+
+def linkage_room_of(module: str) -> str | None:
+    """``buildtool.linkage.checks.needed`` -> ``checks``; None outside ``linkage/``."""
+    parts = module.split(".")
+    if parts[:2] != ["buildtool", "linkage"]:
+        return None
+    return parts[2] if len(parts) > 2 else "__init__"
+
+
+LINKAGE_SOURCES = sorted(LINKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", LINKAGE_SOURCES, ids=lambda p: str(p.relative_to(LINKAGE)))
+def test_linkage_rooms_follow_their_order(path: Path) -> None:
+    room = linkage_room_of(module_name(path))
+    assert room in LINKAGE_ROOMS, f"{path}: a module outside linkage's rooms"
+    found = {linkage_room_of(m) for m in imported_modules(path)} - {None}
+    assert found <= LINKAGE_ROOMS[room], (
+        f"{room} may not import {sorted(found - LINKAGE_ROOMS[room])}"
+    )
+
+
+@pytest.mark.parametrize("path", sorted((LINKAGE / "checks").rglob("*.py")), ids=lambda p: p.name)
+def test_checks_know_no_binary_format(path: Path) -> None:
+    """The checks see ``BinaryFacts`` and a loader, never a format's structures."""
+    formats = {m for m in imported_modules(path) if m.startswith("buildtool.linkage.binaries.")}
+    assert formats <= {"buildtool.linkage.binaries.facts"}, sorted(formats)
+
+
+def test_the_format_rule_sees_an_elf_import(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from buildtool.linkage.binaries.elf import facts\n", encoding="utf-8")
+    assert "buildtool.linkage.binaries.elf" in imported_modules(sample)

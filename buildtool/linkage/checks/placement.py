@@ -22,7 +22,7 @@ def _grafted_name(binary: BinaryFile, facts: BinaryFacts) -> str:
     return GRAFT_SUFFIX.sub("", facts.soname or base_name(binary))
 
 
-def check_layout(subject: Subject) -> Iterator[Finding]:
+def check_placement(subject: Subject) -> Iterator[Finding]:
     project = [b for b in subject.shared if base_name(b) in subject.policy.project_files]
     folders = sorted({str(b.location.parent) for b in project})
     if len(folders) > 1:

@@ -21,7 +21,7 @@ from buildtool.linkage.checks.needed import (
 )
 from buildtool.linkage.checks.placement import (
     check_duplicate_copies,
-    check_layout,
+    check_placement,
     check_stale_monolith,
 )
 from buildtool.linkage.checks.search_paths import check_search_paths
@@ -39,7 +39,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_needed_found,
     check_macos_tag,
     check_search_paths,
-    check_layout,
+    check_placement,
     check_duplicate_copies,
     check_stale_monolith,
     check_size_budgets,
