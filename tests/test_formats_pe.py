@@ -15,8 +15,8 @@ import pytest
 from buildtool.linkage.binaries.pe import MalformedPE, read_pe_facts
 from buildtool.linkage.binaries.read import read_binary_file
 from buildtool.linkage.checks.policy import LinkagePolicy
-from buildtool.linkage.inputs.collect import dll_directories
-from buildtool.linkage.loaders.windows import add_dll_directories, provided
+from buildtool.linkage.inputs.dll_directories import add_dll_directories, dll_directories
+from buildtool.linkage.loaders.windows import provided
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require

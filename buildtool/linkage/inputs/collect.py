@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder
 from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.inputs.dll_directories import dll_directories
 from buildtool.linkage.inputs.pool import Source, read_source, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
@@ -260,31 +261,6 @@ LOADER_SCRIPTS = frozenset({"__init__.py", "_distributor_init.py", "libinfo.py"}
 """The Python files read for ``os.add_dll_directory`` calls: where delvewheel, torch and
 apache-tvm-ffi make them."""
 LOADER_SCRIPT_BYTES = 1 << 20
-
-
-def dll_directories(
-    scripts: Collection[tuple[PurePosixPath, str]],
-    binaries: Collection[PurePosixPath],
-    in_wheel: bool = False,
-) -> tuple[PurePosixPath, ...]:
-    """The folders ``scripts`` ((location, text) of Python files) add with
-    ``os.add_dll_directory``: the literal ones, and for a script that adds a folder it computes,
-    every folder of its top-level package that holds a DLL."""
-    from buildtool.linkage.loaders.windows import add_dll_directories
-
-    found: dict[PurePosixPath, None] = {}
-    for location, text in scripts:
-        literal, computed = add_dll_directories(text)
-        for folder in literal:
-            found[PurePosixPath(os.path.normpath(location.parent / folder))] = None
-        if computed:
-            # a wheel's member: its top-level package; on disk: the script's folder
-            top = location.parts[:2] if in_wheel else location.parent.parts
-            package = PurePosixPath(*top)
-            for binary in binaries:
-                if binary.suffix.lower() == ".dll" and binary.is_relative_to(package):
-                    found[binary.parent] = None
-    return tuple(found)
 
 
 def _wheel_scripts(

@@ -5,8 +5,8 @@
 2. the system's DLLs (``KERNEL32``, the ``api-ms-win-*`` API sets, the universal CRT, the Visual
    C++ runtime, ...) and the interpreter's ``python3X.dll``: provided, never files of an input;
 3. the folder of the module being loaded (the ``.pyd``, or an executable's own folder);
-4. the folders the packages add with ``os.add_dll_directory`` (``add_dll_directories`` reads
-   them from the packages' Python files, as delvewheel writes them);
+4. the folders the packages add with ``os.add_dll_directory`` (``inputs.dll_directories``
+   reads them from the packages' Python files, as delvewheel writes them);
 5. System32: the system's DLLs again (step 2).
 
 ``PATH`` is not searched for an extension module's dependencies since Python 3.8.
@@ -96,27 +96,3 @@ def provided(name: str) -> str | None:
     if INTERPRETER_DLL.match(lowered):
         return INTERPRETER
     return None
-
-
-_JOIN: Final = re.compile(
-    r"os\.path\.join\(\s*os\.path\.dirname\(\s*(?:os\.path\.(?:abspath|realpath)\(\s*)?__file__\s*\)?\s*\)"
-    r"((?:\s*,\s*(?:os\.pardir|'[^']*'|\"[^\"]*\"))+)\s*\)"
-)
-_PART: Final = re.compile(r"os\.pardir|'([^']*)'|\"([^\"]*)\"")
-
-
-def add_dll_directories(text: str) -> tuple[tuple[str, ...], bool]:
-    """What a Python file adds with ``os.add_dll_directory``: the folders relative to the file's
-    own folder (``..`` for ``os.pardir``) that it builds as ``os.path.join(os.path.dirname(
-    __file__), ...)`` (delvewheel's patch, torch's ``lib`` folder), and whether it also adds a
-    folder it computes at run time (then its package's DLL folders count as added)."""
-    if "add_dll_directory" not in text:
-        return (), False
-    folders = []
-    for match in _JOIN.finditer(text):
-        parts = [
-            ".." if part.group(0) == "os.pardir" else (part.group(1) or part.group(2) or "")
-            for part in _PART.finditer(match.group(1))
-        ]
-        folders.append("/".join(part for part in parts if part))
-    return tuple(folders), not folders
