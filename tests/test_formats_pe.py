@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from buildtool.linkage.binaries.pe import MalformedPE, read_pe_facts
+from buildtool.linkage.binaries.pe.reference import read_pe_reference
 from buildtool.linkage.binaries.read import read_binary_file
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.dll_directories import add_dll_directories, dll_directories
@@ -94,6 +95,30 @@ def test_facts_of_built_files(built: Path) -> None:
         "shared",
         frozenset({"answer"}),
     )
+
+
+COMPARED = ("machine", "file_type", "soname", "needed", "defined", "undefined", "bound_imports",
+            "weak_needed", "elf_class", "exported_count", "code_size", "sections",
+            "registration_strings", "init_array_size", "has_symtab")  # fmt: skip
+"""The facts both PE readers fill (the reference reads no COFF symbol table)."""
+
+
+def compare_readers(path: Path) -> list[str]:
+    """The facts on which the struct decoder and pefile disagree for one file."""
+    data = path.read_bytes()
+    names = ["answer", "aten::add"]
+    fast, reference = (
+        read_pe_facts(data, path.name, names),
+        read_pe_reference(data, path.name, names),
+    )
+    assert fast is not None
+    assert reference is not None
+    return [key for key in COMPARED if getattr(fast, key) != getattr(reference, key)]
+
+
+def test_readers_agree_on_built_files(built: Path) -> None:
+    assert compare_readers(built / "main.exe") == []
+    assert compare_readers(built / "liba.dll") == []
 
 
 def test_working_program_is_clean_and_runs(built: Path, tmp_path: Path) -> None:

@@ -143,3 +143,14 @@ def test_deleted_bundled_dll_is_reported(tmp_path: Path) -> None:
     )
     missing = _missing(verify_paths([broken], LinkagePolicy.empty()))
     assert any(str(library).startswith("libscipy_openblas") for _c, _m, library in missing)
+
+
+def test_pe_readers_agree_on_torch_dlls(tmp_path: Path) -> None:
+    from tests.test_formats_pe import compare_readers
+
+    source = platform_wheel("torch", WINDOWS)
+    with zipfile.ZipFile(source) as archive:
+        for member in ("torch/lib/c10.dll", "torch/lib/uv.dll", "torch/lib/torch_python.dll"):
+            path = tmp_path / Path(member).name
+            path.write_bytes(archive.read(member))
+            assert compare_readers(path) == [], member

@@ -22,13 +22,17 @@ def read_other_format(
 ) -> BinaryFacts | None:
     """The facts of a Mach-O or PE file's bytes (ELF has its own, richer entry points: parts,
     sparse reads); None for any other file. Raises the format's ``MalformedBinary``.
-    ``decoder``: Mach-O and PE have one reader each so far, whichever is asked for."""
-    del decoder  # no second, independent reader of these formats yet
+    ``decoder``: ``pyelftools`` reads PE files with pefile (``pe.reference``); Mach-O has one
+    reader so far, whichever is asked for."""
     kind = binary_format(bytes(data[:HEAD_BYTES]))
     if kind == "macho":
         from buildtool.linkage.binaries.macho import read_macho_facts
 
         return read_macho_facts(data, display_path, registration_names, size)
+    if kind == "pe" and decoder == "pyelftools":
+        from buildtool.linkage.binaries.pe.reference import read_pe_reference
+
+        return read_pe_reference(data, display_path, registration_names, size)
     if kind == "pe":
         from buildtool.linkage.binaries.pe import read_pe_facts
 

@@ -1,6 +1,6 @@
-"""PE/COFF facts for ``verify-linkage``: a struct decoder (``decoder``);
-there is no second, independent reader yet (``--reader pyelftools`` reads these files with it
-too). PE32 and PE32+ (DLLs, ``.pyd`` extension
+"""PE/COFF facts for ``verify-linkage``: a struct decoder (``decoder``)
+and a reference reader on pefile (``reference``, ``--reader pyelftools``) that shares no
+decoding with it. PE32 and PE32+ (DLLs, ``.pyd`` extension
 modules, executables); the facts' fields as PE fills them are described in ``decoder``'s doc.
 Import the names below from the package."""
 
