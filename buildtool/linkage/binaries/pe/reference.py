@@ -21,7 +21,9 @@ def _name(raw: bytes | None) -> str:
 
 
 def _imports(pe: Any) -> tuple[list[str], list[str], list[tuple[str, str]]]:
-    direct, delayed, bound = [], [], []
+    direct: list[str] = []
+    delayed: list[str] = []
+    bound: list[tuple[str, str]] = []
     for entries, target in (
         (getattr(pe, "DIRECTORY_ENTRY_IMPORT", []), direct),
         (getattr(pe, "DIRECTORY_ENTRY_DELAY_IMPORT", []), delayed),
