@@ -123,6 +123,19 @@ def test_deleted_bundled_dylib_is_reported(tmp_path: Path) -> None:
     assert ("BT108", "torch/lib/libtorch_cpu.dylib", "@rpath/libc10.dylib") in missing
 
 
+def test_deleted_delocated_dylib_is_reported(tmp_path: Path) -> None:
+    source = platform_wheel("numpy", MACOS)  # delocate grafted OpenBLAS into numpy/.dylibs
+    broken = _rewritten(
+        source,
+        tmp_path / source.name,
+        lambda name, data: None if name == "numpy/.dylibs/libgfortran.5.dylib" else data,
+    )
+    missing = _missing(verify_paths([broken], LinkagePolicy.empty()))
+    assert {library for _check, _member, library in missing} == {
+        "@loader_path/libgfortran.5.dylib"
+    }
+
+
 def test_removed_rpath_is_an_error(tmp_path: Path) -> None:
     source = platform_wheel("torch", MACOS)
     member = "torch/_C.cpython-311-darwin.so"
