@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from buildtool.linkage.binaries.macho import MalformedMachO, read_macho_facts
+from buildtool.linkage.binaries.macho.reference import COMPARED, read_macho_reference
 from buildtool.linkage.checks.macos_tag import wheel_macos_release
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.report.model import Report
@@ -115,6 +116,24 @@ def test_weak_library_may_be_absent(tmp_path: Path) -> None:
     assert (
         _found(verify_paths([_package(tmp_path, extension, _core())], LinkagePolicy.empty())) == []
     )
+
+
+def test_readers_agree_on_built_files() -> None:
+    files = [
+        _core().build(),
+        _extension(weak_dylibs=["@rpath/liboptional.dylib"]).build(),
+        fat([(CPU_X86_64, _core(cputype=CPU_X86_64).build()), (CPU_ARM64, _core().build())]),
+    ]
+    for data in files:
+        assert compare_readers(data, "file.dylib") == []
+
+
+def compare_readers(data: bytes, name: str) -> list[str]:
+    """The facts on which the struct decoder and macholib disagree."""
+    fast, reference = read_macho_facts(data, name), read_macho_reference(data, name)
+    assert fast is not None
+    assert reference is not None
+    return [key for key in COMPARED if getattr(fast, key) != getattr(reference, key)]
 
 
 def test_fat_file_facts_are_the_arm64_slice() -> None:

@@ -131,9 +131,7 @@ def test_deleted_delocated_dylib_is_reported(tmp_path: Path) -> None:
         lambda name, data: None if name == "numpy/.dylibs/libgfortran.5.dylib" else data,
     )
     missing = _missing(verify_paths([broken], LinkagePolicy.empty()))
-    assert {library for _check, _member, library in missing} == {
-        "@loader_path/libgfortran.5.dylib"
-    }
+    assert {library for _check, _member, library in missing} == {"@loader_path/libgfortran.5.dylib"}
 
 
 def test_removed_rpath_is_an_error(tmp_path: Path) -> None:
@@ -167,3 +165,13 @@ def test_pe_readers_agree_on_torch_dlls(tmp_path: Path) -> None:
             path = tmp_path / Path(member).name
             path.write_bytes(archive.read(member))
             assert compare_readers(path) == [], member
+
+
+def test_macho_readers_agree_on_torch_dylibs() -> None:
+    from tests.test_formats_macho import compare_readers
+
+    source = platform_wheel("torch", MACOS)
+    with zipfile.ZipFile(source) as archive:
+        for member in ("torch/lib/libc10.dylib", "torch/lib/libomp.dylib", "torch/lib/libshm.dylib",
+                       "torch/_C.cpython-311-darwin.so"):  # fmt: skip
+            assert compare_readers(archive.read(member), member) == [], member

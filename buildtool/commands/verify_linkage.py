@@ -84,7 +84,7 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         default="fast",
         help="what decodes the files: fast (default) or pyelftools (tens of times slower, "
         "independent of the fast decoder: a cross-check of its facts; pyelftools for ELF, "
-        "pefile for PE; Mach-O has the fast decoder only)",
+        "macholib for Mach-O, pefile for PE)",
     )
 
 

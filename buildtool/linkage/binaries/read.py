@@ -22,9 +22,12 @@ def read_other_format(
 ) -> BinaryFacts | None:
     """The facts of a Mach-O or PE file's bytes (ELF has its own, richer entry points: parts,
     sparse reads); None for any other file. Raises the format's ``MalformedBinary``.
-    ``decoder``: ``pyelftools`` reads PE files with pefile (``pe.reference``); Mach-O has one
-    reader so far, whichever is asked for."""
+    ``decoder``: ``pyelftools`` reads them with the reference readers (macholib, pefile)."""
     kind = binary_format(bytes(data[:HEAD_BYTES]))
+    if kind == "macho" and decoder == "pyelftools":
+        from buildtool.linkage.binaries.macho.reference import read_macho_reference
+
+        return read_macho_reference(data, display_path, registration_names, size)
     if kind == "macho":
         from buildtool.linkage.binaries.macho import read_macho_facts
 

@@ -1,6 +1,6 @@
-"""Mach-O facts for ``verify-linkage``: a struct decoder (``decoder``);
-there is no second, independent reader yet (``--reader pyelftools`` reads these files with it
-too). Thin and fat (universal) files, 32 and
+"""Mach-O facts for ``verify-linkage``: a struct decoder (``decoder``)
+and a reference reader on macholib (``reference``, ``--reader pyelftools``) that shares no
+decoding of load commands or symbols with it. Thin and fat (universal) files, 32 and
 64 bit, either byte order; the facts' fields as Mach-O fills them are described in
 ``decoder``'s doc. Import the names below from the package."""
 
