@@ -71,7 +71,9 @@ def _symbols(macho: Any, header: Any, raw: bytes, dylibs: list[tuple[int, str]])
 
     table = SymbolTable(macho, header, openfile=lambda _name, _mode: io.BytesIO(raw))
     defined = {_text(name) for entry, name in getattr(table, "extdefsyms", [])}
-    undefined, weak, bound = set(), set(), []
+    undefined: set[str] = set()
+    weak: set[str] = set()
+    bound: list[tuple[str, str]] = []
     twolevel = bool(header.header.flags & 0x80)
     for entry, name in getattr(table, "undefsyms", []):
         symbol = _text(name)
