@@ -1,7 +1,7 @@
 """verify-linkage on the macOS and Windows wheels of popular projects (``--realwheels``): no
 error on the published wheels, and planted defects caught as errors: a bundled dylib or DLL
 deleted, an ``LC_RPATH`` removed. The wheels are pinned and downloaded for their platform
-(``pip download --platform``) into the realwheels cache; see docs/realwheels.md."""
+(``pip download --platform``) into ``platforms/`` in the realwheels cache; see docs/realwheels.md."""
 
 from __future__ import annotations
 
@@ -38,7 +38,9 @@ PINS = {
 def platform_wheel(dist: str, platform: str) -> Path:
     stem = dist.replace("-", "_")
     version = PINS[(dist, platform)]
-    folder = cache()
+    # a folder of its own: test_realwheels finds its Linux wheels by name and version alone
+    folder = cache() / "platforms"
+    folder.mkdir(exist_ok=True)
     tag = "macosx" if platform == MACOS else "win"
     found = sorted(folder.glob(f"{stem}-{version}-cp311-cp311-{tag}*.whl"))
     if not found:
