@@ -1,7 +1,8 @@
-"""verify-linkage on the macOS and Windows wheels of popular projects (``--realwheels``): no
-error on the published wheels, and planted defects caught as errors: a bundled dylib or DLL
+"""verify-linkage on the macOS and Windows wheels of popular projects (``--realwheels``):
+no error on the published wheels, and planted defects caught as errors: a bundled dylib or DLL
 deleted, an ``LC_RPATH`` removed. The wheels are pinned and downloaded for their platform
-(``pip download --platform``) into ``platforms/`` in the realwheels cache; see docs/realwheels.md."""
+(``pip download --platform``) into ``platforms/`` in the realwheels cache; see
+docs/realwheels.md."""
 
 from __future__ import annotations
 
@@ -177,3 +178,36 @@ def test_macho_readers_agree_on_torch_dylibs() -> None:
         for member in ("torch/lib/libc10.dylib", "torch/lib/libomp.dylib", "torch/lib/libshm.dylib",
                        "torch/_C.cpython-311-darwin.so"):  # fmt: skip
             assert compare_readers(archive.read(member), member) == [], member
+
+
+@pytest.mark.parametrize(
+    ("dist", "platform", "member"),
+    [
+        ("torch", MACOS, "torch/lib/libshm.dylib"),
+        ("torch", WINDOWS, "torch/lib/shm.dll"),
+    ],
+)
+def test_mutated_real_files_are_malformed_never_a_crash(
+    dist: str, platform: str, member: str
+) -> None:
+    """Truncations and bogus 32-bit fields (counts, offsets, sizes) all through the headers:
+    facts or a ``MalformedBinary`` naming an offset, never another exception."""
+    from buildtool.linkage.binaries.facts import MalformedBinary
+    from buildtool.linkage.binaries.read import read_other_format
+
+    with zipfile.ZipFile(platform_wheel(dist, platform)) as archive:
+        data = archive.read(member)
+    cases = [data[:end] for end in range(8, len(data), max(1, len(data) // 64))]
+    for at in range(0, min(len(data), 4096) - 4, 4):
+        for value in (0xFFFFFFFF, 0x7FFFFFF0, len(data) + 1):
+            mutated = bytearray(data)
+            struct.pack_into("<I", mutated, at, value)
+            cases.append(bytes(mutated))
+    messages = []
+    for case in cases:
+        try:
+            read_other_format(case, member)
+        except MalformedBinary as error:
+            messages.append(str(error))
+    assert len(messages) >= 50  # the mutations reach the decoder's checks
+    assert all("at offset 0x" in message for message in messages)
