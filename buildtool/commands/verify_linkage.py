@@ -82,8 +82,9 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         "--reader",
         choices=DECODERS,
         default="fast",
-        help="what decodes the ELF files: fast (default) or pyelftools (tens of times slower, "
-        "independent of the fast decoder: a cross-check of its facts)",
+        help="what decodes the files: fast (default) or pyelftools (tens of times slower, "
+        "independent of the fast decoder: a cross-check of its facts; pyelftools for ELF, "
+        "macholib for Mach-O, pefile for PE)",
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
-from buildtool.linkage.binaries.elf import MalformedElf
+from buildtool.linkage.binaries.facts import FORMAT_NAMES, MalformedBinary
 from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.growth import (
     Baseline,
@@ -57,7 +57,27 @@ def _relocate(inputs: InputSet) -> InputSet:
     files = tuple(
         dataclasses.replace(b, location=SITE / b.location.relative_to("/")) for b in inputs.files
     )
-    return dataclasses.replace(inputs, files=files)
+    folders = tuple(SITE / folder.relative_to("/") for folder in inputs.dll_directories)
+    return dataclasses.replace(inputs, files=files, dll_directories=folders)
+
+
+def _malformed(binary: BinaryFile) -> Finding:
+    assert binary.malformed is not None
+    problem = binary.malformed
+    reason = problem.reason
+    if problem.format_name != "ELF":
+        reason = f"{reason} (malformed {problem.format_name})"
+    return Finding("BT100", binary.display, reason, f"offset {problem.offset:#x}")
+
+
+def files_by_format(files: Sequence[BinaryFile]) -> dict[str, int]:
+    """How many well-formed files of each format (``FORMAT_NAMES``), most first."""
+    counts: dict[str, int] = {}
+    for binary in files:
+        if binary.facts is not None:
+            name = FORMAT_NAMES.get(binary.facts.format, binary.facts.format)
+            counts[name] = counts.get(name, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 def _initializers(reader: InitializerLookup) -> Initializers:
@@ -114,7 +134,7 @@ def _facts_lookup(
             return None  # inside the wheels: only their own members exist there
         try:
             return disk(path)
-        except MalformedElf:
+        except MalformedBinary:
             return None  # a broken system file is not the input's fault
 
     return read
@@ -176,15 +196,18 @@ def _environments(
     for a foreign platform's wheel (an aarch64 or musl wheel here), which gets its platform's
     libraries only."""
     cache = load_ld_so_cache()
+    # PE roots search every input's os.add_dll_directory folders: the packages share a process
+    dlls = tuple(str(folder) for entry in inputs for folder in entry.dll_directories)
     envs = {}
     for entry in inputs:
         target = platforms.get(entry.label)
         if target is not None and target.foreign:
-            envs[entry.label] = Environment(system_dirs=(), platform=target)
+            env = Environment(system_dirs=(), platform=target, dll_directories=dlls)
         elif target is not None and target.tag != "host":
-            envs[entry.label] = Environment(cache, None, ld_library_path, target)
+            env = Environment(cache, None, ld_library_path, target, dlls)
         else:
-            envs[entry.label] = Environment(cache=cache, ld_library_path=ld_library_path)
+            env = Environment(cache=cache, ld_library_path=ld_library_path, dll_directories=dlls)
+        envs[entry.label] = env
     return envs
 
 
@@ -218,11 +241,7 @@ def verify_inputs(
     relocated = [_relocate(entry) for entry in inputs]
     every = [binary for entry in relocated for binary in entry.files]
     good = [binary for binary in every if binary.facts is not None]
-    malformed = [
-        Finding("BT100", b.display, b.malformed.reason, f"offset {b.malformed.offset:#x}")
-        for b in every
-        if b.malformed is not None
-    ]
+    malformed = [_malformed(b) for b in every if b.malformed is not None]
     platforms = _platforms(relocated)
     envs = _environments(relocated, platforms, ld_library_path)
     read = _facts_lookup(good, relocated, policy.registration_names, decoder)
@@ -261,6 +280,7 @@ def verify_inputs(
         graph=link_graph(good, closures, aliases, policy, checked) if with_graph else LinkGraph(),
         baseline=baseline.source if baseline else "",
         gone=gone,
+        files_by_format=tuple(files_by_format(every).items()),
     )
 
 

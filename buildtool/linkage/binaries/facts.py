@@ -1,11 +1,13 @@
 """Format-neutral facts about one binary, and the toolchain's names that are no project's code.
-No decoding here: each format's reader (``elf/``) produces ``BinaryFacts``."""
+No decoding here: each format's reader (``elf/``, ``macho/``, ``pe/``) produces ``BinaryFacts``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
+
+from buildtool.errors import InputError
 
 Decoder = Literal["fast", "pyelftools"]
 """Which reader decodes the files: ``fast`` (the struct decoder, the default) or ``pyelftools``
@@ -238,7 +240,7 @@ class BinaryFacts:
     nodeflib: bool
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
     format: str = "elf"
-    """The file format: ``elf`` (the only one read today)."""
+    """The file format: ``elf``, ``macho`` or ``pe`` (reports name them by ``FORMAT_NAMES``)."""
     platform: str = ""
     """Set on facts that stand for a library the target platform provides but no input holds
     (a manylinux policy's ``libc.so.6`` for an aarch64 wheel): that platform's tag. Such facts
@@ -247,8 +249,46 @@ class BinaryFacts:
     """Each static initializer's reach, in the order the loader runs them (x86-64 and aarch64;
     empty for other machines and formats); None when a read that left the code out (a big
     wheel member) could not walk them: the checks then read them again when they need them."""
+    bound_imports: tuple[tuple[str, str], ...] = ()
+    """``(library, symbol)`` for each import bound to one library: Mach-O's two-level namespace
+    (the library an undefined symbol's ordinal names; "" for a flat or dynamic lookup, which the
+    executable or anything loaded may satisfy) and PE's per-DLL import tables (``#<n>`` for an
+    import by ordinal). Empty for ELF, whose undefined symbols bind to the first definition."""
+    weak_needed: frozenset[str] = frozenset()
+    """Entries of ``needed`` whose absence does not fail the load: Mach-O ``LC_LOAD_WEAK_DYLIB``,
+    PE delay-load imports (loaded at the first call, and a failure raises only then)."""
+    reexported: tuple[str, ...] = ()
+    """Entries of ``needed`` whose exports count as this file's (Mach-O ``LC_REEXPORT_DYLIB``)."""
+    minos: str | None = None
+    """The oldest macOS release a Mach-O file loads on (``LC_BUILD_VERSION`` or
+    ``LC_VERSION_MIN_MACOSX``, as ``major.minor``); None for other formats or platforms."""
+    architectures: tuple[str, ...] = ()
+    """A fat (universal) Mach-O file's slices by machine, in file order; the facts are those of
+    the slice ``machine`` names (see ``binaries.macho``). Empty for a thin file."""
 
     @property
     def initializer_reaches(self) -> frozenset[str]:
         """Imported functions any initializer can call (none known when not read)."""
         return frozenset().union(*(init.reaches for init in self.initializers or ()))
+
+
+FORMAT_NAMES: Final = {"elf": "ELF", "macho": "Mach-O", "pe": "PE"}
+"""How reports name each ``BinaryFacts.format``."""
+
+
+class MalformedBinary(InputError):
+    """A binary is truncated or corrupt; names the file, its format, the byte offset and the
+    problem. Each format's reader raises its own subclass."""
+
+    format_name = "binary"
+    """How the message names the format."""
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{path}: malformed {self.format_name} at offset {offset:#x}: {reason}")
+
+    def __reduce__(self) -> tuple[type[MalformedBinary], tuple[str, int, str]]:
+        # worker processes send these back to the parent: pickle the constructor arguments
+        return (type(self), (self.path, self.offset, self.reason))

@@ -1,11 +1,46 @@
-"""One binary on disk -> its facts, by whichever format's reader knows the file."""
+"""One binary -> its facts, by whichever format's reader knows the file (``magic``)."""
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Collection
+from pathlib import Path
 
+from buildtool.linkage.binaries.bounded import Buffer
 from buildtool.linkage.binaries.facts import BinaryFacts, Decoder
+from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
+
+
+def read_other_format(
+    data: Buffer,
+    display_path: str,
+    registration_names: Collection[str] = (),
+    *,
+    size: int | None = None,
+    decoder: Decoder = "fast",
+) -> BinaryFacts | None:
+    """The facts of a Mach-O or PE file's bytes (ELF has its own, richer entry points: parts,
+    sparse reads); None for any other file. Raises the format's ``MalformedBinary``.
+    ``decoder``: ``pyelftools`` reads them with the reference readers (macholib, pefile)."""
+    kind = binary_format(bytes(data[:HEAD_BYTES]))
+    if kind == "macho" and decoder == "pyelftools":
+        from buildtool.linkage.binaries.macho.reference import read_macho_reference
+
+        return read_macho_reference(data, display_path, registration_names, size)
+    if kind == "macho":
+        from buildtool.linkage.binaries.macho import read_macho_facts
+
+        return read_macho_facts(data, display_path, registration_names, size)
+    if kind == "pe" and decoder == "pyelftools":
+        from buildtool.linkage.binaries.pe.reference import read_pe_reference
+
+        return read_pe_reference(data, display_path, registration_names, size)
+    if kind == "pe":
+        from buildtool.linkage.binaries.pe import read_pe_facts
+
+        return read_pe_facts(data, display_path, registration_names, size)
+    return None
 
 
 def read_binary_file(
@@ -15,9 +50,20 @@ def read_binary_file(
     decoder: Decoder = "fast",
 ) -> BinaryFacts | None:
     """The facts of a file; None for a file no reader knows (or an empty one). Raises the
-    format's ``InputError`` (``MalformedElf``) for a corrupt file."""
+    format's ``MalformedBinary`` (``MalformedElf``, ``MalformedMachO``, ``MalformedPE``) for a
+    corrupt file."""
     from buildtool.linkage.binaries.elf import read_elf_facts_pyelftools, read_elf_file
 
-    if decoder == "pyelftools":
-        return read_elf_facts_pyelftools(path, display_path, registration_names)
-    return read_elf_file(path, display_path, registration_names)
+    with Path(path).open("rb") as stream:
+        kind = binary_format(stream.read(HEAD_BYTES))
+    if kind is None:
+        return None
+    if kind == "elf":
+        if decoder == "pyelftools":
+            return read_elf_facts_pyelftools(path, display_path, registration_names)
+        return read_elf_file(path, display_path, registration_names)
+    with (
+        Path(path).open("rb") as stream,
+        mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
+    ):
+        return read_other_format(mapped, display_path, registration_names, decoder=decoder)

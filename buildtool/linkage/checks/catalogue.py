@@ -29,7 +29,8 @@ CHECKS: tuple[Check, ...] = (
         "BT100",
         "malformed-elf",
         "error",
-        "A file starting with the ELF magic is truncated or corrupt.",
+        "A file starting with the ELF, Mach-O or PE magic (or named like a shared library) is "
+        "truncated or corrupt.",
         "Rebuild or re-download the file; the offset names the broken structure.",
     ),
     Check(
@@ -321,6 +322,16 @@ CHECKS: tuple[Check, ...] = (
         'load it ("version `GLIBC_2.34\' not found").',
         "Build in the tag's manylinux/musllinux image (or with an older toolchain), or tag the "
         "wheel for the newer platform (auditwheel repair --plat picks the right one).",
+    ),
+    Check(
+        "BT151",
+        "macos-deployment-target-above-tag",
+        "error",
+        "A Mach-O file needs a newer macOS (its LC_BUILD_VERSION / LC_VERSION_MIN_MACOSX minos) "
+        "than the wheel's macosx_X_Y tag promises: pip installs the wheel on releases where dyld "
+        "refuses to load the file.",
+        "Build with MACOSX_DEPLOYMENT_TARGET (CMAKE_OSX_DEPLOYMENT_TARGET) at most the tag's "
+        "release, or tag the wheel with the newest minos of its files (delocate-wheel does).",
     ),
 )
 

@@ -22,9 +22,9 @@ def base_name(binary: BinaryFile) -> str:
     return binary.location.name
 
 
-GRAFT_SUFFIX = re.compile(r"(?:-[0-9a-f]{8})+(?=\.so)")
+GRAFT_SUFFIX = re.compile(r"(?:-[0-9a-f]{8})+(?=\.so)|-[0-9a-f]{32}(?=\.dll\Z)", re.IGNORECASE)
 """auditwheel renames grafted copies ``libx.so`` -> ``libx-1a2b3c4d.so`` (a copy grafted twice,
-by two repairs, gets two hashes)."""
+by two repairs, gets two hashes); delvewheel ``x.dll`` -> ``x-<32 hex digits>.dll``."""
 
 
 def static_inits(facts: BinaryFacts) -> frozenset[str]:
@@ -33,4 +33,7 @@ def static_inits(facts: BinaryFacts) -> frozenset[str]:
 
 
 def is_grafted(facts: BinaryFacts) -> bool:
-    return bool(facts.soname and GRAFT_SUFFIX.search(facts.soname))
+    """A copy a repair tool grafted: by its SONAME (auditwheel), or its file name (delvewheel
+    renames the file, not the export directory's name; delocate's ``.dylibs/`` keeps names)."""
+    names = (facts.soname or "", facts.path.rsplit("/", 1)[-1])
+    return any(GRAFT_SUFFIX.search(name) for name in names) or "/.dylibs/" in facts.path

@@ -111,4 +111,5 @@ def check_hardening(subject: Subject) -> Iterator[Finding]:
     if not subject.policy.hardening:
         return
     for binary in subject.files:
-        yield from hardening_findings(binary.display, subject.facts(binary))
+        if subject.facts(binary).format == "elf":  # the ELF loader's protections only
+            yield from hardening_findings(binary.display, subject.facts(binary))

@@ -90,8 +90,17 @@ def _missing_in_contexts(
     return missing
 
 
+_FOREIGN_SEARCH = {
+    "macho": "searched its and its loaders' LC_RPATH (dyld: @rpath, @loader_path)",
+    "pe": "searched the loaded DLLs, the module's folder, the os.add_dll_directory folders "
+    "and the system DLLs (Windows)",
+}
+
+
 def _searched(facts: BinaryFacts, platform: Platform | None) -> str:
     """What ld.so searched for a NEEDED entry of ``facts``, named as the file names it."""
+    if facts.format in _FOREIGN_SEARCH:
+        return _FOREIGN_SEARCH[facts.format]
     if facts.runpath is not None:
         own = f"RUNPATH {':'.join(facts.runpath) or '(empty)'}"
     elif facts.rpath is not None:
@@ -220,7 +229,8 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
     no_runpath: dict[str, tuple[BinaryFile, list[str], list[BinaryFile]]] = {}
     for (location, name), (binary, roots) in _missing_in_contexts(subject).items():
         facts = subject.facts(binary)
-        if subject.ships(binary, name) and facts.runpath is None and facts.rpath is None:
+        no_search_path = facts.runpath is None and facts.rpath is None and facts.format == "elf"
+        if subject.ships(binary, name) and no_search_path:
             entry = no_runpath.setdefault(location, (binary, [], []))
             entry[1].append(name)
             entry[2].extend(roots)

@@ -78,9 +78,24 @@ def _search_entry_finding(
     return Finding("BT113", binary.display, message, evidence)
 
 
+def _macho_search_paths(binary: BinaryFile, entries: tuple[str, ...]) -> Iterator[Finding]:
+    """LC_RPATH: ``@loader_path`` and ``@executable_path`` entries are dyld's ``$ORIGIN``; a
+    relative one is searched from the current directory."""
+    for entry in entries:
+        if not entry.startswith(("@", "/")):
+            evidence = f"LC_RPATH: {':'.join(entries)}"
+            problem = "relative to the current directory"
+            yield Finding(
+                "BT110", binary.display, f"LC_RPATH entry {entry!r} is {problem}", evidence
+            )
+
+
 def check_search_paths(subject: Subject) -> Iterator[Finding]:
     for binary in subject.files:
         facts = subject.facts(binary)
+        if facts.format != "elf":
+            yield from _macho_search_paths(binary, facts.rpath or ())
+            continue
         entries = facts.runpath if facts.runpath is not None else facts.rpath
         tag = "RUNPATH" if facts.runpath is not None else "RPATH"
         for entry in entries or ():

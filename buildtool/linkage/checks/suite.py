@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from buildtool.linkage.checks.binding import check_bound_imports
 from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.duplicates import (
     check_duplicate_object_code,
@@ -12,6 +13,7 @@ from buildtool.linkage.checks.duplicates import (
 )
 from buildtool.linkage.checks.growth import check_size_budgets
 from buildtool.linkage.checks.hardening import check_hardening
+from buildtool.linkage.checks.macos_tag import check_macos_tag
 from buildtool.linkage.checks.needed import (
     check_forbidden_needed,
     check_needed_found,
@@ -34,8 +36,10 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_owned_initializers,
     check_registrations,
     check_undefined_symbols,
+    check_bound_imports,
     check_needed_found,
     check_symbol_versions,
+    check_macos_tag,
     check_search_paths,
     check_placement,
     check_duplicate_copies,

@@ -63,6 +63,8 @@ def _undefined_findings(
 
 def check_undefined_symbols(subject: Subject) -> Iterator[Finding]:
     for binary in subject.files:
+        if subject.facts(binary).format != "elf":
+            continue  # bound to one library each: checks.binding
         # a missing NEEDED is its own finding; its symbols cannot be judged in that context
         contexts = [c for c in subject.contexts(binary) if not c.missing]
         own = subject.closures.get(binary.location)

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder
-from buildtool.linkage.binaries.elf import MalformedElf
+from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.inputs.dll_directories import dll_directories
 from buildtool.linkage.inputs.pool import Source, read_source, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
     import zipfile
 
-    from buildtool.linkage.inputs.wheel_archive import WheelLimits
+    from buildtool.linkage.inputs.wheel_archive import CheckedMember, WheelLimits
 
 WHEEL_SEPARATOR = "!/"
 """Joins a wheel's path and a member's name in display paths: ``dist/x.whl!/demo/lib/liba.so``."""
@@ -35,14 +36,14 @@ SKIPPED_FOLDERS = frozenset({".git", "__pycache__", "CMakeFiles", ".cmake", "skb
 
 @dataclasses.dataclass(frozen=True)
 class BinaryFile:
-    """One ELF file of an input."""
+    """One binary (ELF, Mach-O or PE) of an input."""
 
     display: str
     """How findings name it (path as given, or ``wheel!/member``)."""
     location: PurePosixPath
     """Where it lies for ``$ORIGIN`` and layout: absolute on disk, or ``/<member>`` in a wheel."""
     facts: BinaryFacts | None
-    malformed: MalformedElf | None
+    malformed: MalformedBinary | None
     source: Source | None = None
     """Where its bytes are, to read them again (a finding that names functions does)."""
 
@@ -101,6 +102,9 @@ class InputSet:
     owners: Mapping[PurePosixPath, Distribution] = dataclasses.field(default_factory=dict)
     """An installed folder's files by the distribution whose ``*.dist-info/RECORD`` lists them
     (a site-packages folder holds many)."""
+    dll_directories: tuple[PurePosixPath, ...] = ()
+    """Folders the input's packages add with ``os.add_dll_directory`` (``dll_directories``),
+    located like ``files``."""
 
     @property
     def in_wheel(self) -> bool:
@@ -108,9 +112,9 @@ class InputSet:
 
 
 def _binary(
-    source: Source, location: PurePosixPath, outcome: BinaryFacts | MalformedElf
+    source: Source, location: PurePosixPath, outcome: BinaryFacts | MalformedBinary
 ) -> BinaryFile:
-    if isinstance(outcome, MalformedElf):
+    if isinstance(outcome, MalformedBinary):
         return BinaryFile(source.display, location, None, outcome, source)
     return BinaryFile(source.display, location, outcome, None, source)
 
@@ -191,7 +195,24 @@ def read_folder(
         if outcome is not None
     )
     owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
-    return InputSet(kind, str(path), files, aliases, owners=owners)
+    scripts = _disk_scripts([candidate for candidate, _size in candidates])
+    folders = dll_directories(scripts, [b.location for b in files])
+    return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders)
+
+
+def _disk_scripts(candidates: Collection[Path]) -> list[tuple[PurePosixPath, str]]:
+    """The loader scripts among a folder's files, with their locations."""
+    scripts = []
+    for candidate in candidates:
+        if candidate.name in LOADER_SCRIPTS:
+            try:
+                if candidate.stat().st_size > LOADER_SCRIPT_BYTES:
+                    continue
+                text = candidate.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            scripts.append((_disk_location(candidate), text))
+    return scripts
 
 
 def _installed_owners(
@@ -229,28 +250,55 @@ def _attribute(
                 owners.setdefault(location, distribution)
 
 
-LIBRARY_NAME = re.compile(r"\.so(\.[0-9]+)*\Z")
-"""``libx.so``, ``libx.so.1.2``, ``mod.cpython-311-x86_64-linux-gnu.so``: what loaders open."""
+LIBRARY_NAME = re.compile(r"(\.so(\.[0-9]+)*|\.dylib|\.dll|\.pyd)\Z", re.IGNORECASE)
+"""``libx.so``, ``libx.so.1.2``, ``mod.cpython-311-x86_64-linux-gnu.so``, ``libx.dylib``,
+``x.dll``, ``mod.cp311-win_amd64.pyd``: what loaders open."""
 
 
 def _not_elf_library(display: str) -> BinaryFile:
-    reason = "named like a shared library, but does not start with the ELF magic"
-    return BinaryFile(display, PurePosixPath("/"), None, MalformedElf(display, 0, reason))
+    reason = "named like a shared library, but starts with no ELF, Mach-O or PE magic"
+    return BinaryFile(display, PurePosixPath("/"), None, MalformedBinary(display, 0, reason))
 
 
-def _wheel_sources(path: Path, limits: WheelLimits) -> tuple[list[Source], Distribution | None]:
-    """A source for every member to read, once the headers and RECORD passed; and what the
-    wheel's ``*.dist-info/METADATA`` says it installs."""
+LOADER_SCRIPTS = frozenset({"__init__.py", "_distributor_init.py", "libinfo.py"})
+"""The Python files read for ``os.add_dll_directory`` calls: where delvewheel, torch and
+apache-tvm-ffi make them."""
+LOADER_SCRIPT_BYTES = 1 << 20
+
+
+def _wheel_scripts(
+    archive: zipfile.ZipFile, members: Collection[CheckedMember]
+) -> list[tuple[PurePosixPath, str]]:
+    from buildtool.linkage.inputs.wheel_archive import ZIP_ERRORS
+
+    scripts = []
+    for member in members:
+        name = PurePosixPath(member.name)
+        if name.name in LOADER_SCRIPTS and member.span.file_size <= LOADER_SCRIPT_BYTES:
+            try:
+                text = archive.read(member.name).decode("utf-8", "replace")
+            except ZIP_ERRORS:
+                continue  # a broken member is reported when it is read with the others
+            scripts.append((PurePosixPath("/") / name, text))
+    return scripts
+
+
+def _wheel_sources(
+    path: Path, limits: WheelLimits
+) -> tuple[list[Source], Distribution | None, list[tuple[PurePosixPath, str]]]:
+    """A source for every member to read, once the headers and RECORD passed; what the
+    wheel's ``*.dist-info/METADATA`` says it installs; and its loader scripts."""
     from buildtool.linkage.inputs.wheel_archive import checked_members, open_wheel
 
     with open_wheel(path) as archive:
         members = checked_members(str(path), archive, limits)
         distribution = _wheel_distribution(archive, [member.name for member in members])
+        scripts = _wheel_scripts(archive, members)
     sources = [
         Source(str(path), f"{path}{WHEEL_SEPARATOR}{member.name}", member.span.file_size, member)
         for member in members
     ]
-    return sources, distribution
+    return sources, distribution, scripts
 
 
 _METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
@@ -282,7 +330,9 @@ def read_wheel(
     ``limits``: default ``wheel_archive.DEFAULT_LIMITS``."""
     from buildtool.linkage.inputs.wheel_archive import DEFAULT_LIMITS
 
-    sources, distribution = _wheel_sources(path, DEFAULT_LIMITS if limits is None else limits)
+    sources, distribution, scripts = _wheel_sources(
+        path, DEFAULT_LIMITS if limits is None else limits
+    )
     outcomes = read_sources(sources, names, jobs, decoder)
     files: list[BinaryFile] = []
     for source, outcome in zip(sources, outcomes, strict=True):
@@ -293,7 +343,8 @@ def read_wheel(
         elif LIBRARY_NAME.search(name):
             location = PurePosixPath(f"/{name}")
             files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
-    return InputSet("wheel", str(path), tuple(files), {}, distribution)
+    folders = dll_directories(scripts, [b.location for b in files], in_wheel=True)
+    return InputSet("wheel", str(path), tuple(files), {}, distribution, dll_directories=folders)
 
 
 def read_input(
@@ -312,5 +363,7 @@ def read_input(
         return read_wheel(path, names, jobs=jobs, decoder=decoder)
     binary = read_disk_file(path, str(path), names, decoder)
     if binary is None:
-        raise InputError(f"{path}: not an ELF file (expected a shared library or executable)")
+        raise InputError(
+            f"{path}: not an ELF, Mach-O or PE file (expected a shared library or executable)"
+        )
     return InputSet("file", str(path), (binary,), {})

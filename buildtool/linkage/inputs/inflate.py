@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, cast
 
-from buildtool.linkage.binaries.elf import ELF_MAGIC
+from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
 
 if TYPE_CHECKING:
     import mmap
@@ -196,16 +196,16 @@ class _Output:
         if self.size > self.limit:
             raise UnreadableMember("member decompresses past its declared size")
         self._hasher.update(chunk)
-        if len(self.head) < len(ELF_MAGIC):
+        if len(self.head) < HEAD_BYTES:
             self._early.append(chunk)
-            self.head = b"".join(self._early)[: len(ELF_MAGIC)]
-            if len(self.head) == len(ELF_MAGIC):
+            self.head = b"".join(self._early)[:HEAD_BYTES]
+            if len(self.head) == HEAD_BYTES:
                 self._decide()
         elif self._sink is not None:
             self._sink(chunk)
 
     def _decide(self) -> None:
-        if self.head != ELF_MAGIC:
+        if binary_format(self.head) is None:
             self._sink = None
         elif self._sink is not None:
             for early in self._early:
@@ -248,8 +248,8 @@ def _read_whole(
     if len(content) != span.file_size:
         declared = span.file_size
         raise UnreadableMember(f"member has {len(content)} bytes, its header declares {declared}")
-    head = content[: len(ELF_MAGIC)]
-    if head == ELF_MAGIC and sink is not None:
+    head = content[:HEAD_BYTES]
+    if binary_format(head) is not None and sink is not None:
         sink(content)
     return MemberContent(head, len(content), new_hash(algorithm, content).digest())
 

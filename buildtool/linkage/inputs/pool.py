@@ -1,4 +1,5 @@
-"""Reading the ELF facts of many files: each file once, on every CPU when the input is big.
+"""Reading the facts of many binaries (ELF, Mach-O, PE): each file once, on every CPU when the
+input is big.
 
 Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
 Each process maps a wheel once and inflates its members one at a time (see ``inflate``); an ELF
@@ -46,6 +47,9 @@ from buildtool.linkage.binaries.elf import (
     read_symtab_part,
     with_symtab,
 )
+from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
+from buildtool.linkage.binaries.read import read_other_format
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
@@ -78,8 +82,8 @@ BATCH_FILES: Final = 256
 
 log = logging.getLogger("buildtool")
 
-Outcome = BinaryFacts | MalformedElf | None
-"""One file's facts, the reason it is malformed, or None when it is not ELF."""
+Outcome = BinaryFacts | MalformedBinary | None
+"""One file's facts, the reason it is malformed, or None when no reader knows its format."""
 
 
 # One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
@@ -141,7 +145,7 @@ class _SourceDecoder:
     def _decode_file(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
         try:
             with Path(source.path).open("rb") as handle:
-                if handle.read(len(ELF_MAGIC)) != ELF_MAGIC:
+                if binary_format(handle.read(HEAD_BYTES)) is None:
                     return None
                 size = os.fstat(handle.fileno()).st_size
                 with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
@@ -163,9 +167,9 @@ class _SourceDecoder:
         if left_out:
             try:
                 result = decode(raw)
-            except MalformedElf:
+            except MalformedBinary:
                 result = None
-            readable = result is not None and not isinstance(result, MalformedElf)
+            readable = result is not None and not isinstance(result, MalformedBinary)
             if readable and left_out_unused(raw.data, raw.size, left_out, self._names):
                 return _initializers_checked(result, raw, left_out)
             read = self._inflate(source, member, sparse=False)
@@ -190,7 +194,8 @@ class _SourceDecoder:
         def sink(chunk: bytes) -> None:  # never past file_size: read_span checks
             nonlocal target, view, left_out, filled
             if view is None:  # the first chunk: the ELF header and the program headers
-                left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse else ()
+                sparse_elf = sparse and chunk[: len(ELF_MAGIC)] == ELF_MAGIC
+                left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse_elf else ()
                 target = self._buffer_for(source, source.size, left_out)
                 view = memoryview(target)
             _copy_outside(view, filled, chunk, left_out)
@@ -201,7 +206,7 @@ class _SourceDecoder:
         finally:
             if view is not None:
                 view.release()
-        if head != ELF_MAGIC or target is None:
+        if binary_format(head) is None or target is None:
             return None
         return _Bytes(target, size, file_backed=False, code_left_out=bool(left_out)), left_out
 
@@ -307,6 +312,10 @@ def _outcome(
 ) -> Outcome:
     def decode(raw: _Bytes) -> Outcome:
         try:
+            if raw.data[: len(ELF_MAGIC)] != ELF_MAGIC:
+                return read_other_format(
+                    raw.data, source.display, names, size=raw.size, decoder=reader.decoder
+                )
             if reader.decoder == "pyelftools":
                 stream = io.BytesIO(raw.data[: raw.size])
                 return read_elf_facts_pyelftools(stream, source.display, names)
@@ -319,7 +328,7 @@ def _outcome(
                 read_symtab=symtab,
                 read_code=not raw.code_left_out,
             )
-        except MalformedElf as error:
+        except MalformedBinary as error:
             return error.with_traceback(None)  # its frames would keep views of the bytes
 
     return reader.decode(source, decode)
@@ -606,6 +615,8 @@ def _joined(
 ) -> Outcome:
     if main is None:
         return None
+    if isinstance(main, BinaryFacts) and main.format != "elf":
+        return main  # only ELF files are read in parts: another format's facts are whole
     good = [part for part in parts if isinstance(part, SymtabPart)]
     if isinstance(main, BinaryFacts) and len(good) == len(parts):
         return with_symtab(main, good)

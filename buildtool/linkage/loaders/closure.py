@@ -52,12 +52,20 @@ class Closure:
 
     @property
     def missing(self) -> tuple[NeededEdge, ...]:
-        return tuple(edge for edge in self.edges if edge.path is None)
+        """Edges nothing was found for, less what the platform provides (``PROVIDED_VIAS``)."""
+        return tuple(
+            edge for edge in self.edges if edge.path is None and edge.via not in PROVIDED_VIAS
+        )
 
     def provider(self, name: str) -> BinaryFacts | None:
         """The loaded object a NEEDED name or SONAME refers to."""
         path = self.names.get(name)
         return self.objects[path] if path is not None else None
+
+
+PROVIDED_VIAS = frozenset({"system", "executable-path-unknown", "interpreter", "weak"})
+"""``NeededEdge.via`` of an edge without a path that is no missing library: what dyld or Windows
+provide (``loaders.foreign``)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,8 @@ class Environment:
     """The platform the root targets (its wheel's tag): a NEEDED found nowhere else that the
     platform provides loads its stand-in (``platform_library``, via ``platform``). For a foreign
     platform the caller also leaves out this machine's cache and default directories."""
+    dll_directories: Sequence[str] = ()
+    """Folders the inputs' packages add with ``os.add_dll_directory`` (PE roots only)."""
 
 
 @dataclass
@@ -91,7 +101,8 @@ class _Walk:
 
 
 def _compatible(root: BinaryFacts, candidate: BinaryFacts) -> bool:
-    return (candidate.elf_class, candidate.machine, candidate.little_endian) == (
+    return (candidate.format, candidate.elf_class, candidate.machine, candidate.little_endian) == (
+        root.format,
         root.elf_class,
         root.machine,
         root.little_endian,
@@ -185,6 +196,10 @@ def resolve_closure(
     (e.g. MalformedElf for a corrupt candidate), which ends the walk.
     """
     env = env or Environment()
+    if root.format != "elf":
+        from buildtool.linkage.loaders.foreign import resolve_foreign_closure
+
+        return resolve_foreign_closure(root_path, root, read, env.dll_directories, max_objects)
     root_path = posixpath.normpath(root_path)
     system = (
         env.system_dirs

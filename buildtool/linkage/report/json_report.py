@@ -30,6 +30,7 @@ def report_json(report: Report) -> dict[str, Any]:
         "recipe": report.recipe or None,
         "inputs": list(report.inputs),
         "files_checked": report.files_checked,
+        "files_by_format": dict(report.files_by_format),
         "checks_run": list(report.checks_run),
         "summary": {"errors": report.count("error"), "warnings": report.count("warning")},
         "findings": [finding_json(finding) for finding in report.findings],

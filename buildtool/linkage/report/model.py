@@ -53,6 +53,8 @@ class Report:
     """The baseline report sizes were compared with (``--baseline``), or ""."""
     gone: tuple[BaselineSize, ...] = ()
     """Libraries of the baseline that this run no longer has."""
+    files_by_format: tuple[tuple[str, int], ...] = ()
+    """Well-formed files read, by format name (``ELF``, ``Mach-O``, ``PE``), most first."""
 
     def count(self, severity: str) -> int:
         return sum(1 for finding in self.findings if finding.severity == severity)

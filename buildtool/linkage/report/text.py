@@ -42,9 +42,17 @@ def _size_lines(report: Report) -> list[str]:
     return lines
 
 
+def _files_checked(report: Report) -> str:
+    formats = dict(report.files_by_format)
+    if set(formats) <= {"ELF"}:
+        return f"{report.files_checked} ELF files checked"
+    counted = ", ".join(f"{count} {name}" for name, count in report.files_by_format)
+    return f"{report.files_checked} files checked ({counted})"
+
+
 def summary_line(report: Report) -> str:
     return (
-        f"{report.files_checked} ELF files checked, {len(report.checks_run)} checks: "
+        f"{_files_checked(report)}, {len(report.checks_run)} checks: "
         f"{report.count('error')} errors, {report.count('warning')} warnings"
     )
 

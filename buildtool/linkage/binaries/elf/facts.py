@@ -6,26 +6,18 @@ from __future__ import annotations
 import mmap
 from typing import Final
 
-from buildtool.errors import InputError
 from buildtool.linkage.binaries.elf.constants import _ET_DYN, _ET_NAMES, _MACHINES
+from buildtool.linkage.binaries.facts import MalformedBinary
 
 ELF_MAGIC: Final = b"\x7fELF"
 
 ElfBuffer = bytes | bytearray | memoryview | mmap.mmap
 
 
-class MalformedElf(InputError):
+class MalformedElf(MalformedBinary):
     """An ELF file is truncated or corrupt; names the file, the byte offset and the problem."""
 
-    def __init__(self, path: str, offset: int, reason: str) -> None:
-        self.path = path
-        self.offset = offset
-        self.reason = reason
-        super().__init__(f"{path}: malformed ELF at offset {offset:#x}: {reason}")
-
-    def __reduce__(self) -> tuple[type[MalformedElf], tuple[str, int, str]]:
-        # worker processes send these back to the parent: pickle the constructor arguments
-        return (MalformedElf, (self.path, self.offset, self.reason))
+    format_name = "ELF"
 
 
 def machine_name(e_machine: int, elf_class: int) -> str:
