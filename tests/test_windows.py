@@ -9,7 +9,6 @@ runtime DLL dropped from minrpc's import table (the PE form of ``--as-needed``).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -210,19 +209,6 @@ def test_without_the_anchor_the_registration_only_dll_is_dropped(
     assert "'rpc.testing.GetShapeSize' is not registered" in completed.stderr
 
 
-def _has_pe_reader() -> bool:
-    try:
-        return importlib.util.find_spec("buildtool.linkage.binaries.pe") is not None
-    except ModuleNotFoundError:
-        return False
-
-
-needs_pe_reader = pytest.mark.skipif(
-    not _has_pe_reader(),
-    reason="verify-linkage reads no PE files yet (buildtool.linkage.binaries.pe)",
-)
-
-
 def _verify_json(run_cli: CliRunner, path: Path) -> tuple[int, dict[str, object]]:
     result = run_cli("verify-linkage", str(path), "--no-recipe", "--format", "json")
     assert result.exit_code in (0, 1), result.stderr
@@ -230,14 +216,12 @@ def _verify_json(run_cli: CliRunner, path: Path) -> tuple[int, dict[str, object]
     return result.exit_code, report
 
 
-@needs_pe_reader
 def test_verify_linkage_checks_the_windows_build(windows_build: Path, run_cli: CliRunner) -> None:
     code, report = _verify_json(run_cli, windows_build / "bin")
     assert report["files_checked"] == len(PROJECT_DLLS) + 2
     assert code == 0, report["findings"]
 
 
-@needs_pe_reader
 def test_verify_linkage_reports_the_missing_dll(
     missing_runtime_dll: Path, run_cli: CliRunner
 ) -> None:
