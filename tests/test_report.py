@@ -50,7 +50,7 @@ def test_text_groups_findings_under_their_file() -> None:
         "    fix: " + CHECKS[1].hint,
     ]
     assert "  build/lib/libx.so: 2.50 MB file, 1.00 MB code, 12 exported (budget 5.00 MB)" in text
-    assert text.endswith("3 ELF files checked, 25 checks: 1 errors, 1 warnings\n")
+    assert text.endswith("3 ELF files checked, 26 checks: 1 errors, 1 warnings\n")
 
 
 def test_github_annotations_escape_their_fields() -> None:

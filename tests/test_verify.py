@@ -279,7 +279,7 @@ def test_text_output_groups_per_file(broken: Path, run_cli: CliRunner) -> None:
     assert lines[1].startswith(
         "  error BT112 runpath-missing: needs libdemo_runtime.so, libdemo_ffi.so"
     )
-    assert lines[-1] == "5 ELF files checked, 31 checks: 1 errors, 0 warnings"
+    assert lines[-1] == "5 ELF files checked, 32 checks: 1 errors, 0 warnings"
 
 
 def system_libraries() -> Iterator[Path]:

@@ -189,6 +189,19 @@ CHECKS: tuple[Check, ...] = (
         "Check the wheel together with the wheels it requires.",
     ),
     Check(
+        "BT117",
+        "underlinked-library",
+        "warning",
+        "An ELF library uses symbols that only a library loading it defines, one outside its own "
+        "NEEDED closure (the compiler using runtime_version while only the runtime NEEDs the "
+        "compiler): it loads as that library's dependency, but opening it on its own (dlopen, "
+        'ctypes, a program linking it) fails with "undefined symbol". Symbols of the '
+        "executable, of the Python interpreter (libpython, the Py* C API), of libc and ld.so, "
+        "and weak references are not counted.",
+        "Link the library that defines them (a DT_NEEDED entry), or move the code that uses "
+        "them into that library.",
+    ),
+    Check(
         "BT120",
         "libraries-not-together",
         "error",
