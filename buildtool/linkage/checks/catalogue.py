@@ -228,10 +228,13 @@ CHECKS: tuple[Check, ...] = (
         "BT124",
         "private-static-copy",
         "warning",
-        "Two libraries one process loads each hold a copy of the same object code, but each "
-        "binds to its own: a statically linked library kept private (its functions hidden or "
-        "localized by a version script), or two vendored copies of one third-party library. "
-        "Both work; the copy costs space.",
+        "Two libraries one process loads each hold a private copy of the same object code: a "
+        "statically linked library whose functions each library binds to its own copy (hidden, "
+        "or localized by a version script) and whose static initializers reach no function of "
+        "a shared registry library in common (each registers into its own copy of its "
+        "registry, like pyarrow's protobuf copies), or code that two libraries a repair tool "
+        "grafted both export. Both work; the copy costs space. Initializers of both copies "
+        "reaching one registry are BT103.",
         "Link the shared code into one library that both need, if the space matters.",
     ),
     Check(
