@@ -4,8 +4,10 @@ interpreter) before verify-linkage judges it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -72,3 +74,52 @@ def test_a_provider_with_the_version_is_clean(tmp_path: Path) -> None:
     (tmp_path / "build" / "libprov.so").rename(consumer.parent / "libprov.so")
     assert open_alone(consumer).returncode == 0
     assert ids(check(consumer.parent)) == set()
+
+
+# --- an extension module's symbols that the interpreter's own libraries define ---------------
+
+MODULE = """
+#include <Python.h>
+double nextafter(double, double);  // libm's: the module does not NEED libm
+{extra}
+static PyObject* step(PyObject*, PyObject* arg) {{
+    return PyFloat_FromDouble(nextafter(PyFloat_AsDouble(arg), 2.0){call});
+}}
+static PyMethodDef methods[] = {{{{"step", step, METH_O, NULL}}, {{NULL}}}};
+static PyModuleDef module = {{PyModuleDef_HEAD_INIT, "_ext", NULL, -1, methods}};
+PyMODINIT_FUNC PyInit__ext(void) {{ return PyModule_Create(&module); }}
+"""
+
+
+def extension_module(
+    folder: Path, extra: str = "", call: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``pkg/_ext<EXT_SUFFIX>`` built with gcc and no ``-lm`` (nor libpython), and its import
+    with LD_BIND_NOW=1 in this interpreter."""
+    include = f"-I{sysconfig.get_paths()['include']}"
+    module = folder / "pkg" / f"_ext{sysconfig.get_config_var('EXT_SUFFIX')}"
+    source = MODULE.format(extra=extra, call=call)
+    gcc(folder, module, source, include, "-fno-builtin", "-Wl,--as-needed")
+    readelf = subprocess.run(["readelf", "-d", module], check=True, capture_output=True, text=True)
+    assert "libm.so" not in readelf.stdout
+    env = {**os.environ, "LD_BIND_NOW": "1", "PYTHONPATH": str(module.parent)}
+    command = [sys.executable, "-c", "import _ext; print(_ext.step(1.0) > 1.0)"]
+    return subprocess.run(command, check=False, capture_output=True, text=True, env=env)
+
+
+def test_a_modules_libm_symbol_the_interpreter_loads_is_clean(tmp_path: Path) -> None:
+    run = extension_module(tmp_path)
+    assert run.stdout == "True\n", run.stderr
+    assert ids(check(tmp_path / "pkg")) == set()
+
+
+def test_a_modules_symbol_the_interpreter_does_not_load_stays_bt106(tmp_path: Path) -> None:
+    # C++'s operator new, from a module linked with gcc instead of g++: libstdc++ is not loaded
+    extra = "void* _Znwm(unsigned long);"
+    run = extension_module(tmp_path, extra, call=" + (_Znwm(8) != NULL)")
+    assert run.returncode != 0
+    assert "undefined symbol: _Znwm" in run.stderr
+    report = check(tmp_path / "pkg")
+    assert ids(report) == {("BT106", f"_ext{sysconfig.get_config_var('EXT_SUFFIX')}")}
+    assert "_Znwm" in report.findings[0].evidence
+    assert "nextafter" not in report.findings[0].evidence

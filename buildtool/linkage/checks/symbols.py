@@ -23,12 +23,15 @@ PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
 
 
 def unresolved_in(subject: Subject, facts: BinaryFacts, closure: Closure) -> set[str]:
-    """The strong undefined keys of ``facts`` that no object of ``closure`` defines (nor may:
-    a platform library's), Python C-API symbols left out."""
-    indexes = (subject.definitions(path, closure.objects[path]) for path in closure.load_order)
-    unresolved = unresolved_against(facts.undefined, indexes)
-    unresolved -= platform_may_define(facts, unresolved, closure)
-    return {key for key in unresolved if not PYTHON_API.match(key)}
+    """The strong undefined keys of ``facts`` that no object of ``closure`` (nor of the
+    interpreter that opens its root, see ``Subject.scopes``) defines, nor may (a platform
+    library's); Python C-API symbols left out."""
+    unresolved = {key for key in facts.undefined if not PYTHON_API.match(key)}
+    for scope in subject.scopes(closure):
+        indexes = (subject.definitions(path, scope.objects[path]) for path in scope.load_order)
+        found = unresolved_against(unresolved, indexes)
+        unresolved = set(found - platform_may_define(facts, found, scope))
+    return unresolved
 
 
 def _undefined_findings(
