@@ -85,8 +85,11 @@ CHECKS: tuple[Check, ...] = (
         "BT106",
         "undefined-symbol",
         "error",
-        "An undefined symbol that nothing in the file's NEEDED closure defines: loading it "
-        "fails, or a lazy call aborts later.",
+        "An undefined symbol that nothing in the file's NEEDED closure defines (for a Python "
+        "extension module: nor what the interpreter has loaded, libm and libc), or a version "
+        "need the loaded file does not define (a file that defines no versions satisfies it "
+        "only when it has a version table; without one ld.so aborts): loading it fails, or a "
+        "lazy call aborts later.",
         "Link the library that defines it, or ship the right version of it.",
     ),
     Check(
