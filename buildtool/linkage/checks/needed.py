@@ -161,11 +161,21 @@ def _named_like(requirement: str, library: str) -> bool:
     return any(word in stem for word in words) or (len(stem) >= 3 and stem in joined)
 
 
-def _possible_providers(subject: Subject, binary: BinaryFile, name: str) -> list[str]:
-    """The unchecked requirements that may ship ``name``: those named like it. A library none
-    of them is named like is the binary's own distribution's (torch's libc10 deleted from its
-    wheel), not another's: its absence fails the load."""
-    return [req for req in _unchecked_requirements(subject, binary) if _named_like(req, name)]
+def _possible_providers(subject: Subject, binary: BinaryFile) -> list[str]:
+    """The unchecked requirements that may ship what ``binary`` needs and its own input lacks:
+    those named like one of those libraries (torch for torchvision's libtorch.so; then its
+    libc10.so may be torch's too). With none named like any, the missing library was the
+    binary's own distribution's (torch's libc10 deleted from its wheel): the load fails."""
+    lacking = [
+        entry
+        for entry in subject.facts(binary).needed
+        if not subject.ships(binary, entry) and provided_by(subject, binary, entry) is None
+    ]
+    return [
+        requirement
+        for requirement in _unchecked_requirements(subject, binary)
+        if any(_named_like(requirement, entry) for entry in lacking)
+    ]
 
 
 def _known_missing(subject: Subject, binary: BinaryFile, name: str) -> str | None:
@@ -238,7 +248,7 @@ def _missing_finding(
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
     known = _known_missing(subject, binary, name)
-    unchecked = _possible_providers(subject, binary, name) if known is None else []
+    unchecked = _possible_providers(subject, binary) if known is None else []
     if unchecked:
         message = f"needs {name}, which no input ships"
         evidence = (
