@@ -24,10 +24,10 @@ HEADER = """\
 #   buildtool check-cmake BUILD_DIR --recipe THIS_FILE
 #   buildtool verify-linkage BUILD_DIR --recipe THIS_FILE
 # hold it to. What init inferred is marked "decide:" below: a library nothing links is
-# optional (deployments can do without it), one that also holds another's code without linking
-# it is an alternative (loaded instead of it, never beside it) and is left out. Then list what
-# each library registers at static initialization (registers = [...]), and add [verify]
-# settings (removed legacy files, size budgets).
+# optional (deployments can do without it), one that holds all of another's code and more
+# without linking it is an alternative (loaded instead of it, never beside it) and is left out.
+# Then list what each library registers at static initialization (registers = [...]), and add
+# [verify] settings (removed legacy files, size budgets).
 """
 
 
