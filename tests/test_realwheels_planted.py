@@ -1,0 +1,197 @@
+"""Planted defects in real Linux x86_64 wheels (``--realwheels``): each wheel broken the ways
+wheels break in the wild, with RECORD kept consistent, and each verdict asserted: the published
+wheel has no error, every broken copy has the errors named here. The ELF edits are patchelf's
+(``.ci/run`` installs it). docs/realwheels.md says what importing each broken wheel really did.
+
+The wheels are the pinned ones of ``test_realwheels`` (pyzmq, h5py and scikit-learn pinned here
+too), from the same cache."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import zipfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs.wheel_archive import record_line
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.verify import verify_paths
+from tests.conftest import require
+from tests.test_realwheels import PINS, wheel
+
+pytestmark = pytest.mark.realwheels
+
+PINS.update({"pyzmq": "27.3.0", "h5py": "3.16.0", "scikit-learn": "1.9.1"})
+
+Change = Callable[[bytes], bytes | None]
+"""A member's new bytes (None: the member is deleted)."""
+
+
+def patchelf(*arguments: str) -> Change:
+    """The member edited by ``patchelf ARGUMENTS`` (on a copy in a temporary folder)."""
+
+    def change(data: bytes) -> bytes:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "member.so"
+            path.write_bytes(data)
+            subprocess.run(["patchelf", *arguments, str(path)], check=True)
+            return path.read_bytes()
+
+    return change
+
+
+def chained(*changes: Change) -> Change:
+    """The changes applied one after the other (patchelf 0.14 mixes up some combined options)."""
+
+    def change(data: bytes) -> bytes | None:
+        result: bytes | None = data
+        for step in changes:
+            result = step(result) if result is not None else None
+        return result
+
+    return change
+
+
+def deleted(_data: bytes) -> None:
+    return None
+
+
+def planted(source: Path, target: Path, changes: Mapping[str, Change],
+            added: Mapping[str, tuple[str, Change]]) -> Path:  # fmt: skip
+    """A copy of ``source`` with ``changes`` applied and members ``added`` (new name -> the
+    member it is made from, and how), its RECORD rewritten to agree. Members are stored
+    uncompressed: the copy is read once, and deflating 260 MB would dominate the test."""
+    rows: list[str] = []
+    with zipfile.ZipFile(source) as original, zipfile.ZipFile(target, "w") as copy:
+        names = original.namelist()
+        record = next(name for name in names if name.endswith(".dist-info/RECORD"))
+        assert not set(changes) - set(names), f"no such member: {set(changes) - set(names)}"
+        made = [(new, original.read(old), how) for new, (old, how) in added.items()]
+        members = [(n, original.read(n), changes.get(n)) for n in names if not n.endswith("/")]
+        for name, data, how in [*members, *made]:
+            if name == record:
+                continue
+            result = how(data) if how else data
+            if result is not None:
+                copy.writestr(name, result, zipfile.ZIP_STORED)
+                rows.append(record_line(name, result))
+        copy.writestr(record, "\n".join([*rows, f"{record},,"]) + "\n")
+    return target
+
+
+@dataclass(frozen=True)
+class Plant:
+    """One defect planted into one wheel, and the errors verify-linkage must report."""
+
+    dist: str
+    name: str
+    """What was done, as a test id."""
+    changes: Mapping[str, Change]
+    """Member -> how it changes."""
+    errors: frozenset[tuple[str, str, str | None]]
+    """(check id, member, NEEDED entry or None) of every error the broken copy has."""
+    added: Mapping[str, tuple[str, Change]] = field(default_factory=dict)
+    """New member -> (the member it is made from, how)."""
+    together: tuple[str, ...] = ()
+    """Wheels checked with it, as they are installed together."""
+
+
+ZMQ = "zmq/backend/cython/_zmq.cpython-311-x86_64-linux-gnu.so"
+LIBZMQ = "pyzmq.libs/libzmq-2f02442c.so.5.2.5"
+SODIUM = "libsodium-6c8f8377.so.26.4.0"
+HDF5 = "h5py.libs/libhdf5-9e18f0c6.so.320.0.0"
+SZ = "libsz-c6be10dd.so.2.0.1"
+H5_MODULES = ("h5py/h5.cpython-311-x86_64-linux-gnu.so",)
+GOMP = "libgomp-e985bcbb.so.1.0.0"
+GOMP_USERS = tuple(
+    f"sklearn/{module}.cpython-311-x86_64-linux-gnu.so"
+    for module in (
+        "_loss/_loss", "cluster/_k_means_common", "cluster/_k_means_elkan",
+        "cluster/_k_means_lloyd", "cluster/_k_means_minibatch", "manifold/_barnes_hut_tsne",
+        *(f"ensemble/_hist_gradient_boosting/{name}" for name in
+          ("_binning", "_gradient_boosting", "_predictor", "histogram", "splitting")),
+        *(f"metrics/_pairwise_distances_reduction/{name}" for name in
+          ("_argkmin", "_argkmin_classmode", "_base", "_radius_neighbors",
+           "_radius_neighbors_classmode")),
+        "metrics/_pairwise_fast", "utils/_openmp_helpers",
+    )
+)  # fmt: skip
+"""The extension modules that need scikit-learn's grafted libgomp."""
+LOSS = GOMP_USERS[0]
+COMPILER = "tvm/lib/libtvm_compiler.so"
+RUNTIME_COPY = "apache_tvm.libs/libtvm_runtime-5e2a1c9b.so"
+NOWHERE = "libnotshipped.so.1"
+
+
+def _errors(report: Report) -> set[tuple[str, str, str | None]]:
+    return {
+        (f.check_id, f.path.split("!/")[-1], f.needed or None)
+        for f in report.findings
+        if f.severity == "error"
+    }
+
+
+PLANTS = [
+    Plant("pyzmq", "libsodium-deleted", {f"pyzmq.libs/{SODIUM}": deleted},
+          frozenset({("BT109", LIBZMQ, SODIUM)})),
+    Plant("pyzmq", "runpath-away", {ZMQ: patchelf("--set-rpath", "$ORIGIN/../../pyzmq.libs")},
+          frozenset({("BT107", ZMQ, "libzmq-2f02442c.so.5.2.5")})),
+    Plant("pyzmq", "libsodium-not-needed", {LIBZMQ: patchelf("--remove-needed", SODIUM)},
+          frozenset({("BT106", LIBZMQ, None)})),
+    Plant("pyzmq", "needs-unshipped", {ZMQ: patchelf("--add-needed", NOWHERE)},
+          frozenset({("BT109", ZMQ, NOWHERE)})),
+    Plant("h5py", "libsz-deleted", {f"h5py.libs/{SZ}": deleted},
+          frozenset({("BT109", HDF5, SZ)})),
+    Plant("h5py", "runpath-away", {HDF5: patchelf("--set-rpath", "/opt/hdf5/lib")},
+          frozenset({("BT107", HDF5, SZ), ("BT107", HDF5, "libaec-a27cf049.so.0.1.4")})),
+    Plant("h5py", "libsz-not-needed", {HDF5: patchelf("--remove-needed", SZ)},
+          frozenset({("BT106", HDF5, None)})),
+    Plant("h5py", "needs-unshipped", {HDF5: patchelf("--add-needed", NOWHERE)},
+          frozenset({("BT109", HDF5, NOWHERE)})),
+    Plant("scikit-learn", "libgomp-deleted", {f"scikit_learn.libs/{GOMP}": deleted},
+          frozenset(("BT109", module, GOMP) for module in GOMP_USERS)),
+    Plant("scikit-learn", "runpath-away", {LOSS: patchelf("--set-rpath", "$ORIGIN")},
+          frozenset({("BT107", LOSS, GOMP)})),
+    Plant("scikit-learn", "needs-unshipped", {LOSS: patchelf("--add-needed", NOWHERE)},
+          frozenset({("BT109", LOSS, NOWHERE)})),
+    Plant(
+        "apache-tvm",
+        "runtime-grafted-twice",
+        {COMPILER: chained(
+            patchelf("--replace-needed", "libtvm_runtime.so", RUNTIME_COPY.split("/")[1]),
+            patchelf("--set-rpath", "$ORIGIN:$ORIGIN/../../apache_tvm.libs"),
+        )},
+        frozenset({("BT122", RUNTIME_COPY, None)}),
+        added={RUNTIME_COPY: ("tvm/lib/libtvm_runtime.so",
+                              patchelf("--set-soname", RUNTIME_COPY.split("/")[1]))},
+        together=("apache-tvm-ffi",),
+    ),
+]  # fmt: skip
+
+
+def build(plant: Plant, folder: Path) -> Path:
+    """The broken copy of ``plant``'s wheel, under its own name in ``folder``."""
+    source = wheel(plant.dist)
+    folder.mkdir(parents=True, exist_ok=True)
+    return planted(source, folder / source.name, plant.changes, plant.added)
+
+
+@pytest.mark.parametrize("dist", sorted({p.dist for p in PLANTS}))
+def test_the_published_wheel_has_no_error(dist: str) -> None:
+    together = next(p.together for p in PLANTS if p.dist == dist)
+    report = verify_paths([wheel(d) for d in (dist, *together)], LinkagePolicy.empty())
+    assert _errors(report) == set()
+
+
+@pytest.mark.parametrize("plant", PLANTS, ids=[f"{p.dist}-{p.name}" for p in PLANTS])
+def test_a_planted_defect_is_an_error(plant: Plant, tmp_path: Path) -> None:
+    require(shutil.which("patchelf") is not None, "patchelf is not installed")
+    broken = build(plant, tmp_path)
+    report = verify_paths([broken, *(wheel(d) for d in plant.together)], LinkagePolicy.empty())
+    assert _errors(report) == plant.errors
