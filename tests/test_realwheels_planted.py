@@ -100,6 +100,9 @@ class Plant:
     """New member -> (the member it is made from, how)."""
     together: tuple[str, ...] = ()
     """Wheels checked with it, as they are installed together."""
+    known_false_alarm: str = ""
+    """Why verify-linkage still reports an error the import does not hit (the test is then an
+    xfail, strict: it starts passing when the verdict is fixed)."""
 
 
 ZMQ = "zmq/backend/cython/_zmq.cpython-311-x86_64-linux-gnu.so"
@@ -124,7 +127,11 @@ GOMP_USERS = tuple(
 )  # fmt: skip
 """The extension modules that need scikit-learn's grafted libgomp."""
 LOSS = GOMP_USERS[0]
+OPENMP_HELPERS = GOMP_USERS[-1]
+"""The first of them ``import sklearn`` loads: the others find libgomp loaded already."""
+GOMP_COPY = "scikit_learn.libs/libgomp-0badc0de.so.1.0.0"
 COMPILER = "tvm/lib/libtvm_compiler.so"
+RUNTIME = "tvm/lib/libtvm_runtime.so"
 RUNTIME_COPY = "apache_tvm.libs/libtvm_runtime-5e2a1c9b.so"
 NOWHERE = "libnotshipped.so.1"
 
@@ -156,8 +163,20 @@ PLANTS = [
           frozenset({("BT109", HDF5, NOWHERE)})),
     Plant("scikit-learn", "libgomp-deleted", {f"scikit_learn.libs/{GOMP}": deleted},
           frozenset(("BT109", module, GOMP) for module in GOMP_USERS)),
-    Plant("scikit-learn", "runpath-away", {LOSS: patchelf("--set-rpath", "$ORIGIN")},
-          frozenset({("BT107", LOSS, GOMP)})),
+    Plant("scikit-learn", "runpath-away", {OPENMP_HELPERS: patchelf("--set-rpath", "$ORIGIN")},
+          frozenset({("BT107", OPENMP_HELPERS, GOMP)})),
+    # import works: sklearn/__init__ loads _openmp_helpers, which loads libgomp before _loss
+    # asks for its SONAME; ctypes.CDLL(_loss) in a fresh interpreter fails
+    Plant("scikit-learn", "runpath-away-behind-another-loader",
+          {LOSS: patchelf("--set-rpath", "$ORIGIN")}, frozenset({("BT107", LOSS, GOMP)})),
+    Plant("scikit-learn", "libgomp-not-needed", {OPENMP_HELPERS: patchelf("--remove-needed", GOMP)},
+          frozenset({("BT106", OPENMP_HELPERS, None)})),
+    # two OpenMP runtimes in one process, each with its own thread pool: both work
+    Plant("scikit-learn", "libgomp-grafted-twice",
+          {LOSS: patchelf("--replace-needed", GOMP, GOMP_COPY.split("/")[1])},
+          frozenset(),
+          added={GOMP_COPY: (f"scikit_learn.libs/{GOMP}",
+                             patchelf("--set-soname", GOMP_COPY.split("/")[1]))}),
     Plant("scikit-learn", "needs-unshipped", {LOSS: patchelf("--add-needed", NOWHERE)},
           frozenset({("BT109", LOSS, NOWHERE)})),
     Plant(
@@ -172,6 +191,13 @@ PLANTS = [
                               patchelf("--set-soname", RUNTIME_COPY.split("/")[1]))},
         together=("apache-tvm-ffi",),
     ),
+    # import works: tvm_ffi loads libtvm_ffi.so RTLD_GLOBAL before tvm loads its runtime;
+    # ctypes.CDLL(libtvm_runtime.so) alone fails (undefined symbol): underlinking, a warning
+    Plant("apache-tvm", "libtvm-ffi-not-needed",
+          {RUNTIME: patchelf("--remove-needed", "libtvm_ffi.so")}, frozenset(),
+          together=("apache-tvm-ffi",),
+          known_false_alarm="BT106 error, judged in libtvm_runtime.so's own closure: every "
+          "loader's context misses libtvm_ffi.so (BT114), and its own closure lacks it"),
 ]  # fmt: skip
 
 
@@ -189,7 +215,19 @@ def test_the_published_wheel_has_no_error(dist: str) -> None:
     assert _errors(report) == set()
 
 
-@pytest.mark.parametrize("plant", PLANTS, ids=[f"{p.dist}-{p.name}" for p in PLANTS])
+CASES = [
+    pytest.param(
+        plant,
+        id=f"{plant.dist}-{plant.name}",
+        marks=[pytest.mark.xfail(strict=True, reason=plant.known_false_alarm)]
+        if plant.known_false_alarm
+        else [],
+    )
+    for plant in PLANTS
+]
+
+
+@pytest.mark.parametrize("plant", CASES)
 def test_a_planted_defect_is_an_error(plant: Plant, tmp_path: Path) -> None:
     require(shutil.which("patchelf") is not None, "patchelf is not installed")
     broken = build(plant, tmp_path)
