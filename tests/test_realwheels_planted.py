@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping
@@ -100,6 +101,9 @@ class Plant:
     """New member -> (the member it is made from, how)."""
     together: tuple[str, ...] = ()
     """Wheels checked with it, as they are installed together."""
+    probe: str = ""
+    """A member that ``ctypes.CDLL`` loads alone from the unpacked copy: it must fail exactly
+    when errors are expected ('': none, the member's libraries are in another wheel)."""
     known_false_alarm: str = ""
     """Why verify-linkage still reports an error the import does not hit (the test is then an
     xfail, strict: it starts passing when the verdict is fixed)."""
@@ -146,39 +150,43 @@ def _errors(report: Report) -> set[tuple[str, str, str | None]]:
 
 PLANTS = [
     Plant("pyzmq", "libsodium-deleted", {f"pyzmq.libs/{SODIUM}": deleted},
-          frozenset({("BT109", LIBZMQ, SODIUM)})),
+          frozenset({("BT109", LIBZMQ, SODIUM)}), probe=LIBZMQ),
     Plant("pyzmq", "runpath-away", {ZMQ: patchelf("--set-rpath", "$ORIGIN/../../pyzmq.libs")},
-          frozenset({("BT107", ZMQ, "libzmq-2f02442c.so.5.2.5")})),
+          frozenset({("BT107", ZMQ, "libzmq-2f02442c.so.5.2.5")}), probe=ZMQ),
     Plant("pyzmq", "libsodium-not-needed", {LIBZMQ: patchelf("--remove-needed", SODIUM)},
-          frozenset({("BT106", LIBZMQ, None)})),
+          frozenset({("BT106", LIBZMQ, None)}), probe=LIBZMQ),
     Plant("pyzmq", "needs-unshipped", {ZMQ: patchelf("--add-needed", NOWHERE)},
-          frozenset({("BT109", ZMQ, NOWHERE)})),
+          frozenset({("BT109", ZMQ, NOWHERE)}), probe=ZMQ),
     Plant("h5py", "libsz-deleted", {f"h5py.libs/{SZ}": deleted},
-          frozenset({("BT109", HDF5, SZ)})),
+          frozenset({("BT109", HDF5, SZ)}), probe=HDF5),
     Plant("h5py", "runpath-away", {HDF5: patchelf("--set-rpath", "/opt/hdf5/lib")},
-          frozenset({("BT107", HDF5, SZ), ("BT107", HDF5, "libaec-a27cf049.so.0.1.4")})),
+          frozenset({("BT107", HDF5, SZ), ("BT107", HDF5, "libaec-a27cf049.so.0.1.4")}),
+          probe=HDF5),
     Plant("h5py", "libsz-not-needed", {HDF5: patchelf("--remove-needed", SZ)},
-          frozenset({("BT106", HDF5, None)})),
+          frozenset({("BT106", HDF5, None)}), probe=HDF5),
     Plant("h5py", "needs-unshipped", {HDF5: patchelf("--add-needed", NOWHERE)},
-          frozenset({("BT109", HDF5, NOWHERE)})),
+          frozenset({("BT109", HDF5, NOWHERE)}), probe=HDF5),
     Plant("scikit-learn", "libgomp-deleted", {f"scikit_learn.libs/{GOMP}": deleted},
-          frozenset(("BT109", module, GOMP) for module in GOMP_USERS)),
+          frozenset(("BT109", module, GOMP) for module in GOMP_USERS),
+          probe=OPENMP_HELPERS),
     Plant("scikit-learn", "runpath-away", {OPENMP_HELPERS: patchelf("--set-rpath", "$ORIGIN")},
-          frozenset({("BT107", OPENMP_HELPERS, GOMP)})),
+          frozenset({("BT107", OPENMP_HELPERS, GOMP)}), probe=OPENMP_HELPERS),
     # import works: sklearn/__init__ loads _openmp_helpers, which loads libgomp before _loss
     # asks for its SONAME; ctypes.CDLL(_loss) in a fresh interpreter fails
     Plant("scikit-learn", "runpath-away-behind-another-loader",
-          {LOSS: patchelf("--set-rpath", "$ORIGIN")}, frozenset({("BT107", LOSS, GOMP)})),
+          {LOSS: patchelf("--set-rpath", "$ORIGIN")}, frozenset({("BT107", LOSS, GOMP)}),
+          probe=LOSS),
     Plant("scikit-learn", "libgomp-not-needed", {OPENMP_HELPERS: patchelf("--remove-needed", GOMP)},
-          frozenset({("BT106", OPENMP_HELPERS, None)})),
+          frozenset({("BT106", OPENMP_HELPERS, None)}), probe=OPENMP_HELPERS),
     # two OpenMP runtimes in one process, each with its own thread pool: both work
     Plant("scikit-learn", "libgomp-grafted-twice",
           {LOSS: patchelf("--replace-needed", GOMP, GOMP_COPY.split("/")[1])},
           frozenset(),
           added={GOMP_COPY: (f"scikit_learn.libs/{GOMP}",
-                             patchelf("--set-soname", GOMP_COPY.split("/")[1]))}),
+                             patchelf("--set-soname", GOMP_COPY.split("/")[1]))},
+          probe=LOSS),
     Plant("scikit-learn", "needs-unshipped", {LOSS: patchelf("--add-needed", NOWHERE)},
-          frozenset({("BT109", LOSS, NOWHERE)})),
+          frozenset({("BT109", LOSS, NOWHERE)}), probe=LOSS),
     Plant(
         "apache-tvm",
         "runtime-grafted-twice",
@@ -233,3 +241,28 @@ def test_a_planted_defect_is_an_error(plant: Plant, tmp_path: Path) -> None:
     broken = build(plant, tmp_path)
     report = verify_paths([broken, *(wheel(d) for d in plant.together)], LinkagePolicy.empty())
     assert _errors(report) == plant.errors
+
+
+def load_error(archive: Path, member: str, folder: Path) -> str:
+    """What the loader says when ``ctypes.CDLL`` loads ``member`` of the unpacked ``archive``
+    alone, in a fresh interpreter ('': it loads)."""
+    with zipfile.ZipFile(archive) as unpacking:
+        unpacking.extractall(folder)
+    code = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+    command = [sys.executable, "-c", code, str(folder / member)]
+    loaded = subprocess.run(command, capture_output=True, text=True, check=False)
+    if loaded.returncode == 0:
+        return ""
+    return (loaded.stderr.strip().splitlines() or [f"exit {loaded.returncode}"])[-1]
+
+
+@pytest.mark.parametrize("plant", [p for p in PLANTS if p.probe],
+                         ids=[f"{p.dist}-{p.name}" for p in PLANTS if p.probe])  # fmt: skip
+def test_the_changed_file_fails_to_load_exactly_when_errors_are_expected(
+    plant: Plant, tmp_path: Path
+) -> None:
+    """The ground truth of the verdicts above, for the files that load without another wheel."""
+    require(shutil.which("patchelf") is not None, "patchelf is not installed")
+    assert load_error(wheel(plant.dist), plant.probe, tmp_path / "published") == ""
+    broken = load_error(build(plant, tmp_path), plant.probe, tmp_path / "broken")
+    assert bool(broken) == bool(plant.errors), broken or "loads"
