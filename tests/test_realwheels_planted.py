@@ -3,8 +3,7 @@ wheels break in the wild, with RECORD kept consistent, and each verdict asserted
 wheel has no error, every broken copy has the errors named here. The ELF edits are patchelf's
 (``.ci/run`` installs it). docs/realwheels.md says what importing each broken wheel really did.
 
-The wheels are the pinned ones of ``test_realwheels`` (pyzmq, h5py and scikit-learn pinned here
-too), from the same cache."""
+The wheels are pinned in ``test_realwheels`` and come from its cache."""
 
 from __future__ import annotations
 
@@ -24,11 +23,9 @@ from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
-from tests.test_realwheels import PINS, wheel
+from tests.test_realwheels import wheel
 
 pytestmark = pytest.mark.realwheels
-
-PINS.update({"pyzmq": "27.3.0", "h5py": "3.16.0", "scikit-learn": "1.9.1"})
 
 Change = Callable[[bytes], bytes | None]
 """A member's new bytes (None: the member is deleted)."""
