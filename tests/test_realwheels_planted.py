@@ -127,6 +127,8 @@ LIBZMQ = "pyzmq.libs/libzmq-2f02442c.so.5.2.5"
 SODIUM = "libsodium-6c8f8377.so.26.4.0"
 HDF5 = "h5py.libs/libhdf5-9e18f0c6.so.320.0.0"
 SZ = "libsz-c6be10dd.so.2.0.1"
+HDF5_NAME = HDF5.split("/")[1]
+HDF5_HL = "h5py.libs/libhdf5_hl-69da89c9.so.320.0.0"
 H5_MODULES = ("h5py/h5.cpython-311-x86_64-linux-gnu.so",)
 GOMP = "libgomp-e985bcbb.so.1.0.0"
 GOMP_USERS = tuple(
@@ -178,6 +180,10 @@ PLANTS = [
           probe=HDF5),
     Plant("h5py", "libsz-not-needed", {HDF5: patchelf("--remove-needed", SZ)},
           frozenset({("BT106", HDF5, None)}), probe=HDF5),
+    # import works: every module that loads libhdf5_hl needs libhdf5 too, so libhdf5 is in the
+    # load's scope; ctypes.CDLL(libhdf5_hl) alone fails (undefined H5* symbols)
+    Plant("h5py", "libhdf5-not-needed-by-hl", {HDF5_HL: patchelf("--remove-needed", HDF5_NAME)},
+          frozenset(), probe=H5_MODULES[0]),
     Plant("h5py", "needs-unshipped", {HDF5: patchelf("--add-needed", NOWHERE)},
           frozenset({("BT109", HDF5, NOWHERE)}), probe=HDF5),
     Plant("scikit-learn", "libgomp-deleted", {f"scikit_learn.libs/{GOMP}": deleted},
