@@ -33,6 +33,10 @@ PINS = {
     "grpcio": "1.85.3",
     "opencv-python-headless": "5.1.0.95",
     "torchvision": "0.28.0",
+    # the planted-defect corpus (test_realwheels_planted) only
+    "pyzmq": "27.3.0",
+    "h5py": "3.16.0",
+    "scikit-learn": "1.9.1",
 }
 
 
