@@ -152,12 +152,41 @@ def test_a_wheel_with_nothing_to_check_is_bad_input(tmp_path: Path, run_cli: Cli
         "pure-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pure\nVersion: 1.0\n",
         "pure-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n",
     }
-    record = [record_line(name, content) for name, content in members.items()]
-    record.append("pure-1.0.dist-info/RECORD,,")
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for name, content in members.items():
-            archive.writestr(name, content)
-        archive.writestr("pure-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    _wheel(wheel, members)
     result = run_cli("verify-linkage", "--no-recipe", str(wheel))
     assert result.exit_code == 2
     assert f"{wheel}: nothing to check: the wheel holds no shared library" in result.stderr
+
+
+def _wheel(path: Path, members: dict[str, bytes]) -> Path:
+    record = [record_line(name, content) for name, content in members.items()]
+    record.append("pure-1.0.dist-info/RECORD,,")
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in members.items():
+            archive.writestr(name, content)
+        archive.writestr("pure-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def test_an_object_file_named_like_an_extension_is_caught(
+    builds: tuple[Path, Path], tmp_path: Path
+) -> None:
+    obj = sorted((builds[0] / "python" / "CMakeFiles").rglob("*.o"))[0]
+    loaded = _load(obj)
+    assert loaded.returncode == 1
+    assert "only ET_DYN and ET_EXEC can be loaded" in loaded.stderr
+    members = {
+        "pure/_ext.so": obj.read_bytes(),
+        "pure/__init__.py": b"",
+        "pure-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pure\nVersion: 1.0\n",
+    }
+    wheel = _wheel(tmp_path / "pure-1.0-cp311-cp311-linux_x86_64.whl", members)
+    report = verify_paths([wheel], LinkagePolicy.empty())
+    assert [(f.check_id, f.path.split("!/")[1]) for f in report.findings] == [
+        ("BT100", "pure/_ext.so")
+    ]
+    assert "is an object file" in report.findings[0].message
+    # the same wheel with a real shared library in that place is clean
+    members["pure/_ext.so"] = (builds[0] / "src" / "libcore.so").read_bytes()
+    clean = _wheel(tmp_path / "pure-1.0-cp311-cp311-linux_x86_64.whl", members)
+    assert verify_paths([clean], LinkagePolicy.empty()).findings == ()
