@@ -688,7 +688,7 @@ def test_the_folder_of_the_projects_own_libraries_is_the_reference(
     assert found == [
         (
             "BT206",
-            f"target runtime (CMakeLists.txt:29): built into {build / 'alone'}, not "
+            f"target runtime (CMakeLists.txt:37): built into {build / 'alone'}, not "
             f"{build / 'lib'} with the others",
         )
     ]
@@ -737,3 +737,73 @@ def test_a_monolith_someone_links_beside_the_runtime_is_not_an_alternative(
     ran = subprocess.run([build / "bin" / "app"], capture_output=True, text=True, check=False)
     assert ran.returncode != 0
     assert "duplicate registration: contrib.gemm_fp16_int" in ran.stderr
+
+
+VENDORED_RECIPE = """\
+[project]
+name = "presplit"
+
+[libraries.vendor]
+file = "libvendor.so"
+
+[libraries.ffi]
+file = "libffi.so"
+
+[libraries.runtime]
+file = "libruntime.so"
+links = ["ffi", "vendor"]
+"""
+
+
+@pytest.mark.integration
+def test_a_vendored_library_its_own_cmake_places_is_not_blamed(
+    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
+) -> None:
+    """TVM before its split: tvm-ffi's own CMake builds libtvm_ffi.so into <build>/lib, TVM's
+    libraries sit in the build folder's root. The project can move its own libraries, not the
+    vendored one: the finding names the project's."""
+    recipe = tmp_path / "buildtool.toml"
+    recipe.write_text(VENDORED_RECIPE, encoding="utf-8")
+    build = presplit_build("vendor-in-lib")
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
+    assert load_in_order(build / "lib" / "libruntime.so").returncode == 0
+    build = presplit_build("own-in-root")
+    assert (build / "lib" / "libvendor.so").is_file()
+    code, found = findings_of(run_cli, "check-cmake", str(build), "--recipe", str(recipe))
+    beside = f"not {build / 'lib'} with libvendor.so, whose folder a vendored project's CMake sets"
+    assert (code, found) == (
+        1,
+        [
+            ("BT206", f"target ffi (CMakeLists.txt:34): built into {build}, {beside}"),
+            ("BT206", f"target runtime (CMakeLists.txt:37): built into {build}, {beside}"),
+        ],
+    )
+    # really broken: the runtime's RUNPATH $ORIGIN does not find the vendored library
+    loaded = load_in_order(build / "libruntime.so")
+    assert "libvendor.so: cannot open shared object file" in loaded.stderr
+    # without a recipe a vendored project's library is not the project's layout
+    assert check_ids(run_cli, "check-cmake", str(build)) == (0, [])
+
+
+@pytest.mark.integration
+def test_init_keeps_the_runtime_nothing_in_cmake_links(
+    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
+) -> None:
+    """TVM's tree before its split: minrpc is built by Python, so nothing in CMake links
+    libtvm_runtime.so, and libtvm_allvisible.so copies the monolith. The monolith and its copy
+    hold all of the runtime's code and more: they are the alternatives, the runtime stays."""
+    build = presplit_build("python-minrpc")
+    recipe = tmp_path / "buildtool.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    text = recipe.read_text(encoding="utf-8")
+    assert "# decide: libmono.so (target mono) is left out." in text
+    assert "# decide: liballvisible.so (target allvisible) is left out." in text
+    assert sorted(load_recipe(recipe).recipe.libraries) == ["ffi", "runtime"]
+    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
+    assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
+    lib = build / "lib"
+    assert load_in_order(lib / "libruntime.so").returncode == 0
+    # and the copy really is an alternative: beside the runtime it registers everything twice
+    loaded = load_in_order(lib / "libruntime.so", lib / "liballvisible.so")
+    assert loaded.returncode != 0
+    assert "duplicate registration: contrib.gemm_fp16_int" in loaded.stderr

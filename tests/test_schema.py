@@ -52,3 +52,27 @@ def test_committed_recipe_reference_is_current() -> None:
 
     committed = (REPO / "docs" / "recipe.md").read_text(encoding="utf-8")
     assert committed == render_recipe_doc(), "regenerate docs/recipe.md (command in its header)"
+
+
+def test_the_reference_types_each_table_by_its_values() -> None:
+    """A table of names to strings (``[migrate] renamed``) reads "table of strings", one of
+    numbers "table of numbers": the type column follows each schema entry's value type."""
+    from buildtool.recipe.schema import render_recipe_doc
+
+    words = {"string": "strings", "number": "numbers", "integer": "integers"}
+    rows = render_recipe_doc().splitlines()
+    checked = {}
+    for definition in recipe_schema()["$defs"].values():
+        for key, entry in definition.get("properties", {}).items():
+            values = entry.get("additionalProperties")
+            if not isinstance(values, dict) or "$ref" in values:
+                continue
+            if values.get("type") == "array":
+                expected = f"table of arrays of {words[values['items']['type']]}"
+            else:
+                expected = f"table of {words[values['type']]}"
+            assert f"| `{key}` | {expected} |" in "\n".join(rows), key
+            checked[key] = expected
+    assert checked["renamed"] == checked["renamed-headers"] == "table of strings"
+    assert checked["removed"] == "table of strings"
+    assert checked["size-budget-mb"] == "table of numbers"

@@ -4,6 +4,7 @@ gone, and each true defect next to it is kept. Where it can, a test asks the rea
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import itertools
 import json
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.linkage.checks import hardening
+from buildtool.linkage.checks import hardening, needed
 from buildtool.linkage.checks.policy import ExecutableRule, LibraryRule, LinkagePolicy
 from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.linkage.report.model import Report
@@ -259,6 +260,42 @@ def test_a_needed_only_another_required_wheel_ships_is_a_warning(wheels: Wheels)
         "needs libbeta.so, found only when beta is imported first"
     )
     assert not together.failed
+
+
+def test_a_library_no_requirement_is_named_like_is_an_error(wheels: Wheels, tmp_path: Path) -> None:
+    """alpha's wheel requiring only pure-Python distributions: libbeta.so cannot come from one
+    of them (the wheel lost its own copy), so the missing library fails the load: BT109."""
+    with zipfile.ZipFile(wheels.alpha) as archive:
+        library = archive.read("alpha/lib/libalpha.so")
+    wheel = write_wheel(tmp_path / "alpha-1.0-py3-none-linux_x86_64.whl", "alpha",
+                        {"alpha/lib/libalpha.so": library}, ["sympy", "filelock"])  # fmt: skip
+    report = check(wheel)
+    assert ids(report) == {("BT109", "libalpha.so")}
+    assert "none of its requirements not among the inputs (filelock, sympy)" in (
+        report.findings[0].evidence
+    )
+    (tmp_path / "libalpha.so").write_bytes(library)
+    with pytest.raises(OSError, match=r"libbeta\.so: cannot open shared object file"):
+        ctypes.CDLL(str(tmp_path / "libalpha.so"))
+
+
+@pytest.mark.parametrize(
+    ("requirement", "library", "named"),
+    [
+        ("apache-tvm-ffi", "libtvm_ffi.so", True),
+        ("torch", "libtorch_cuda.so", True),
+        ("nvidia-cuda-runtime-cu12", "libcudart.so.12", True),
+        ("nvidia-cusparselt-cu12", "libcusparseLt.so.0", True),
+        ("beta", "@rpath/libbeta.dylib", True),
+        ("sympy", "@rpath/libc10.dylib", False),
+        ("typing-extensions", "libc10.so", False),
+        ("filelock", "libbeta.so", False),
+    ],
+)
+def test_a_requirement_may_ship_the_libraries_named_like_it(
+    requirement: str, library: str, named: bool
+) -> None:
+    assert needed._named_like(requirement, library) is named
 
 
 def test_a_wheel_that_is_not_required_does_not_provide(wheels: Wheels) -> None:

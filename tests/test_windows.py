@@ -75,11 +75,11 @@ def _cross_build(source: Path, build_dir: Path, *targets: str) -> Path:
 
 @pytest.fixture(scope="session")
 def windows_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example, full variant, cross-built with ``buildtool build -D CMAKE_TOOLCHAIN_FILE``."""
+    """The example, full variant, cross-built with ``buildtool build --toolchain``."""
     _require_mingw()
     build_dir = tmp_path_factory.mktemp("win64") / "build"
     argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
-    assert main([*argv, "-D", f"CMAKE_TOOLCHAIN_FILE={TOOLCHAIN}"]) == 0
+    assert main([*argv, "--toolchain", TOOLCHAIN.stem]) == 0
     return build_dir
 
 
@@ -233,3 +233,39 @@ def test_verify_linkage_reports_the_missing_dll(
         finding["severity"] == "error" and "libdemo_runtime.dll" in finding["message"]
         for finding in findings
     ), findings
+
+
+def test_a_folder_keeps_its_toolchain(windows_build: Path, run_cli: CliRunner) -> None:
+    """CMake ignores a toolchain asked for after a folder's first configure: refused, exit 2,
+    and the folder is left as it was."""
+    cache = (windows_build / "CMakeCache.txt").read_text()
+    own = windows_build.parent / "own-toolchain.cmake"
+    own.write_text(TOOLCHAIN.read_text())
+    argv = ["build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(windows_build)]
+    result = run_cli(*argv, "--toolchain", str(own))
+    assert result.exit_code == 2
+    assert f"was configured with toolchain {TOOLCHAIN}" in result.stderr
+    assert (windows_build / "CMakeCache.txt").read_text() == cache
+    # the same toolchain again, by name: the folder is reconfigured and built
+    assert run_cli(*argv, "--toolchain", TOOLCHAIN.stem).exit_code == 0
+
+
+@pytest.mark.parametrize("name", ["mingw-w64", "no/such/file.cmake"])
+def test_an_unknown_toolchain_is_a_usage_error(
+    name: str, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    result = run_cli(
+        "configure",
+        "--recipe",
+        str(DEMO_RECIPE),
+        "--build-dir",
+        str(tmp_path / "b"),
+        "--toolchain",
+        name,
+    )
+    assert result.exit_code == 2
+    assert (
+        f"--toolchain {name!r}: expected the name of a toolchain buildtool ships " in result.stderr
+    )
+    assert TOOLCHAIN.stem in result.stderr
+    assert not (tmp_path / "b").exists()

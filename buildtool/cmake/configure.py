@@ -19,6 +19,7 @@ from buildtool.cmake.generate import (
     is_generated,
     render_build_files,
 )
+from buildtool.cmake.toolchains import TOOLCHAIN_VARIABLE
 from buildtool.errors import ChecksFailed, InputError, RecipeError, UsageError
 from buildtool.fsutil import GENERATED_MARKER, folder_lock, is_hand_written, write_atomic
 from buildtool.packaging.distributions import PYPROJECT, full_project_dir, render_pyprojects
@@ -286,6 +287,7 @@ def configure(
     """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja."""
     plan = plan_recipe(loaded)
     extra = cmake.environment_cmake_args(os.environ)
+    _check_toolchain_kept(build_dir, extra_defines or {})
     write_generated(loaded, generated_files(loaded, plan))
     defines = {**variant_defines(plan, variant), **python_defines(plan), **(extra_defines or {})}
     with folder_lock(build_dir, "configure"):
@@ -297,6 +299,21 @@ def configure(
         if target.type in ("SHARED_LIBRARY", "EXECUTABLE"):
             log.debug("target %s (%s): %s", target.name, target.type, ", ".join(target.artifacts))
     return targets
+
+
+def _check_toolchain_kept(build_dir: Path, defines: Mapping[str, str]) -> None:
+    """CMake reads a toolchain file on a folder's first configure only; a different one asked
+    for later would be ignored silently, leaving the old compilers."""
+    wanted = defines.get(TOOLCHAIN_VARIABLE)
+    if wanted is None or not is_configured(build_dir):
+        return
+    kept = cmake.cached_values(build_dir, [TOOLCHAIN_VARIABLE]).get(TOOLCHAIN_VARIABLE, "")
+    if not kept or Path(kept).resolve() != Path(wanted).resolve():
+        first = f"toolchain {kept}" if kept else "the host's compilers"
+        raise UsageError(
+            f"{build_dir} was configured with {first}; CMake keeps a folder's toolchain, so "
+            f"{wanted} needs another --build-dir (or remove {build_dir})"
+        )
 
 
 def is_configured(build_dir: Path) -> bool:

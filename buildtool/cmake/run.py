@@ -149,18 +149,25 @@ def build_command(
     return [ninja_executable(), "-C", build_dir, *limit, *targets]
 
 
-def cached_option_values(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:
-    """The boolean values ``names`` have in a configured folder's ``CMakeCache.txt`` (those it
-    holds); nothing when the folder was never configured."""
+def cached_values(build_dir: Path, names: Sequence[str]) -> dict[str, str]:
+    """The values ``names`` have in a configured folder's ``CMakeCache.txt`` (those it holds);
+    nothing when the folder was never configured."""
     try:
         lines = (build_dir / "CMakeCache.txt").read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError):
         return {}
     wanted = set(names)
-    values: dict[str, bool] = {}
+    values: dict[str, str] = {}
     for line in lines:
         key, sep, value = line.partition("=")
         name = key.split(":", 1)[0]
         if sep and name in wanted:
-            values[name] = value.strip().upper() in CMAKE_TRUE
+            values[name] = value.strip()
     return values
+
+
+def cached_option_values(build_dir: Path, names: Sequence[str]) -> dict[str, bool]:
+    """The boolean values ``names`` have in a configured folder's ``CMakeCache.txt`` (those it
+    holds); nothing when the folder was never configured."""
+    cached = cached_values(build_dir, names)
+    return {name: value.upper() in CMAKE_TRUE for name, value in cached.items()}

@@ -63,6 +63,9 @@ class CmakeTarget:
     """The line of that file (0 when unknown)."""
     installed: bool = False
     """Whether an ``install()`` rule installs it (the File API's ``install`` member)."""
+    build_folder: str = ""
+    """Absolute build folder of the CMake directory that defines it (where its artifacts go
+    unless an output directory is set)."""
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -202,6 +205,7 @@ def parse_target(
         defined_in=defined_in,
         line=line,
         installed=bool(data.get("install")),
+        build_folder=_absolute(build_dir, _text((data.get("paths") or {}).get("build", "."))),
     )
 
 

@@ -159,37 +159,66 @@ def check_sources(graph: Graph, together: Together) -> Iterator[Finding]:
         )
 
 
-def _reference_folder(libraries: list[CmakeTarget], model: Codemodel) -> str:
-    """The folder the libraries belong in: the one most of the project's own libraries share
-    (a vendored subproject's libraries do not set the layout), ties broken by the code model's
-    order. Never the alphabetically first."""
+def _folder(target: CmakeTarget) -> str:
+    return posixpath.dirname(target.artifacts[0])
+
+
+def _placed(target: CmakeTarget) -> bool:
+    """Whether its CMake chose its folder: built outside its directory's own build folder (a
+    library left there has CMake's default, which the parent project can change)."""
+    folder = _folder(target)
+    inside = folder == target.build_folder or folder.startswith(target.build_folder + "/")
+    return bool(target.build_folder) and not inside
+
+
+def _reference_folder(libraries: list[CmakeTarget], model: Codemodel) -> tuple[str, str]:
+    """(the folder the libraries belong in, why). The folder of the vendored subproject's
+    libraries that the recipe loads, when their own CMake placed them in one (tvm-ffi's target
+    property says ``<build>/lib``): the project can move its own libraries, not theirs.
+    Otherwise the folder most of the project's own libraries share (a vendored library does not
+    set the layout), ties broken by the order given (the recipe's). Never the alphabetically
+    first."""
+    placed = [t for t in libraries if t.name in model.subproject_targets and _placed(t)]
+    placed_folders = {_folder(target) for target in placed}
+    if len(placed_folders) == 1:
+        names = ", ".join(target.file_names[0] for target in placed)
+        return placed_folders.pop(), f"{names}, whose folder a vendored project's CMake sets"
     own = [t for t in libraries if t.name not in model.subproject_targets] or libraries
-    folders = [posixpath.dirname(path) for target in own for path in target.artifacts[:1]]
+    folders = [_folder(target) for target in own]
     counts = collections.Counter(folders)
-    return max(dict.fromkeys(folders), key=lambda folder: counts[folder])
+    reference = max(dict.fromkeys(folders), key=lambda folder: counts[folder])
+    return reference, "the others"
+
+
+def _layout(model: Codemodel, policy: CmakePolicy | None) -> list[CmakeTarget]:
+    """The shared libraries that must share a folder: the recipe's (in its order), else the
+    project's own (a vendored subproject's are its own layout)."""
+    built = [target for target in model.of_type("SHARED_LIBRARY") if target.artifacts]
+    if policy is None:
+        return [target for target in built if target.name not in model.subproject_targets]
+    order = {lib.file_name: index for index, lib in enumerate(policy.libraries)}
+
+    def rank(target: CmakeTarget) -> int:
+        return min((order[name] for name in target.file_names if name in order), default=-1)
+
+    return sorted((target for target in built if rank(target) >= 0), key=rank)
 
 
 def check_together(model: Codemodel, policy: CmakePolicy | None) -> Iterator[Finding]:
     """BT206: every shared library (the recipe's, with one; else the project's own) built into
     the folder the others share."""
-
-    def _in_layout(target: CmakeTarget) -> bool:
-        if policy is not None:
-            return bool(set(target.file_names) & policy.library_files)
-        return target.name not in model.subproject_targets
-
-    libraries = [target for target in model.of_type("SHARED_LIBRARY") if _in_layout(target)]
+    libraries = _layout(model, policy)
     folders = sorted({posixpath.dirname(path) for t in libraries for path in t.artifacts})
     if len(folders) < 2:
         return
-    reference = _reference_folder(libraries, model)
+    reference, beside = _reference_folder(libraries, model)
     for target in libraries:
         elsewhere = [path for path in target.artifacts if posixpath.dirname(path) != reference]
         if elsewhere:
             yield _finding(
                 target,
                 "BT206",
-                f"built into {posixpath.dirname(elsewhere[0])}, not {reference} with the others",
+                f"built into {posixpath.dirname(elsewhere[0])}, not {reference} with {beside}",
                 "library folders: " + ", ".join(folders),
             )
 

@@ -24,10 +24,10 @@ HEADER = """\
 #   buildtool check-cmake BUILD_DIR --recipe THIS_FILE
 #   buildtool verify-linkage BUILD_DIR --recipe THIS_FILE
 # hold it to. What init inferred is marked "decide:" below: a library nothing links is
-# optional (deployments can do without it), one that also holds another's code without linking
-# it is an alternative (loaded instead of it, never beside it) and is left out. Then list what
-# each library registers at static initialization (registers = [...]), and add [verify]
-# settings (removed legacy files, size budgets).
+# optional (deployments can do without it), one that holds all of another's code and more
+# without linking it is an alternative (loaded instead of it, never beside it) and is left out.
+# Then list what each library registers at static initialization (registers = [...]), and add
+# [verify] settings (removed legacy files, size budgets).
 """
 
 
@@ -97,34 +97,38 @@ def _linked_by_anything(graph: Graph) -> set[str]:
     return {name for names in graph.linked.values() for name in names}
 
 
-def _code_of(graph: Graph, target: str) -> dict[str, list[str]]:
-    """Other linked target -> what of ``target``'s code it holds too (sources, object libraries)."""
+def _code(graph: Graph) -> dict[str, frozenset[str]]:
+    """Linked target -> the code it holds (sources, as relative paths, and OBJECT libraries)."""
     source_dir = graph.model.source_dir
-    shared: dict[str, list[str]] = {}
+    code: dict[str, set[str]] = {}
     for path, holders in graph.compiled_in.items():
-        for other in holders:
-            if target in holders and other != target:
-                shared.setdefault(other, []).append(posixpath.relpath(path, source_dir))
+        for holder in holders:
+            code.setdefault(holder, set()).add(posixpath.relpath(path, source_dir))
     for obj, holders in graph.holders.items():
-        for other in holders:
-            if target in holders and other != target:
-                shared.setdefault(other, []).append(f"OBJECT library {obj}")
-    return shared
+        for holder in holders:
+            code.setdefault(holder, set()).add(f"OBJECT library {obj}")
+    return {name: frozenset(items) for name, items in code.items()}
 
 
 def alternatives(graph: Graph) -> dict[str, tuple[str, list[str]]]:
-    """Shared library nothing links that holds another library's code without linking it (a
-    monolith beside its runtime) -> (that library, what they share). A process loads one of
-    the two, so it is an alternative, not a library loaded with the others."""
+    """Shared library nothing links that holds all of another library's code without linking
+    it (a monolith beside its runtime, a copy of the monolith) -> (that library, its code). A
+    process loads one of the two, so it is an alternative, not a library loaded with the others.
+    Only the larger of the two is (the first in CMake's order of two equal ones): the runtime
+    that nothing in CMake links (TVM's minrpc is built by Python) stays."""
     linked = _linked_by_anything(graph)
+    code = _code(graph)
+    libraries = [t.name for t in _built(graph.model, "SHARED_LIBRARY")]
     found: dict[str, tuple[str, list[str]]] = {}
-    for target in _built(graph.model, "SHARED_LIBRARY"):
-        if target.name in linked:
+    for index, name in enumerate(libraries):
+        mine = code.get(name, frozenset())
+        if name in linked or not mine:
             continue
-        for other, what in _code_of(graph, target.name).items():
-            kind = graph.model.target(other).type
-            if kind == "SHARED_LIBRARY" and other not in graph.linked[target.name]:
-                found[target.name] = (other, sorted(what))
+        for order, other in enumerate(libraries):
+            theirs = code.get(other, frozenset())
+            larger = theirs < mine or (theirs == mine and order < index)
+            if theirs and larger and other not in graph.linked[name]:
+                found[name] = (other, sorted(theirs))
                 break
     return found
 

@@ -31,7 +31,7 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     jobs = build_jobs(args)
-    asked = args.variant or args.launcher or args.defines
+    asked = args.variant or args.launcher or args.toolchain or args.defines
     if asked or not configure.is_configured(args.build_dir):
         loaded = resolve_recipe(args)
         defines = configure_defines(args, loaded)

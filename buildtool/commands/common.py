@@ -83,12 +83,24 @@ def resolve_recipe(args: argparse.Namespace) -> LoadedRecipe:
 
 
 def add_configure_options(parser: argparse.ArgumentParser) -> None:
-    """What every command that configures a build accepts: recipe, build folder, launcher and
-    extra cache entries."""
+    """What every command that configures a build folder accepts: recipe, build folder,
+    launcher, toolchain and extra cache entries."""
     add_recipe_option(parser)
     add_build_dir_option(parser)
     add_launcher_option(parser)
+    add_toolchain_option(parser)
     add_define_option(parser)
+
+
+def add_toolchain_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--toolchain",
+        metavar="NAME|FILE",
+        default=None,
+        help="cross-compile with a toolchain buildtool ships (mingw-w64-x86_64: Windows x64 "
+        "DLLs and executables) or a CMake toolchain file of the project's; a build folder "
+        "keeps the toolchain of its first configure",
+    )
 
 
 def add_define_option(parser: argparse.ArgumentParser) -> None:
@@ -117,10 +129,15 @@ def parse_defines(items: list[str]) -> dict[str, str]:
 
 
 def configure_defines(args: argparse.Namespace, loaded: LoadedRecipe) -> dict[str, str]:
-    """The cache entries a configure gets: the launcher's, then ``-D`` (which win)."""
+    """The cache entries a configure gets: the launcher's, the toolchain's, then ``-D`` (which
+    win)."""
     from buildtool.cmake.launcher import resolve_launcher_defines
+    from buildtool.cmake.toolchains import toolchain_defines
 
-    return {**resolve_launcher_defines(args.launcher, loaded), **parse_defines(args.defines)}
+    # wheel and ci take no --toolchain: a cross-built wheel would carry this machine's tag
+    toolchain = toolchain_defines(getattr(args, "toolchain", None))
+    launcher = resolve_launcher_defines(args.launcher, loaded)
+    return {**launcher, **toolchain, **parse_defines(args.defines)}
 
 
 def append_step_summary(markdown: str) -> None:

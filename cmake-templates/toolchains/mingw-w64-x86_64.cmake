@@ -1,6 +1,5 @@
 # Cross-compiling for Windows x64 with mingw-w64 (Debian: g++-mingw-w64-x86-64), e.g.
-#   buildtool build --build-dir build-win64 \
-#     -D CMAKE_TOOLCHAIN_FILE=cmake-templates/toolchains/mingw-w64-x86_64.cmake
+#   buildtool build --build-dir build-win64 --toolchain mingw-w64-x86_64
 # The project's DLLs and executables land in <build>/bin, import libraries in <build>/lib.
 set(CMAKE_SYSTEM_NAME Windows)
 set(CMAKE_SYSTEM_PROCESSOR AMD64)

@@ -4,6 +4,7 @@ platform, a driver or the recipe provides them), and symbol versions against the
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterator, Sequence
 
 from buildtool.linkage.binaries import BinaryFacts
@@ -143,6 +144,40 @@ def _unchecked_requirements(subject: Subject, binary: BinaryFile) -> list[str]:
     return sorted(dist.requires - subject.distributions) if dist else []
 
 
+def _library_stem(name: str) -> str:
+    """``@rpath/libtvm_ffi.so.1`` -> ``tvmffi``: the part of a library's name that says whose
+    it is, lowercased, without folder, ``lib`` prefix, suffixes and separators."""
+    stem = name.rsplit("/", 1)[-1].lower().removeprefix("lib")
+    stem = re.split(r"\.(?:so|dylib|dll)\b", stem, maxsplit=1)[0]
+    return re.sub(r"[^a-z0-9]", "", stem)
+
+
+def _named_like(requirement: str, library: str) -> bool:
+    """A distribution that ships a library names it after itself: apache-tvm-ffi's
+    libtvm_ffi.so, torch's libtorch_cuda.so, nvidia-cuda-runtime-cu12's libcudart.so.12."""
+    stem = _library_stem(library)
+    words = [word for word in re.split(r"[-_.]+", requirement.lower()) if len(word) >= 3]
+    joined = re.sub(r"[^a-z0-9]", "", requirement.lower())
+    return any(word in stem for word in words) or (len(stem) >= 3 and stem in joined)
+
+
+def _possible_providers(subject: Subject, binary: BinaryFile) -> list[str]:
+    """The unchecked requirements that may ship what ``binary`` needs and its own input lacks:
+    those named like one of those libraries (torch for torchvision's libtorch.so; then its
+    libc10.so may be torch's too). With none named like any, the missing library was the
+    binary's own distribution's (torch's libc10 deleted from its wheel): the load fails."""
+    lacking = [
+        entry
+        for entry in subject.facts(binary).needed
+        if not subject.ships(binary, entry) and provided_by(subject, binary, entry) is None
+    ]
+    return [
+        requirement
+        for requirement in _unchecked_requirements(subject, binary)
+        if any(_named_like(requirement, entry) for entry in lacking)
+    ]
+
+
 def _known_missing(subject: Subject, binary: BinaryFile, name: str) -> str | None:
     """Why a NEEDED no input ships cannot come from an unchecked requirement either: a grafted
     copy (only the wheel that grafted it has it), or a library of a required input distribution
@@ -213,7 +248,7 @@ def _missing_finding(
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
     known = _known_missing(subject, binary, name)
-    unchecked = _unchecked_requirements(subject, binary) if known is None else []
+    unchecked = _possible_providers(subject, binary) if known is None else []
     if unchecked:
         message = f"needs {name}, which no input ships"
         evidence = (
@@ -221,6 +256,9 @@ def _missing_finding(
         )
         return Finding("BT116", binary.display, message, evidence, needed=name)
     message = f"needs {name}, which no input ships and nothing provides: loading it fails"
+    if known is None and _unchecked_requirements(subject, binary):
+        others = listed(_unchecked_requirements(subject, binary))
+        known = f"none of its requirements not among the inputs ({others}) is named like it"
     evidence = f"{known}; {evidence}" if known else evidence
     return Finding("BT109", binary.display, message, evidence, needed=name)
 
