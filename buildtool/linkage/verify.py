@@ -36,6 +36,7 @@ from buildtool.linkage.loaders.closure import (
     resolve_closure,
 )
 from buildtool.linkage.loaders.glibc import FactsLookup, load_ld_so_cache
+from buildtool.linkage.loaders.interpreter import interpreter_closure, is_extension_module
 from buildtool.linkage.loaders.platform import (
     Platform,
     host,
@@ -189,6 +190,25 @@ def _closures(
     return closures
 
 
+def _interpreters(
+    inputs: Sequence[InputSet], read: FactsLookup, envs: Mapping[str, Environment]
+) -> dict[str, Closure]:
+    """Each extension module's path -> the interpreter's closure (one per input, class and
+    machine)."""
+    made: dict[tuple[str, int, str], Closure] = {}
+    interpreters: dict[str, Closure] = {}
+    for entry in inputs:
+        for binary in entry.files:
+            facts = binary.facts
+            if facts is None or not is_extension_module(facts):
+                continue
+            key = (entry.label, facts.elf_class, facts.machine)
+            if key not in made:
+                made[key] = interpreter_closure(facts, read, envs[entry.label])
+            interpreters[str(binary.location)] = made[key]
+    return interpreters
+
+
 def _platforms(inputs: Sequence[InputSet]) -> dict[str, Platform]:
     """Each input's platform: its wheel tag's, or this machine's (an input without a tag)."""
     data, here = load_policies(), host()
@@ -274,6 +294,7 @@ def verify_inputs(
             sets=relocated,
             platforms=platforms,
             initializers=_initializers(init_reader),
+            interpreters=_interpreters(relocated, read, envs),
         )
         checked = run_checks(subject)
     finally:

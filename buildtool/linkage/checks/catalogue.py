@@ -85,8 +85,11 @@ CHECKS: tuple[Check, ...] = (
         "BT106",
         "undefined-symbol",
         "error",
-        "An undefined symbol that nothing in the file's NEEDED closure defines: loading it "
-        "fails, or a lazy call aborts later.",
+        "An undefined symbol that nothing in the file's NEEDED closure defines (for a Python "
+        "extension module: nor what the interpreter has loaded, libm and libc), or a version "
+        "need the loaded file does not define (a file that defines no versions satisfies it "
+        "only when it has a version table; without one ld.so aborts): loading it fails, or a "
+        "lazy call aborts later.",
         "Link the library that defines it, or ship the right version of it.",
     ),
     Check(
@@ -189,6 +192,19 @@ CHECKS: tuple[Check, ...] = (
         "Check the wheel together with the wheels it requires.",
     ),
     Check(
+        "BT117",
+        "underlinked-library",
+        "warning",
+        "An ELF library uses symbols that only a library loading it defines, one outside its own "
+        "NEEDED closure (the compiler using runtime_version while only the runtime NEEDs the "
+        "compiler): it loads as that library's dependency, but opening it on its own (dlopen, "
+        'ctypes, a program linking it) fails with "undefined symbol". Symbols of the '
+        "executable, of the Python interpreter (libpython, the Py* C API), of libc and ld.so, "
+        "and weak references are not counted.",
+        "Link the library that defines them (a DT_NEEDED entry), or move the code that uses "
+        "them into that library.",
+    ),
+    Check(
         "BT120",
         "libraries-not-together",
         "error",
@@ -215,10 +231,13 @@ CHECKS: tuple[Check, ...] = (
         "BT124",
         "private-static-copy",
         "warning",
-        "Two libraries one process loads each hold a copy of the same object code, but each "
-        "binds to its own: a statically linked library kept private (its functions hidden or "
-        "localized by a version script), or two vendored copies of one third-party library. "
-        "Both work; the copy costs space.",
+        "Two libraries one process loads each hold a private copy of the same object code: a "
+        "statically linked library whose functions each library binds to its own copy (hidden, "
+        "or localized by a version script) and whose static initializers reach no function of "
+        "a shared registry library in common (each registers into its own copy of its "
+        "registry, like pyarrow's protobuf copies), or code that two libraries a repair tool "
+        "grafted both export. Both work; the copy costs space. Initializers of both copies "
+        "reaching one registry are BT103.",
         "Link the shared code into one library that both need, if the space matters.",
     ),
     Check(

@@ -69,6 +69,10 @@ class Subject:
     without a tag; absent when no policy data describes it."""
     initializers: Initializers = initializers_as_read
     """How the duplicate-code checks learn what a file's initializers reach."""
+    interpreters: Mapping[str, Closure] = dataclasses.field(default_factory=dict)
+    """What the Python interpreter has loaded before it opens an extension module
+    (``loaders.interpreter``), by the module's path: ld.so binds the module's closure against
+    those objects too. Empty: nothing is counted."""
 
     def facts(self, binary: BinaryFile) -> BinaryFacts:
         assert binary.facts is not None
@@ -194,6 +198,12 @@ class Subject:
             for origin, names in self._origin_names.items()
             if origin != own and name in names
         )
+
+    def scopes(self, closure: Closure) -> tuple[Closure, ...]:
+        """What symbols bind against when ``closure``'s root is loaded: the closure, and the
+        interpreter's objects when the root is an extension module."""
+        interpreter = self.interpreters.get(closure.root)
+        return (closure, interpreter) if interpreter is not None else (closure,)
 
     def definitions(self, path: str, facts: BinaryFacts) -> DefinitionIndex:
         """The dynamic definitions of one loaded object, indexed once for every closure."""

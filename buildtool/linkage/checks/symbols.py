@@ -22,11 +22,16 @@ PYTHON_API = re.compile(r"_?Py[A-Z_a-z]")
 """Python C-API symbols: the interpreter that loads an extension provides them."""
 
 
-def _unresolved_in(subject: Subject, facts: BinaryFacts, closure: Closure) -> set[str]:
-    indexes = (subject.definitions(path, closure.objects[path]) for path in closure.load_order)
-    unresolved = unresolved_against(facts.undefined, indexes)
-    unresolved -= platform_may_define(facts, unresolved, closure)
-    return {key for key in unresolved if not PYTHON_API.match(key)}
+def unresolved_in(subject: Subject, facts: BinaryFacts, closure: Closure) -> set[str]:
+    """The strong undefined keys of ``facts`` that no object of ``closure`` (nor of the
+    interpreter that opens its root, see ``Subject.scopes``) defines, nor may (a platform
+    library's); Python C-API symbols left out."""
+    unresolved = {key for key in facts.undefined if not PYTHON_API.match(key)}
+    for scope in subject.scopes(closure):
+        indexes = (subject.definitions(path, scope.objects[path]) for path in scope.load_order)
+        found = unresolved_against(unresolved, indexes)
+        unresolved = set(found - platform_may_define(facts, found, scope))
+    return unresolved
 
 
 def _undefined_findings(
@@ -38,7 +43,7 @@ def _undefined_findings(
     versions: set[str] | None = None
     for closure in contexts:
         if unresolved is None or unresolved:
-            found = _unresolved_in(subject, facts, closure)
+            found = unresolved_in(subject, facts, closure)
             unresolved = found if unresolved is None else unresolved & found
         needs = {f"{file} {v}" for file, v in unsatisfied_version_needs(facts, closure)}
         versions = needs if versions is None else versions & needs

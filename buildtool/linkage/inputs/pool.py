@@ -25,6 +25,7 @@ import mmap
 import os
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
@@ -149,7 +150,7 @@ class _SourceDecoder:
                     return None
                 size = os.fstat(handle.fileno()).st_size
                 with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
-                    return decode(_Bytes(mapped, size, file_backed=True))
+                    return _released_on_failure(decode, _Bytes(mapped, size, file_backed=True))
         except OSError as error:
             raise InputError(f"{source.display}: cannot read: {error.strerror or error}") from None
 
@@ -166,7 +167,7 @@ class _SourceDecoder:
         raw, left_out = read
         if left_out:
             try:
-                result = decode(raw)
+                result = _released_on_failure(decode, raw)
             except MalformedBinary:
                 result = None
             readable = result is not None and not isinstance(result, MalformedBinary)
@@ -175,7 +176,7 @@ class _SourceDecoder:
             read = self._inflate(source, member, sparse=False)
             assert read is not None  # the same bytes: still ELF
             raw = read[0]
-        return decode(raw)
+        return _released_on_failure(decode, raw)
 
     def _inflate(
         self, source: Source, member: CheckedMember, sparse: bool
@@ -233,6 +234,20 @@ class _SourceDecoder:
             if left_out:
                 _populate(self._buffer, cut_ranges(((0, size),), left_out))
         return self._buffer
+
+
+def _released_on_failure(decode: Callable[[_Bytes], _T], raw: _Bytes) -> _T:
+    """``decode(raw)``; when it raises, the frames it leaves in the error's traceback are
+    cleared first: they hold views of ``raw``'s map, and closing a map with views alive raises
+    BufferError in place of the error (and leaves the map, or the reused buffer, pinned)."""
+    try:
+        return decode(raw)
+    except BaseException as error:
+        failure: BaseException | None = error
+        while failure is not None:  # the errors it was raised during hold frames too
+            traceback.clear_frames(failure.__traceback__)
+            failure = failure.__context__
+        raise
 
 
 def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:

@@ -112,13 +112,19 @@ def unsatisfied_version_needs(facts: BinaryFacts, closure: Closure) -> tuple[tup
     """``(file, version)`` needs whose file is loaded but does not define that version.
 
     ld.so refuses to start with "version `V' not found"; a file that is not loaded at all is
-    already a missing NEEDED.
+    already a missing NEEDED. A file that defines no versions but has a version table (it needs
+    versions itself, as every file linked against glibc does) satisfies every need: ld.so warns
+    "no version information available" and binds ``name@V`` to its unversioned ``name``. One
+    without any version table does not: binding ``name@V`` to it aborts in ld.so's
+    ``check_match`` assertion.
     """
     missing: list[tuple[str, str]] = []
     for file, versions in facts.version_needs:
         provider = closure.provider(file)
         if provider is None or provider.platform:
             continue  # a platform's versions are judged against its tag (versions_beyond)
+        if not provider.version_definitions and provider.version_needs:
+            continue
         missing += [(file, v) for v in versions if v not in provider.version_definitions]
     return tuple(missing)
 
