@@ -234,7 +234,8 @@ class Agreement:
     cmake_ids: tuple[str, ...]
     binary_ids: tuple[str, ...]
     folders: tuple[str, ...] = ()
-    """Build-tree folders verify-linkage also reads (it reads lib/ and bin/ of a build tree)."""
+    """Build-tree folders also given to verify-linkage (inside the build tree it searches
+    whole: each file is read once)."""
 
 
 AGREEMENT = [

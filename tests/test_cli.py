@@ -89,12 +89,12 @@ def test_quiet_hides_info(run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -
     assert quiet.stderr == ""
 
 
-def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
+def test_a_command_loads_only_its_own_module(good_build: Path) -> None:
     """verify-linkage starts without importing the build, wheel and ci machinery."""
     program = (
         "import sys\n"
         "from buildtool.cli import main\n"
-        f"code = main(['-q', 'verify-linkage', '--no-recipe', {str(tmp_path)!r}])\n"
+        f"code = main(['-q', 'verify-linkage', '--no-recipe', {str(good_build)!r}])\n"
         "print(code, sorted(m for m in sys.modules if m.startswith('buildtool.commands.')))\n"
     )
     result = subprocess.run(
@@ -105,12 +105,12 @@ def test_a_command_loads_only_its_own_module(tmp_path: Path) -> None:
     assert last_line == f"0 {modules}"
 
 
-def test_a_folder_is_checked_without_the_wheel_modules(tmp_path: Path) -> None:
+def test_a_folder_is_checked_without_the_wheel_modules(good_build: Path) -> None:
     """The wheel reader (and with it zipfile, hashlib and ISA-L) loads for wheel inputs only."""
     program = (
         "import sys\n"
         "from buildtool.cli import main\n"
-        f"code = main(['-q', 'verify-linkage', '--no-recipe', {str(tmp_path)!r}])\n"
+        f"code = main(['-q', 'verify-linkage', '--no-recipe', {str(good_build)!r}])\n"
         "wheel = {'buildtool.linkage.inputs.wheel_archive', 'buildtool.linkage.inputs.inflate',"
         " 'isal'}\n"
         "print(code, sorted(wheel & set(sys.modules)))\n"

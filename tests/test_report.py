@@ -41,16 +41,78 @@ def test_empty_report_also_matches_the_schema() -> None:
     jsonschema.validate(json.loads(render_json(empty)), schema)
 
 
-def test_text_groups_findings_under_their_file() -> None:
+def test_text_groups_findings_under_their_input_and_file() -> None:
     text = render_text(REPORT)
-    assert text.splitlines()[:4] == [
-        "build/bin/minrpc",
-        "  error BT101 required-needed-missing: does not need libdemo_runtime.so",
-        "    evidence: DT_NEEDED: a, b",
-        "    fix: " + CHECKS[1].hint,
+    assert text.splitlines()[:9] == [
+        "build",
+        "  bin/minrpc",
+        "    error BT101 required-needed-missing: does not need libdemo_runtime.so",
+        "      evidence: DT_NEEDED: a, b",
+        "      fix: " + CHECKS[1].hint,
+        "  lib/libx.so",
+        "    warning BT111 rpath-not-runpath: uses DT_RPATH",
+        "      evidence: RPATH: $ORIGIN",
+        "      fix: " + next(c.hint for c in CHECKS if c.id == "BT111"),
     ]
-    assert "  build/lib/libx.so: 2.50 MB file, 1.00 MB code, 12 exported (budget 5.00 MB)" in text
+    # a recipe's size budget brings the table along
+    assert "  lib/libx.so: 2.50 MB file, 1.00 MB code, 12 exported (budget 5.00 MB)" in text
     assert text.endswith("3 ELF files checked, 26 checks: 1 errors, 1 warnings\n")
+
+
+def test_text_lists_errors_first_and_sizes_only_when_asked() -> None:
+    import dataclasses
+
+    wheel = "dist/demo-1.0-cp311-cp311-linux_x86_64.whl"
+    report = Report(
+        inputs=(wheel, "site/demo"),
+        recipe="",
+        files_checked=3,
+        findings=(
+            Finding("BT111", f"{wheel}!/demo/lib/liba.so", "uses DT_RPATH", ""),
+            Finding("BT111", f"{wheel}!/demo/lib/libz.so", "uses DT_RPATH", ""),
+            Finding("BT106", f"{wheel}!/demo/lib/libz.so", "undefined: _ZN2sp6answerEi", ""),
+            Finding("BT109", "site/demo.libs/libc-1a2b.so", "needs libgone.so", ""),
+            Finding("BT109", "/usr/lib/libq.so", "needs libgone.so", ""),
+        ),
+        sizes=(SizeEntry(f"{wheel}!/demo/lib/liba.so", 2_500_000, 1_000_000, 12, None),),
+    )
+    names = {"_ZN2sp6answerEi": "sp::answer(int)"}
+    headers = [line for line in render_text(report, names=names).splitlines() if "fix:" not in line]
+    assert headers[:10] == [
+        "/usr/lib/libq.so",  # in no input: named in full, before the inputs
+        "  error BT109 needed-not-shipped: needs libgone.so",
+        wheel,
+        "  demo/lib/libz.so",  # the file with an error before the one with warnings only
+        "    error BT106 undefined-symbol: undefined: sp::answer(int)",
+        "    warning BT111 rpath-not-runpath: uses DT_RPATH",
+        "  demo/lib/liba.so",
+        "    warning BT111 rpath-not-runpath: uses DT_RPATH",
+        "site/demo",
+        "  ../demo.libs/libc-1a2b.so",
+    ]
+    assert "library sizes" not in render_text(report)  # no budget, not asked for
+    single = dataclasses.replace(report, inputs=(wheel,))
+    assert "\n  demo/lib/liba.so: 2.50 MB file" in render_text(single, sizes=True)
+    # JSON keeps the findings' text and paths as the checks wrote them
+    document = json.loads(render_json(report))
+    assert document["findings"][2]["message"] == "undefined: _ZN2sp6answerEi"  # in given order
+    assert document["findings"][0]["path"].startswith(wheel)
+
+
+def test_mangled_names_are_demangled_by_cxxfilt() -> None:
+    import shutil
+
+    from buildtool.linkage.report.demangle import demangle, mangled_names, readable
+
+    found = mangled_names(["needs _ZN2sp6answerEi and __ZN2sp7versionEv.", "std::x, _Zbogus1"])
+    assert found == {"_ZN2sp6answerEi", "__ZN2sp7versionEv", "_Zbogus1"}
+    if shutil.which("c++filt") is None:
+        assert demangle(found) == {}  # left mangled, never an error
+        return
+    names = demangle(found)
+    assert names == {"_ZN2sp6answerEi": "sp::answer(int)", "__ZN2sp7versionEv": "sp::version()"}
+    text = readable("needs _ZN2sp6answerEi and __ZN2sp7versionEv.", names)
+    assert text == "needs sp::answer(int) and sp::version()."
 
 
 def test_github_annotations_escape_their_fields() -> None:

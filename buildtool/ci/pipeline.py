@@ -28,7 +28,7 @@ from buildtool.fsutil import write_atomic
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.growth import Baseline
 from buildtool.linkage.report.model import Report
-from buildtool.linkage.report.text import render_text
+from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WheelVariant, has_split
@@ -210,7 +210,7 @@ def step_ctest(workspace: Workspace) -> StepOutcome:
 
 
 def _outcome(report: Report) -> StepOutcome:
-    log.info("%s", render_text(report).rstrip("\n"))
+    log.info("%s", render_text(report, names=demangled_names(report)).rstrip("\n"))
     errors, warnings = report.count("error"), report.count("warning")
     detail = f"{report.files_checked} files checked: {errors} errors, {warnings} warnings"
     first = next((f for f in report.findings if f.severity == "error"), None)

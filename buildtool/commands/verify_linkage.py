@@ -17,7 +17,7 @@ from buildtool.linkage.binaries import DECODERS
 from buildtool.linkage.report.github import render_github, render_markdown
 from buildtool.linkage.report.json_report import render_json
 from buildtool.linkage.report.model import Report
-from buildtool.linkage.report.text import render_text
+from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.verification import policy_for_recipe, recipe_covers
 
@@ -56,6 +56,12 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="the --format json report of an earlier run: every format shows how each library's "
         "size changed, and [verify] max-growth-percent fails growth beyond it (BT131)",
+    )
+    parser.add_argument(
+        "--sizes",
+        action="store_true",
+        help="text: show the library size table (shown anyway when the recipe sets size budgets "
+        "or --baseline is given; json, github and html always carry the sizes)",
     )
     parser.add_argument(
         "--output",
@@ -122,7 +128,7 @@ def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, 
     return values
 
 
-def _render(report: Report, output_format: str, colour: bool) -> str:
+def _render(report: Report, output_format: str, colour: bool, sizes: bool) -> str:
     if output_format == "json":
         return render_json(report)
     if output_format == "github":
@@ -131,7 +137,10 @@ def _render(report: Report, output_format: str, colour: bool) -> str:
         from buildtool.linkage.report.html import render_report_html
 
         return render_report_html(report)
-    return render_text(report, lambda text, style: paint(text, style, colour))
+    names = demangled_names(report)
+    return render_text(
+        report, lambda text, style: paint(text, style, colour), sizes=sizes, names=names
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -158,9 +167,9 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "github":
         append_step_summary(render_markdown(report))
     if args.output is None:
-        sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
+        sys.stdout.write(_render(report, args.format, use_colour(sys.stdout), args.sizes))
     else:
-        write_atomic(args.output, _render(report, args.format, colour=False))
+        write_atomic(args.output, _render(report, args.format, colour=False, sizes=args.sizes))
         log.info("report written to %s", args.output)
     if report.failed:
         raise ChecksFailed()

@@ -17,7 +17,7 @@ from buildtool.commands.common import (
 )
 from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.linkage.report.model import Report
-from buildtool.linkage.report.text import render_text
+from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.packaging import wheel
 from buildtool.packaging.distributions import WHEEL_VARIANTS
 from buildtool.plan import option_values_from_defines
@@ -63,7 +63,7 @@ def log_wheel_report(report: Report) -> None:
     """The staged wheels' verify-linkage report: the full text when anything was found."""
     errors, warnings = report.count("error"), report.count("warning")
     if errors or warnings:
-        log.info("%s", render_text(report).rstrip("\n"))
+        log.info("%s", render_text(report, names=demangled_names(report)).rstrip("\n"))
     log.info(
         "verify-linkage: %d ELF files checked: %d errors, %d warnings",
         report.files_checked,

@@ -62,6 +62,21 @@ def _relocate(inputs: InputSet) -> InputSet:
     return dataclasses.replace(inputs, files=files, dll_directories=folders)
 
 
+def _read_once(inputs: Sequence[InputSet]) -> list[InputSet]:
+    """The inputs without the files an earlier input on disk already holds (``build`` and
+    ``build/plugins`` given together): one file read twice would be two copies of itself."""
+    seen: set[PurePosixPath] = set()
+    kept = []
+    for entry in inputs:
+        if entry.in_wheel:
+            kept.append(entry)  # members lie in the wheel: two wheels' same name is a real clash
+            continue
+        files = tuple(binary for binary in entry.files if binary.location not in seen)
+        seen.update(binary.location for binary in files)
+        kept.append(dataclasses.replace(entry, files=files))
+    return kept
+
+
 def _malformed(binary: BinaryFile) -> Finding:
     assert binary.malformed is not None
     problem = binary.malformed
@@ -258,7 +273,7 @@ def verify_inputs(
     """Resolve and check already-read inputs (``with_graph``: the link graph the HTML page
     draws, built only for it); ``decoder`` decodes the files they need; with a
     baseline, compare the sizes with it."""
-    relocated = [_relocate(entry) for entry in inputs]
+    relocated = [_relocate(entry) for entry in _read_once(inputs)]
     every = [binary for entry in relocated for binary in entry.files]
     good = [binary for binary in every if binary.facts is not None]
     malformed = [_malformed(b) for b in every if b.malformed is not None]

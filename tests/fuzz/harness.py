@@ -17,6 +17,7 @@ from pathlib import Path
 from buildtool.linkage.binaries.elf import MalformedElf, read_elf_facts
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs.collect import NOT_LOADABLE
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.fuzz.elf_mutations import Mutant
@@ -34,7 +35,8 @@ class ContractBroken(AssertionError):
 @dataclasses.dataclass(frozen=True)
 class Outcome:
     kind: str
-    """``not-elf`` (no ELF magic: skipped), ``read`` (facts) or ``malformed`` (BT100)."""
+    """``not-elf`` (no ELF magic: skipped), ``not-loaded`` (an object file or core dump:
+    skipped), ``read`` (facts) or ``malformed`` (BT100)."""
     reason: str
     """The malformed reason with its numbers replaced by N (groups alike cases)."""
     mutant_findings: tuple[str, ...]
@@ -50,7 +52,10 @@ def _expected(mutant: Mutant, display: str) -> MalformedElf | str:
         facts = read_elf_facts(mutant.data, display)
     except MalformedElf as error:
         return error
-    return "not-elf" if facts is None else "read"
+    if facts is None:
+        return "not-elf"
+    # a mutated e_type can make it an object file or a core dump: no loader opens those
+    return "not-loaded" if facts.file_type in NOT_LOADABLE else "read"
 
 
 def _check_malformed(report: Report, error: MalformedElf, display: str) -> None:
@@ -83,7 +88,8 @@ def run_case(folder: Path, mutant: Mutant) -> Outcome:
     display = str(path)
     expected = _expected(mutant, display)
     report = verify_paths([folder], LinkagePolicy.empty())
-    _check_neighbour(report, str(folder / GOOD_NAME), 1 if expected == "not-elf" else 2)
+    skipped = expected in ("not-elf", "not-loaded")
+    _check_neighbour(report, str(folder / GOOD_NAME), 1 if skipped else 2)
     mine = tuple(f.check_id for f in report.findings if f.path == display)
     if isinstance(expected, MalformedElf):
         _check_malformed(report, expected, display)

@@ -12,7 +12,7 @@ import dataclasses
 import os
 import re
 import stat
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -136,9 +136,10 @@ def read_disk_file(
     return None if outcome is None else _binary(source, _disk_location(path), outcome)
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def _walk(root: Path, skipped: Callable[[os.DirEntry[str]], bool]) -> Iterator[Path]:
     """Files under ``root`` in ``os.walk``'s top-down order, sorted, without recursion (a folder
-    nested a thousand deep must not exhaust Python's stack)."""
+    nested a thousand deep must not exhaust Python's stack); no folder ``skipped`` says is
+    entered."""
     pending = [root]
     while pending:
         folder = pending.pop()
@@ -149,17 +150,44 @@ def _walk(root: Path) -> Iterator[Path]:
         subfolders = []
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in SKIPPED_FOLDERS:
+                if not skipped(entry):
                     subfolders.append(Path(entry.path))
             else:
                 yield Path(entry.path)
         pending.extend(reversed(subfolders))
 
 
+def _not_output(entry: os.DirEntry[str]) -> bool:
+    """Folders no input's binaries live in: ``SKIPPED_FOLDERS`` and virtual environments (a
+    ``pyvenv.cfg``: the interpreter and its packages, not the project's)."""
+    return entry.name in SKIPPED_FOLDERS or (Path(entry.path) / "pyvenv.cfg").is_file()
+
+
+def _not_build_output(entry: os.DirEntry[str]) -> bool:
+    """What a build tree holds besides its outputs: other builds nested in it (their own
+    ``CMakeCache.txt``: scikit-build-core's, ExternalProject's, FetchContent's ``-subbuild``) and
+    the sources FetchContent downloads (``_deps/<name>-src``, which may ship prebuilt or test
+    binaries of their own). ``_deps/<name>-build`` is walked: it is built by this build, and its
+    shared libraries load with the project's."""
+    if _not_output(entry):
+        return True
+    folder = Path(entry.path)
+    if entry.name.endswith("-src") and folder.parent.name == "_deps":
+        return True
+    return (folder / "CMakeCache.txt").is_file()
+
+
+BUILD_TREE_SEARCH = (
+    "every folder but CMakeFiles/, virtual environments, nested builds and FetchContent sources"
+)
+FOLDER_SEARCH = "every folder but CMakeFiles/, caches and virtual environments"
+
+
 def _folder_roots(path: Path) -> tuple[str, list[Path]]:
     if (path / "CMakeCache.txt").is_file():
-        # A CMake build tree: only its outputs, never object files or wheel build folders.
-        return "build-tree", [p for p in (path / "lib", path / "bin") if p.is_dir()]
+        # A CMake build tree: its outputs lie wherever the project puts them (lib/, src/,
+        # python/), so the whole tree is searched; _not_build_output says what is not output.
+        return "build-tree", [path]
     roots = [path]
     grafted = path.parent / f"{path.name}.libs"
     if grafted.is_dir():
@@ -168,15 +196,25 @@ def _folder_roots(path: Path) -> tuple[str, list[Path]]:
     return "folder", roots
 
 
-def read_folder(
-    path: Path, names: Collection[str], jobs: int | None = None, decoder: Decoder = "fast"
-) -> InputSet:
-    """Every ELF file under a folder (symlinks recorded as aliases, not read twice)."""
-    kind, roots = _folder_roots(path)
+NOT_LOADABLE = frozenset({"relocatable", "core"})
+"""File types no loader opens: object files (``.o``, ET_REL) and core dumps."""
+
+
+def _loadable(outcome: BinaryFacts | MalformedBinary | None) -> bool:
+    """Whether a file read is one to check: a binary a loader opens, or a malformed one."""
+    if outcome is None:
+        return False
+    return isinstance(outcome, MalformedBinary) or outcome.file_type not in NOT_LOADABLE
+
+
+def _folder_candidates(
+    roots: Collection[Path], skipped: Callable[[os.DirEntry[str]], bool]
+) -> tuple[list[tuple[Path, int]], dict[PurePosixPath, PurePosixPath]]:
+    """The regular files under ``roots`` with their sizes, and the symlinks among them."""
     candidates: list[tuple[Path, int]] = []
     aliases: dict[PurePosixPath, PurePosixPath] = {}
     for root in roots:
-        for candidate in _walk(root):
+        for candidate in _walk(root, skipped):
             if candidate.is_symlink():
                 # os.path, not Path.resolve: a symlink loop is a dead link here, not an error
                 target = os.path.realpath(candidate)
@@ -187,13 +225,42 @@ def read_folder(
             status = candidate.lstat()
             if stat.S_ISREG(status.st_mode):
                 candidates.append((candidate, status.st_size))
+    return candidates, aliases
+
+
+def _nothing_to_check(path: Path, kind: str, objects: int) -> InputError:
+    """Exit 2 for an input that holds no binary: a pass on nothing checked is no pass."""
+    if kind == "build-tree":
+        where = f"in this CMake build tree (searched {BUILD_TREE_SEARCH})"
+    else:
+        where = f"in this folder or in {path.name}.libs beside it (searched {FOLDER_SEARCH})"
+    found = f"; its {objects} object files (.o) are not loaded by anything" if objects else ""
+    return InputError(
+        f"{path}: nothing to check: no shared library, executable or extension module "
+        f"(ELF, Mach-O or PE) {where}{found}. Give the folder that holds the built binaries, "
+        "an installed package or a wheel."
+    )
+
+
+def read_folder(
+    path: Path, names: Collection[str], jobs: int | None = None, decoder: Decoder = "fast"
+) -> InputSet:
+    """Every binary under a folder (symlinks recorded as aliases, not read twice); a build tree
+    is searched whole, less what is not its output (``_not_build_output``). A folder without
+    one is an ``InputError``."""
+    kind, roots = _folder_roots(path)
+    skipped = _not_build_output if kind == "build-tree" else _not_output
+    candidates, aliases = _folder_candidates(roots, skipped)
     sources = [Source(str(candidate), str(candidate), size) for candidate, size in candidates]
     outcomes = read_sources(sources, names, jobs, decoder)
     files = tuple(
         _binary(source, _disk_location(Path(source.path)), outcome)
         for source, outcome in zip(sources, outcomes, strict=True)
-        if outcome is not None
+        if outcome is not None and _loadable(outcome)
     )
+    if not files:
+        objects = sum(1 for outcome in outcomes if outcome is not None)
+        raise _nothing_to_check(path, kind, objects)
     owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
     scripts = _disk_scripts([candidate for candidate, _size in candidates])
     folders = dll_directories(scripts, [b.location for b in files])
@@ -255,9 +322,30 @@ LIBRARY_NAME = re.compile(r"(\.so(\.[0-9]+)*|\.dylib|\.dll|\.pyd)\Z", re.IGNOREC
 ``x.dll``, ``mod.cp311-win_amd64.pyd``: what loaders open."""
 
 
-def _not_elf_library(display: str) -> BinaryFile:
-    reason = "named like a shared library, but starts with no ELF, Mach-O or PE magic"
-    return BinaryFile(display, PurePosixPath("/"), None, MalformedBinary(display, 0, reason))
+def _not_a_library(source: Source, location: PurePosixPath, reason: str) -> BinaryFile:
+    malformed = MalformedBinary(source.display, 0, reason)
+    return BinaryFile(source.display, location, None, malformed, source)
+
+
+def _wheel_binary(
+    source: Source, outcome: BinaryFacts | MalformedBinary | None
+) -> BinaryFile | None:
+    """A wheel member to check: a loadable binary, a malformed one, or a file named like a shared
+    library that no loader can open (malformed too); None for any other member."""
+    assert source.member is not None
+    location = PurePosixPath(f"/{source.member.name}")
+    if _loadable(outcome):
+        assert outcome is not None
+        return _binary(source, location, outcome)
+    if not LIBRARY_NAME.search(source.member.name):
+        return None
+    if outcome is None:
+        reason = "named like a shared library, but starts with no ELF, Mach-O or PE magic"
+    else:
+        reason = (
+            "named like a shared library, but is an object file or core dump: no loader opens it"
+        )
+    return _not_a_library(source, location, reason)
 
 
 LOADER_SCRIPTS = frozenset({"__init__.py", "_distributor_init.py", "libinfo.py"})
@@ -334,15 +422,17 @@ def read_wheel(
         path, DEFAULT_LIMITS if limits is None else limits
     )
     outcomes = read_sources(sources, names, jobs, decoder)
-    files: list[BinaryFile] = []
-    for source, outcome in zip(sources, outcomes, strict=True):
-        assert source.member is not None
-        name = source.member.name
-        if outcome is not None:
-            files.append(_binary(source, PurePosixPath(f"/{name}"), outcome))
-        elif LIBRARY_NAME.search(name):
-            location = PurePosixPath(f"/{name}")
-            files.append(dataclasses.replace(_not_elf_library(source.display), location=location))
+    files = [
+        binary
+        for source, outcome in zip(sources, outcomes, strict=True)
+        if (binary := _wheel_binary(source, outcome)) is not None
+    ]
+    if not files:
+        raise InputError(
+            f"{path}: nothing to check: the wheel holds no shared library, executable or "
+            "extension module (ELF, Mach-O or PE) in any of its members; a pure-Python wheel has "
+            "no linkage to verify"
+        )
     folders = dll_directories(scripts, [b.location for b in files], in_wheel=True)
     return InputSet("wheel", str(path), tuple(files), {}, distribution, dll_directories=folders)
 

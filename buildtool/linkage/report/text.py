@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 
 from buildtool.linkage.checks.catalogue import Finding
+from buildtool.linkage.report.demangle import demangle, mangled_names, readable
 from buildtool.linkage.report.model import (
     Report,
     SizeEntry,
@@ -36,7 +38,9 @@ def _size_line(entry: SizeEntry, baseline: bool) -> str:
 def _size_lines(report: Report) -> list[str]:
     lines = []
     for entry in report.sizes:
-        lines.append(_size_line(entry, bool(report.baseline)))
+        placed = relative_path(entry.path, report.inputs) if len(report.inputs) == 1 else None
+        shown = dataclasses.replace(entry, path=placed[1]) if placed else entry
+        lines.append(_size_line(shown, bool(report.baseline)))
     for gone in report.gone:
         lines.append(f"  {gone.path}: gone since the baseline (was {as_megabytes(gone.file_size)})")
     return lines
@@ -97,11 +101,99 @@ def finding_lines(findings: Sequence[Finding], style: Callable[[str, str], str])
     return lines
 
 
-def render_text(report: Report, paint: Callable[[str, str], str] | None = None) -> str:
-    """Findings grouped per file, then the size table and a one-line verdict."""
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def relative_path(path: str, inputs: Sequence[str]) -> tuple[str, str] | None:
+    """The input a finding's path lies in and the path relative to it (``bin/minrpc`` in
+    ``build``, ``demo/lib/liba.so`` in ``dist/x.whl``, ``../demo.libs/liba.so`` beside an
+    installed ``demo``); None for a path of no input (a single file given, a system file)."""
+    for label in sorted(inputs, key=len, reverse=True):
+        base = label.rstrip("/")
+        for separator in ("!/", "/"):
+            if path.startswith(base + separator) and len(path) > len(base) + len(separator):
+                return label, path[len(base) + len(separator) :]
+        grafted = f"{base}.libs/"
+        if path.startswith(grafted):
+            return label, f"../{base.rsplit('/', 1)[-1]}.libs/{path[len(grafted) :]}"
+    return None
+
+
+def _worst(findings: Sequence[Finding]) -> int:
+    return min(SEVERITY_RANK[finding.severity] for finding in findings)
+
+
+def _file_groups(findings: Sequence[Finding]) -> list[tuple[str, list[Finding]]]:
+    """Findings per file, the files with errors first, errors before warnings in each."""
+    by_file: dict[str, list[Finding]] = {}
+    for finding in findings:
+        by_file.setdefault(finding.path, []).append(finding)
+    for listed in by_file.values():
+        listed.sort(key=lambda finding: SEVERITY_RANK[finding.severity])  # stable: catalogue order
+    return sorted(by_file.items(), key=lambda item: (_worst(item[1]), item[0]))
+
+
+def _finding_block(
+    finding: Finding, indent: str, style: Callable[[str, str], str], names: Mapping[str, str]
+) -> list[str]:
+    check = finding.check
+    label = style(f"{check.severity} {check.id} {check.name}", SEVERITY_COLOURS[check.severity])
+    lines = [f"{indent}{label}: {readable(finding.message, names)}"]
+    if finding.evidence:
+        lines.append(f"{indent}  evidence: {readable(finding.evidence, names)}")
+    lines.append(f"{indent}  fix: {check.hint}")
+    return lines
+
+
+def _input_groups(report: Report) -> list[tuple[str | None, list[Finding]]]:
+    """The findings per input, in the order the inputs were given; those of no input first."""
+    groups: dict[str | None, list[Finding]] = {None: []}
+    groups.update({label: [] for label in report.inputs})
+    for finding in report.findings:
+        placed = relative_path(finding.path, report.inputs)
+        groups[placed[0] if placed else None].append(finding)
+    return [(label, found) for label, found in groups.items() if found]
+
+
+def report_findings(
+    report: Report, style: Callable[[str, str], str], names: Mapping[str, str]
+) -> list[str]:
+    """The findings under the input they lie in, by file relative to it; a file that is an
+    input itself (or lies in none) is named in full."""
+    lines: list[str] = []
+    for label, found in _input_groups(report):
+        indent = "  " if label is not None else ""
+        if label is not None:
+            lines.append(style(label, "bold"))
+        for path, in_file in _file_groups(found):
+            placed = relative_path(path, report.inputs) if label is not None else None
+            lines.append(indent + style(placed[1] if placed else path, "bold"))
+            for finding in in_file:
+                lines += _finding_block(finding, indent + "  ", style, names)
+    return lines
+
+
+def shows_sizes(report: Report, sizes: bool) -> bool:
+    """Whether the size table belongs in the text: asked for (``--sizes``), or the recipe sets
+    budgets, or a baseline is compared with."""
+    if not (report.sizes or report.gone):
+        return False
+    return sizes or bool(report.baseline) or any(entry.budget for entry in report.sizes)
+
+
+def render_text(
+    report: Report,
+    paint: Callable[[str, str], str] | None = None,
+    *,
+    sizes: bool = False,
+    names: Mapping[str, str] | None = None,
+) -> str:
+    """Findings first (per input, per file relative to it, errors first; ``names``: demangled
+    forms of the mangled names in them), then the size table when ``shows_sizes``, the recipe
+    and a one-line verdict."""
     style = paint or (lambda text, _style: text)
-    lines = finding_lines(report.findings, style)
-    if report.sizes or report.gone:
+    lines = report_findings(report, style, names or {})
+    if shows_sizes(report, sizes):
         against = f" (against {report.baseline})" if report.baseline else ""
         lines.append(style(f"library sizes{against}", "bold"))
         lines += _size_lines(report)
@@ -110,3 +202,9 @@ def render_text(report: Report, paint: Callable[[str, str], str] | None = None) 
     verdict = summary_line(report)
     lines.append(style(verdict, "red" if report.failed else "green"))
     return "\n".join(lines) + "\n"
+
+
+def demangled_names(report: Report) -> dict[str, str]:
+    """The demangled forms of the mangled names in the report's findings (runs ``c++filt``)."""
+    texts = [text for finding in report.findings for text in (finding.message, finding.evidence)]
+    return demangle(mangled_names(texts))

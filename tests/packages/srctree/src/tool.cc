@@ -1,0 +1,4 @@
+namespace sp {
+int version();
+}
+int main() { return sp::version() == 1 ? 0 : 1; }
