@@ -242,10 +242,7 @@ PLANTS = [
           {name: patchelf("--set-rpath", "$ORIGIN:$ORIGIN/../../tvm_ffi/lib")
            for name in (RUNTIME, COMPILER, "tvm/lib/libtvm_runtime_cuda.so",
                         "tvm/lib/libtvm_runtime_extra.so")},
-          frozenset(), together=("apache-tvm-ffi",),
-          known_false_alarm="BT103 on libtvm_compiler.so and libtvm_runtime_cuda.so against "
-          "libtvm_runtime.so: stripped initializers of the same shape that reach libtvm_ffi.so "
-          "once it resolves; import tvm and tvm.compile work with both loaded"),
+          frozenset(), together=("apache-tvm-ffi",)),
     # import works: tvm_ffi loads libtvm_ffi.so RTLD_GLOBAL before tvm loads its runtime;
     # ctypes.CDLL(libtvm_runtime.so) alone fails (undefined symbol): underlinking, a warning
     Plant("apache-tvm", "libtvm-ffi-not-needed",

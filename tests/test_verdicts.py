@@ -508,14 +508,17 @@ for name in sys.argv[1:]:
 """
 
 
-def _hidden_pair(folder: Path, source: str, strip: bool) -> subprocess.CompletedProcess[str]:
-    """libone.so and libtwo.so, each with ``source`` built -fvisibility=hidden and linked to
-    libcore.so (the registry), loaded together by ctypes in a child process."""
+def _hidden_pair(
+    folder: Path, source: str, strip: bool, registry: str = REGISTRY
+) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so, each with ``source`` (``NAME`` replaced by its name) built
+    -fvisibility=hidden and linked to libcore.so (the registry), loaded together by ctypes in a
+    child process."""
     folder.mkdir()
-    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    cxx(folder, "libcore.so", {"registry.cc": registry}, "-shared", "-fPIC")
     for name in ("one", "two"):
         api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
-               "{ return 1; }\n", "shared.cc": source}  # fmt: skip
+               "{ return 1; }\n", "shared.cc": source.replace("NAME", name)}  # fmt: skip
         cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-fvisibility=hidden", "-lcore",
             "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
     cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
@@ -550,6 +553,57 @@ def test_a_hidden_copy_with_its_own_registry_loads_and_is_no_error(
     assert not report.failed
     # unstripped, the shared functions show the private copy; stripped, nothing tells it
     assert ids(report) == ({("BT124", "libtwo.so")} if not strip else set())
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_the_same_code_registering_another_name_in_each_library_is_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    """apache-tvm's runtime and compiler: initializers of one shape (one registration macro)
+    that register different names into the shared registry; both load together."""
+    source = REGISTRY_BOUND.replace('"gemm"', '"gemm.NAME"')
+    run = _hidden_pair(tmp_path / "names", source, strip)
+    assert run.returncode == 0, run.stderr
+    assert not check(tmp_path / "names").failed
+
+
+TYPE_INDEX = """extern "C" int registry_type_index(const char*);
+namespace ffi {
+template <typename T> struct TypeIndex { static int value; };
+template <typename T> int TypeIndex<T>::value = registry_type_index(T::key);
+struct Object { static constexpr const char* key = "ffi.Object"; };
+struct Array { static constexpr const char* key = "ffi.Array"; };
+}  // namespace ffi
+extern "C" __attribute__((visibility("default"))) int NAME_types() {
+  return ffi::TypeIndex<ffi::Object>::value + ffi::TypeIndex<ffi::Array>::value;
+}
+"""
+"""A header's template static members (tvm-ffi's type indexes): every library that uses them
+carries a guarded initializer of the same code that asks the shared registry for the index."""
+
+TYPE_REGISTRY = (
+    REGISTRY
+    + """#include <map>
+extern "C" int registry_type_index(const char* name) {
+  static std::map<std::string, int> indexes;
+  return indexes.emplace(name, int(indexes.size())).first->second;  // got or allocated
+}
+"""
+)
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_headers_guarded_initializers_in_each_library_are_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "types", TYPE_INDEX, strip, TYPE_REGISTRY)
+    assert run.returncode == 0, run.stderr
+    report = check(tmp_path / "types")
+    assert not report.failed, report.findings
+    # the same libraries with an unguarded registration of one name still abort and are caught
+    bound = _hidden_pair(tmp_path / "bound", TYPE_INDEX + REGISTRY_BOUND, strip, TYPE_REGISTRY)
+    assert bound.returncode == -6, bound
+    assert ("BT103", "libtwo.so") in ids(check(tmp_path / "bound"))
 
 
 TOOLCHAIN_HELPERS = """#include <new>

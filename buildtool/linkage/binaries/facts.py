@@ -166,6 +166,10 @@ class InitializerReach:
     """How many instructions the walk decoded (within its budget)."""
     reaches: frozenset[str]
     """Names of the imported functions it can call (directly or through the calls it makes)."""
+    guarded: bool = False
+    """Every call it makes is behind a guard byte it then sets: the initialization of C++
+    inline variables and template static members, which every library using them carries and
+    runs once for its own copy (a type index got or allocated), not a registration."""
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,9 @@ def _shared_reach(
     shapes = {i.shape for i in first} & {i.shape for i in second}
 
     def reach(inits: tuple[InitializerReach, ...]) -> frozenset[str]:
-        return frozenset().union(*(i.reaches for i in inits if i.shape in shapes))
+        # guarded initializers: each library's own copy of an inline variable, not a registration
+        chosen = (i for i in inits if i.shape in shapes and not i.guarded)
+        return frozenset().union(*(i.reaches for i in chosen))
 
     both = reach(first) & reach(second)
     return frozenset(name for name in both if not is_toolchain_function(name))
@@ -78,7 +80,7 @@ def through(callees: list[str]) -> str:
 
 def _registering(inits: tuple[InitializerReach, ...]) -> Iterator[InitializerReach]:
     for init in inits:
-        if init.reaches and init.instructions >= MIN_SHAPE_INSTRUCTIONS:
+        if init.reaches and init.instructions >= MIN_SHAPE_INSTRUCTIONS and not init.guarded:
             yield init
 
 

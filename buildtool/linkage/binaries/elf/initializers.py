@@ -60,6 +60,9 @@ class CodeView(NamedTuple):
     slot: Callable[[int], tuple[str, int] | None]
     """GOT slot address -> (symbol name, its address here; 0 when imported), None for no
     symbol's slot."""
+    constant: Callable[[int, int], bytes]
+    """Bytes at a virtual address in any loaded segment: the read-only data the code points
+    at (the string an initializer registers)."""
 
 
 def init_array_targets(
@@ -80,6 +83,9 @@ def _capstone(machine: str) -> Any:
 
 
 _RIP = re.compile(r"\[rip \+ (0x[0-9a-f]+)\]")
+_RIP_OFFSET = re.compile(r"\[rip ([+-]) (0x[0-9a-f]+)\]")
+MAX_LITERAL: Final = 64
+"""Bytes of a string literal the shape keeps (its start tells two registrations apart)."""
 _RIP_ANY = re.compile(r"rip [+-] 0x[0-9a-f]+")
 _IMMEDIATE = re.compile(r"#?(0x[0-9a-f]+)$")
 _X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
@@ -150,8 +156,26 @@ def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> st
         _x86_branch(sweep, after, mnemonic, operands)
         return ""
     if "rip" in operands:  # an address relative to the instruction: not the shape
-        return _RIP_ANY.sub("rip", operands)
+        shaped = _RIP_ANY.sub("rip", operands)
+        offset = _RIP_OFFSET.search(operands) if mnemonic == "lea" else None
+        if offset:
+            sign = -1 if offset.group(1) == "-" else 1
+            address = after + sign * int(offset.group(2), 16)
+            literal = _literal(sweep.view.constant(address, MAX_LITERAL))
+            return f"{shaped} {literal!r}" if literal else shaped
+        return shaped
     return operands
+
+
+def _literal(data: bytes) -> str | None:
+    """The printable string at the start of ``data`` (NUL-terminated, or ``MAX_LITERAL``
+    bytes of a longer one), None for anything else: the same code registering another name
+    is another registration, not a copy (addresses alone cannot tell them apart)."""
+    end = data.find(b"\0")
+    text = data[:end] if end >= 0 else data[:MAX_LITERAL]
+    if not text or not all(0x20 <= byte < 0x7F for byte in text):
+        return None
+    return text.decode("ascii")
 
 
 def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None:
@@ -166,6 +190,7 @@ def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None
 
 
 _ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+)")
+_ADD = re.compile(r"(x\d+), (x\d+), #(0x[0-9a-f]+)")
 _LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+)\]")
 
 
@@ -195,6 +220,11 @@ def _arm_instruction(
         pages[page.group(1)] = int(page.group(2), 16)
     elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
         loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 16)
+    elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
+        address = pages[add.group(2)] + int(add.group(3), 16)
+        literal = _literal(sweep.view.constant(address, MAX_LITERAL))
+        if literal:
+            sweep.shape[-1] += f" {literal!r}"
     elif mnemonic in ("br", "blr") and operands in loaded:
         sweep.slot(loaded[operands])
     elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
@@ -245,7 +275,26 @@ class _Functions:
                     seen.add(target)
                     queue.append((target, depth + is_call))
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
-        return InitializerReach(digest, len(shape), frozenset(reaches))
+        return InitializerReach(digest, len(shape), frozenset(reaches), _guarded(shape))
+
+
+_GUARD_SET: Final = "mov byte ptr [rip], 1"
+"""How GCC and Clang mark a vague-linkage variable initialized (x86-64), just before the call
+that initializes it."""
+
+
+def _guarded(shape: Sequence[str]) -> bool:
+    """Whether each call of the initializer's own function follows a guard being set (since
+    the call before it: the arguments are loaded in between)."""
+    armed, calls = False, 0
+    for instruction in shape:
+        if instruction.startswith(_GUARD_SET):
+            armed = True
+        elif instruction == "call ":
+            if not armed:
+                return False
+            armed, calls = False, calls + 1
+    return calls > 0
 
 
 def walk_initializers(view: CodeView) -> tuple[InitializerReach, ...]:
@@ -308,8 +357,14 @@ def _symbol(
     return dyn.strings.get(name), value if shndx else 0
 
 
-def _segment_reader(img: _Image, segments: Sequence[_Segment]) -> Callable[[int, int], bytes]:
-    code = [s for s in segments if s.type == _PT_LOAD and s.flags & _PF_X]
+def _loaded(segments: Sequence[_Segment], executable: bool) -> list[_Segment]:
+    return [s for s in segments if s.type == _PT_LOAD and (s.flags & _PF_X or not executable)]
+
+
+def _segment_reader(
+    img: _Image, segments: Sequence[_Segment], executable: bool = True
+) -> Callable[[int, int], bytes]:
+    code = _loaded(segments, executable)
 
     def read(address: int, size: int) -> bytes:
         for s in code:
@@ -348,7 +403,8 @@ def read_code_view(
         return _symbol(img, segments, dyn, index) if index and names else None
 
     targets = init_array_targets(words, base, relative, 8)
-    return CodeView(machine, _segment_reader(img, segments), targets, slot)
+    reader = _segment_reader(img, segments)
+    return CodeView(machine, reader, targets, slot, _segment_reader(img, segments, False))
 
 
 class _LeftOut(Exception):
@@ -370,19 +426,24 @@ def initializer_code_left_out(
         return False
     if view is None:
         return False
-    code = [s for s in segments if s.type == _PT_LOAD and s.flags & _PF_X]
 
-    def checked(address: int, size: int) -> bytes:
-        data = view.read(address, size)
-        for s in code:
-            if data and s.vaddr <= address < s.vaddr + s.filesz:
-                start = address - s.vaddr + s.offset
-                if left_out(start, start + len(data)):
-                    raise _LeftOut
-        return data
+    def checked(read: Callable[[int, int], bytes], executable: bool) -> Callable[[int, int], bytes]:
+        loaded = _loaded(segments, executable)
 
+        def read_checked(address: int, size: int) -> bytes:
+            data = read(address, size)
+            for s in loaded:
+                if data and s.vaddr <= address < s.vaddr + s.filesz:
+                    start = address - s.vaddr + s.offset
+                    if left_out(start, start + len(data)):
+                        raise _LeftOut
+            return data
+
+        return read_checked
+
+    sparse = view._replace(read=checked(view.read, True), constant=checked(view.constant, False))
     try:
-        walk_initializers(view._replace(read=checked))
+        walk_initializers(sparse)
     except _LeftOut:
         return True
     return False

@@ -19,8 +19,12 @@ _RELATIVE = {"x86_64": 8, "aarch64": 1027}
 _SLOTS = {"x86_64": (6, 7), "aarch64": (1025, 1026)}
 
 
-def _code_reader(elf: Any, stream: Any) -> Any:
-    code = [s for s in elf.iter_segments() if s["p_type"] == "PT_LOAD" and s["p_flags"] & 1]
+def _code_reader(elf: Any, stream: Any, executable: bool = True) -> Any:
+    code = [
+        s
+        for s in elf.iter_segments()
+        if s["p_type"] == "PT_LOAD" and (s["p_flags"] & 1 or not executable)
+    ]
 
     def read(address: int, size: int) -> bytes:
         for s in code:
@@ -82,5 +86,6 @@ def reference_initializers(
     }
     slots = _slots(elf, relocations, machine)
     targets = init_array_targets(words, base, relative, 8)
-    view = CodeView(machine, _code_reader(elf, stream), targets, slots.get)
+    constant = _code_reader(elf, stream, executable=False)
+    view = CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant)
     return walk_initializers(view)
