@@ -228,9 +228,7 @@ PLANTS = [
             patchelf("--replace-needed", "libtvm_ffi.so", FFI_COPY.split("/")[1]),
             patchelf("--set-rpath", "$ORIGIN:$ORIGIN/../../apache_tvm.libs"),
         ) for name in (RUNTIME, COMPILER)},
-        # BT122 is the defect; the BT103 pairs are runpath-to-tvm-ffi's false alarm
-        frozenset({("BT122", FFI_COPY, None), ("BT103", COMPILER, None),
-                   ("BT103", "tvm/lib/libtvm_runtime_cuda.so", None)}),
+        frozenset({("BT122", FFI_COPY, None)}),
         added={FFI_COPY: Graft("tvm_ffi/lib/libtvm_ffi.so",
                                patchelf("--set-soname", FFI_COPY.split("/")[1]),
                                "apache-tvm-ffi")},

@@ -42,15 +42,18 @@ def _is_system(binary: BinaryFile, facts: BinaryFacts) -> bool:
 def _shared_reach(
     first: tuple[InitializerReach, ...], second: tuple[InitializerReach, ...]
 ) -> frozenset[str]:
-    """Imported functions that initializers of one shape in both files both reach."""
-    shapes = {i.shape for i in first} & {i.shape for i in second}
+    """Imported functions that the initializers of one shape reach in both files: each shape
+    on its own (two files' unrelated initializers of another shape prove nothing), and only
+    shapes long enough to tell a copy (``_registering``)."""
 
-    def reach(inits: tuple[InitializerReach, ...]) -> frozenset[str]:
-        # guarded initializers: each library's own copy of an inline variable, not a registration
-        chosen = (i for i in inits if i.shape in shapes and not i.guarded)
-        return frozenset().union(*(i.reaches for i in chosen))
+    def by_shape(inits: tuple[InitializerReach, ...]) -> dict[str, frozenset[str]]:
+        reaches: dict[str, frozenset[str]] = {}
+        for init in _registering(inits):
+            reaches[init.shape] = reaches.get(init.shape, frozenset()) | init.reaches
+        return reaches
 
-    both = reach(first) & reach(second)
+    mine, theirs = by_shape(first), by_shape(second)
+    both = frozenset().union(*(mine[shape] & theirs[shape] for shape in mine.keys() & theirs))
     return frozenset(name for name in both if not is_toolchain_function(name))
 
 
