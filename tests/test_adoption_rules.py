@@ -312,4 +312,7 @@ def test_an_external_under_an_option_is_guarded_and_skipped_by_its_users(tmp_pat
     assert "\nbt_library(acme_core\n" in text, "the library itself stays unconditional"
     assert "  EXTERNALS\n    acme_external_llvm)" in text
     helpers = generated_files(loaded, plan_recipe(loaded))["cmake/buildtool/buildtool.cmake"]
-    assert "    if(TARGET ${external})\n      target_link_libraries(${target} ${scope}" in helpers
+    assert (
+        "    bt_created(${external} BT_EXTERNAL created)\n    if(created)\n"
+        "      target_link_libraries(${target} ${scope}"
+    ) in helpers

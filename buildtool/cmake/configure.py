@@ -12,14 +12,16 @@ from typing import Literal
 
 from buildtool import process
 from buildtool.cmake import run as cmake
+from buildtool.cmake.collisions import claimed_targets, collision_message, collisions_in_output
 from buildtool.cmake.generate import (
     CMAKELISTS,
+    HELPERS,
     CMakeMode,
     includes_targets,
     is_generated,
     render_build_files,
 )
-from buildtool.errors import ChecksFailed, InputError, RecipeError, UsageError
+from buildtool.errors import ChecksFailed, InputError, RecipeError, ToolFailed, UsageError
 from buildtool.fsutil import GENERATED_MARKER, folder_lock, is_hand_written, write_atomic
 from buildtool.packaging.distributions import PYPROJECT, full_project_dir, render_pyprojects
 from buildtool.packaging.loader import render_loader
@@ -290,13 +292,27 @@ def configure(
     defines = {**variant_defines(plan, variant), **python_defines(plan), **(extra_defines or {})}
     with folder_lock(build_dir, "configure"):
         cmake.write_file_api_query(build_dir)
-        process.run(cmake.configure_command(loaded.root, build_dir, defines, extra))
+        try:
+            process.run(cmake.configure_command(loaded.root, build_dir, defines, extra))
+        except ToolFailed as failure:
+            refuse_target_collisions(loaded, plan, failure.output)
+            raise
         _remove_disabled_outputs(plan, build_dir, variant)
         targets = cmake.read_targets(build_dir)
     for target in targets:
         if target.type in ("SHARED_LIBRARY", "EXECUTABLE"):
             log.debug("target %s (%s): %s", target.name, target.type, ", ".join(target.artifacts))
     return targets
+
+
+def refuse_target_collisions(loaded: LoadedRecipe, plan: LinkPlan, output: str) -> None:
+    """Raise ``InputError`` when a failed configure's ``output`` says that the project's own
+    CMake defines a target of a name buildtool's targets have (bad input, not a tool failure)."""
+    claimed = {claim.target: claim.key for claim in claimed_targets(plan)}
+    collisions = collisions_in_output(output, claimed, HELPERS)
+    if collisions:
+        prefix = loaded.recipe.project.library_prefix
+        raise InputError(collision_message(loaded.source, prefix, collisions))
 
 
 def is_configured(build_dir: Path) -> bool:

@@ -24,6 +24,27 @@ enable_testing()
 option(ACME_WITH_FAST "Build the fast checksum, an object library of acme_core" ON)
 option(ACME_BUILD_COMPILER "Build the optional library 'compiler' (libacme_compiler)" ON)
 
+# The targets below, with the recipe keys that make them: the project's own targets
+# must have other names.
+bt_claim_targets(
+  acme_external_zlib externals.zlib
+  PkgConfig::acme_external_zlib externals.zlib
+  acme_core libraries.core
+  acme::core libraries.core
+  acme_acme_info executables.acme_info
+  acme__capi extensions._capi)
+if(ACME_WITH_FAST)
+  bt_claim_targets(
+    acme_fast objects.fast)
+endif()
+if(ACME_BUILD_COMPILER)
+  bt_claim_targets(
+    acme_compiler libraries.compiler
+    acme::compiler libraries.compiler
+    acme_core_test tests.core_test)
+endif()
+bt_refuse_taken_targets("buildtool.toml")
+
 # Libraries from outside the recipe.
 bt_external(acme_external_zlib
   PKG_CONFIG
