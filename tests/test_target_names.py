@@ -179,3 +179,49 @@ def test_a_wheel_build_refuses_the_collision_too_and_publishes_nothing(
         f"project's own CMake defines too (in source directory {tmp_path})."
     )
     assert list(dist.iterdir()) == []
+
+
+def test_an_empty_library_prefix_builds_unprefixed_targets_and_files(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    recipe = write_project(
+        tmp_path,
+        RECIPE.replace("[project]\n", '[project]\nlibrary-prefix = ""\n')
+        + '[executables.tool]\nsources = ["tool.cc"]\nlinks = ["core"]\n',
+        HEAD + INCLUDE_LINE + "\n# The project's CMake names the unprefixed target.\n"
+        "target_compile_definitions(core PRIVATE FROM_PROJECT=1)\n",
+    )
+    (tmp_path / "fast").mkdir()
+    (tmp_path / "fast" / "fast.cc").write_text("int fast() { return 3; }\n")
+    (tmp_path / "tool.cc").write_text("int core();\nint main() { return core() - 1; }\n")
+    (tmp_path / "core" / "core.cc").write_text(
+        '#ifndef FROM_PROJECT\n#error "the project\'s CMake did not reach target core"\n#endif\n'
+        '#include "core_export.h"\nCORE_API int core() { return 1; }\n'
+    )
+    build = tmp_path / "build"
+    result = run_cli("build", "--recipe", str(recipe), "--build-dir", str(build))
+    assert result.exit_code == 0, result.stderr
+    assert sorted(path.name for path in (build / "lib").iterdir()) == ["libcore.so"]
+    assert subprocess.run([build / "bin" / "tool"], check=False).returncode == 0
+    targets = (tmp_path / "cmake" / "buildtool" / "targets.cmake").read_text()
+    assert "bt_library(core\n  LIBRARY core\n  OUTPUT_NAME core\n" in targets
+    assert "  bt_object_library(fast\n    OWNER core\n" in targets
+
+
+def test_a_target_name_cmake_reserves_is_refused_before_cmake_runs(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    recipe = write_project(
+        tmp_path,
+        '[project]\nname = "acme"\nlibrary-prefix = ""\n'
+        '[libraries.core]\nsources = ["core/*.cc"]\n'
+        '[executables.test]\nsources = ["core/core.cc"]\n',
+    )
+    result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(tmp_path / "b"))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"error: {recipe}: executables.test: its CMake target 'test' is a name CMake reserves "
+        "for itself (policy CMP0037); rename the table or set [project] library-prefix\n"
+    )
+    assert not (tmp_path / "b").exists()
+    assert not (tmp_path / "CMakeLists.txt").exists()

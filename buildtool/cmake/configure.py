@@ -311,7 +311,7 @@ def refuse_target_collisions(loaded: LoadedRecipe, plan: LinkPlan, output: str) 
     claimed = {claim.target: claim.key for claim in claimed_targets(plan)}
     collisions = collisions_in_output(output, claimed, HELPERS)
     if collisions:
-        prefix = loaded.recipe.project.library_prefix
+        prefix = loaded.recipe.project.target_prefix
         raise InputError(collision_message(loaded.source, prefix, collisions))
 
 
