@@ -9,6 +9,10 @@ endif()
 if(CMAKE_VERSION VERSION_LESS 3.24)
   message(FATAL_ERROR "buildtool's targets need CMake 3.24 or newer (found ${CMAKE_VERSION})")
 endif()
+# The policies of CMake 3.24 for buildtool's targets (PIE, the link features), whatever the
+# project's cmake_minimum_required says: include() gave this file a policy scope of its own,
+# and each target records the policies in effect where it is created.
+cmake_policy(VERSION 3.24)
 get_filename_component(BT_SOURCE_DIR "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
 enable_language(C CXX)
 set(BT_PACKAGE "acme")
