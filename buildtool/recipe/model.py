@@ -132,8 +132,9 @@ class SharedLibrary:
     """Base name of the built file (CMake's ``OUTPUT_NAME``): ``sentencepiece`` gives
     ``libsentencepiece.so``, the name the project's users link with ``-lsentencepiece``.
     Defaults to what ``file`` says, else ``<library-prefix><name>``. The CMake target stays
-    ``<library-prefix><name>`` whatever the file is called, so in included mode it never takes
-    the name of the project's own target ``sentencepiece``."""
+    ``<library-prefix><name>`` whatever the file is called, so in included mode the file can
+    keep the name of the project's own target ``sentencepiece`` while the targets differ (a
+    target name both define is refused, naming the key)."""
 
     visibility: Visibility = "hidden"
     """Symbol visibility of its sources and object libraries: ``hidden`` (only what the export
