@@ -70,7 +70,8 @@ _GUARD_ENTRY = re.compile(
 """An entry of the generated ``bt_claim_targets`` message (``buildtool.cmake``)."""
 
 _CMAKE_DUPLICATE = re.compile(
-    r"CMake Error at (?P<file>.+?):(?P<line>\d+) \((?P<command>\w+)\): (?P=command) cannot "
+    r"CMake Error at (?P<file>(?:(?!CMake Error at ).)+?):(?P<line>\d+) \((?P<command>\w+)\): "
+    r"(?P=command) cannot "
     r'create (?:ALIAS |imported )?target "(?P<target>[^"]+)" because another target with the '
     r'same name already exists\.(?: The existing target is .+? created in source directory "'
     r'(?P<directory>[^"]+)"\.)?'
