@@ -46,10 +46,14 @@ class ToolFailed(BuildtoolError):
 
     exit_code = 1
 
-    def __init__(self, command: list[str], returncode: int, output_tail: str = "") -> None:
+    def __init__(
+        self, command: list[str], returncode: int, output_tail: str = "", output: str = ""
+    ) -> None:
         self.command = command
         self.returncode = returncode
         self.output_tail = output_tail
+        # the whole output, for a caller that reads what went wrong from it
+        self.output = output or output_tail
         shown = " ".join(command)
         message = f"command failed with exit code {returncode}: {shown}"
         if output_tail:

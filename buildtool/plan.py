@@ -28,6 +28,12 @@ CXX_SUFFIXES = (".cc", ".cpp", ".cxx", ".c++", ".C")
 """Sources compiled as C++."""
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
 """Listed sources that are not compiled (headers, shown by IDEs)."""
+RESERVED_TARGETS = frozenset(
+    {"all", "clean", "edit_cache", "help", "install", "rebuild_cache", "test"}
+    | {"ALL_BUILD", "INSTALL", "RUN_TESTS", "ZERO_CHECK"}
+)
+"""Target names CMake refuses (policy CMP0037) in a build with tests, whatever the generator
+(``package`` only once a project includes CPack, which buildtool's CMake does not)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -303,7 +309,7 @@ class _Planner:
 
     def target_keys(self) -> Iterable[tuple[str, str]]:
         """(CMake target name, key path) of every target the generated build defines."""
-        prefix = self.recipe.project.library_prefix
+        prefix = self.recipe.project.target_prefix
         tables: dict[str, Mapping[str, object]] = {
             "libraries": self.recipe.libraries,
             "objects": self.recipe.objects,
@@ -321,6 +327,12 @@ class _Planner:
         CMake, far from the recipe)."""
         seen: dict[str, str] = {}
         for target, key in self.target_keys():
+            if target in RESERVED_TARGETS:
+                raise self.refuse(
+                    key,
+                    f"its CMake target {target!r} is a name CMake reserves for itself (policy "
+                    "CMP0037); rename the table or set [project] library-prefix",
+                )
             if target in seen:
                 raise self.refuse(
                     key,
@@ -500,7 +512,7 @@ def output_name_of_file(file_name: str) -> str:
 
 def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPlan:
     project = planner.recipe.project
-    target = f"{project.library_prefix}{name}"
+    target = f"{project.target_prefix}{name}"
     output = lib.output_name or output_name_of_file(lib.file) or target
     closure = planner.closure(lib.links)
     registers = list(lib.registers)
@@ -551,7 +563,7 @@ def _object_plan(planner: _Planner, name: str, obj: ObjectLibrary, owner: str) -
         owner=owner,
         registers=obj.registers,
         build_info=obj.build_info,
-        target=f"{planner.recipe.project.library_prefix}{name}",
+        target=f"{planner.recipe.project.target_prefix}{name}",
         settings=_settings(obj),
         requires_on=tuple(dict.fromkeys(requires)),
     )
@@ -572,7 +584,7 @@ def _executable_plan(planner: _Planner, table: str, name: str, exe: Executable) 
         args=exe.args,
         requires_on=tuple(dict.fromkeys(options)),
         allowed_needed=exe.allowed_needed,
-        target=f"{planner.recipe.project.library_prefix}{name}",
+        target=f"{planner.recipe.project.target_prefix}{name}",
         settings=_settings(exe),
     )
 
@@ -583,7 +595,7 @@ def _extension_plan(planner: _Planner, name: str, module: Extension) -> Extensio
         options.append(module.when)
     return ExtensionPlan(
         name=name,
-        target=f"{planner.recipe.project.library_prefix}{name}",
+        target=f"{planner.recipe.project.target_prefix}{name}",
         sources=planner.sources.get(f"extensions.{name}.sources", ()),
         links=module.links,
         link_closure=planner.closure(module.links),
@@ -633,7 +645,7 @@ def make_plan(
                 name=name,
                 link=ext.link,
                 find_package=ext.find_package,
-                target=f"{recipe.project.library_prefix}external_{name}",
+                target=f"{recipe.project.target_prefix}external_{name}",
                 version=ext.version,
                 components=ext.components,
                 pkg_config=ext.pkg_config,

@@ -166,5 +166,5 @@ def run(
             end_process_group(process)
             raise
     if process.returncode != 0:
-        raise ToolFailed(argv, process.returncode, "\n".join(tail))
+        raise ToolFailed(argv, process.returncode, "\n".join(tail), "\n".join(lines))
     return "\n".join(lines)

@@ -491,3 +491,28 @@ def test_wheel_with_an_extension_is_tagged_for_the_interpreter_and_serves_downst
     build = build_downstream(tmp_path, site / "acme")
     down = subprocess.run([build / "down"], capture_output=True, text=True, check=True)
     assert down.stdout == "downstream 1.4.2 4\n"
+
+
+@pytest.mark.integration
+def test_a_project_on_old_policies_still_gets_the_targets_policies(tmp_path: Path) -> None:
+    # The targets file sets CMake 3.24's policies in its own scope: without that, an old
+    # cmake_minimum_required stops check_pie_supported (CMP0083 unset) and builds no PIE.
+    old = "cmake_minimum_required(VERSION 3.5)\nproject(acme LANGUAGES C CXX)\n"
+    recipe = write_project(
+        tmp_path,
+        MINIMAL + '[executables.probe]\nsources = ["probe.cc"]\nlinks = ["core"]\n',
+        old + "include(cmake/buildtool/targets.cmake)\nadd_executable(own probe.cc)\n",
+    )
+    (tmp_path / "probe.cc").write_text("int main() { return 0; }\n")
+    built = buildtool("build", "--recipe", recipe, "--build-dir", tmp_path / "build", cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    assert "CMake Error" not in built.stderr
+    header = subprocess.run(
+        ["readelf", "-h", tmp_path / "build" / "bin" / "probe"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "DYN (Position-Independent Executable file)" in header
+    cache = (tmp_path / "build" / "CMakeCache.txt").read_text()
+    assert "CMAKE_POLICY_DEFAULT" not in cache, "the project's own policies are left as they are"

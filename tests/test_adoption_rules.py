@@ -312,4 +312,39 @@ def test_an_external_under_an_option_is_guarded_and_skipped_by_its_users(tmp_pat
     assert "\nbt_library(acme_core\n" in text, "the library itself stays unconditional"
     assert "  EXTERNALS\n    acme_external_llvm)" in text
     helpers = generated_files(loaded, plan_recipe(loaded))["cmake/buildtool/buildtool.cmake"]
-    assert "    if(TARGET ${external})\n      target_link_libraries(${target} ${scope}" in helpers
+    assert (
+        "    bt_created(${external} BT_EXTERNAL created)\n    if(created)\n"
+        "      target_link_libraries(${target} ${scope}"
+    ) in helpers
+
+
+def test_collisions_are_read_from_cmake_output_with_their_own_error_only() -> None:
+    from buildtool.cmake.collisions import TargetCollision, collisions_in_output
+
+    output = """\
+CMake Error at cmake/extra.cmake:4 (message):
+  something else went wrong
+
+
+CMake Error at sub/CMakeLists.txt:3 (add_library):
+  add_library cannot create target "acme_core" because another target with the
+  same name already exists.  The existing target is a shared library created
+  in source directory "/p".  See documentation for policy CMP0002 for more
+  details.
+
+
+CMake Error at sub/CMakeLists.txt:5 (add_executable):
+  add_executable cannot create target "tool" because another target with the
+  same name already exists.  The existing target is an executable created in
+  source directory "/p/sub".  See documentation for policy CMP0002 for more
+  details.
+"""
+    claimed = {"acme_core": "libraries.core", "acme::core": "libraries.core"}
+    assert collisions_in_output(output, claimed, "cmake/buildtool/buildtool.cmake") == [
+        TargetCollision("acme_core", "libraries.core", "add_library at sub/CMakeLists.txt:3")
+    ]
+    inside = output.replace("sub/CMakeLists.txt:3", "cmake/buildtool/buildtool.cmake:208")
+    assert collisions_in_output(inside, claimed, "cmake/buildtool/buildtool.cmake") == [
+        TargetCollision("acme_core", "libraries.core", "in source directory /p")
+    ]
+    assert collisions_in_output(output, {}, "cmake/buildtool/buildtool.cmake") == []

@@ -85,6 +85,9 @@ def test_defaults_are_filled_in() -> None:
     assert recipe.project.package == "my_proj"
     assert recipe.project.env_prefix == "MY_PROJ"
     assert recipe.project.library_prefix == "my_proj_"
+    unprefixed = parse_recipe({"project": {"name": "my-proj", "library-prefix": ""}}, "r.toml")
+    assert unprefixed.project.library_prefix == ""
+    assert unprefixed.project.target_prefix == ""
 
 
 def test_missing_recipe_file_is_a_usage_error(run_cli: CliRunner, tmp_path: Path) -> None:

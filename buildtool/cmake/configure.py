@@ -6,21 +6,30 @@ import dataclasses
 import logging
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
 from buildtool import process
 from buildtool.cmake import run as cmake
+from buildtool.cmake.collisions import claimed_targets, collision_message, collisions_in_output
 from buildtool.cmake.generate import (
     CMAKELISTS,
+    HELPERS,
     CMakeMode,
     includes_targets,
     is_generated,
     render_build_files,
 )
+from buildtool.cmake.stamp import (
+    PENDING,
+    ConfigureStamp,
+    generated_digest,
+    read_stamp,
+    write_stamp,
+)
 from buildtool.cmake.toolchains import TOOLCHAIN_VARIABLE
-from buildtool.errors import ChecksFailed, InputError, RecipeError, UsageError
+from buildtool.errors import ChecksFailed, InputError, RecipeError, ToolFailed, UsageError
 from buildtool.fsutil import GENERATED_MARKER, folder_lock, is_hand_written, write_atomic
 from buildtool.packaging.distributions import PYPROJECT, full_project_dir, render_pyprojects
 from buildtool.packaging.loader import render_loader
@@ -278,23 +287,59 @@ def _remove_disabled_outputs(plan: LinkPlan, build_dir: Path, variant: Variant) 
             log.info("removed %s (not part of the %s variant)", stale, variant)
 
 
+def _own_artifacts(plan: LinkPlan, targets: Sequence[cmake.Target]) -> tuple[str, ...]:
+    """Build-folder-relative files of buildtool's libraries, executables and extensions."""
+    own = {lib.target for lib in plan.libraries} | {exe.target for exe in plan.executables}
+    own |= {module.target for module in plan.extensions}
+    return tuple(
+        sorted(path for target in targets if target.name in own for path in target.artifacts)
+    )
+
+
+def _remove_outputs_no_longer_made(
+    build_dir: Path, before: Iterable[str], now: Iterable[str]
+) -> None:
+    # A renamed library or a removed executable leaves its old file behind (ninja never deletes
+    # outputs of targets that are gone), where verify-linkage and the wheel would find it.
+    for relative in sorted(set(before) - set(now)):
+        stale = build_dir / relative
+        if stale.is_file() and stale.resolve().is_relative_to(build_dir.resolve()):
+            stale.unlink()
+            log.info("removed %s (the recipe no longer makes it)", stale)
+
+
 def configure(
     loaded: LoadedRecipe,
     build_dir: Path,
     variant: Variant,
     extra_defines: Mapping[str, str] | None = None,
 ) -> tuple[cmake.Target, ...]:
-    """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja."""
+    """Generate the CMake files, then configure ``build_dir`` with the PyPI cmake and Ninja;
+    the folder's stamp records what it was configured from."""
     plan = plan_recipe(loaded)
     extra = cmake.environment_cmake_args(os.environ)
     _check_toolchain_kept(build_dir, extra_defines or {})
-    write_generated(loaded, generated_files(loaded, plan))
+    files = generated_files(loaded, plan)
+    write_generated(loaded, files)
     defines = {**variant_defines(plan, variant), **python_defines(plan), **(extra_defines or {})}
     with folder_lock(build_dir, "configure"):
+        previous = read_stamp(build_dir)
+        stamp = ConfigureStamp(
+            str(loaded.path), variant, PENDING, previous.artifacts if previous else ()
+        )
+        write_stamp(build_dir, stamp)
         cmake.write_file_api_query(build_dir)
-        process.run(cmake.configure_command(loaded.root, build_dir, defines, extra))
+        try:
+            process.run(cmake.configure_command(loaded.root, build_dir, defines, extra))
+        except ToolFailed as failure:
+            refuse_target_collisions(loaded, plan, failure.output)
+            raise
         _remove_disabled_outputs(plan, build_dir, variant)
         targets = cmake.read_targets(build_dir)
+        artifacts = _own_artifacts(plan, targets)
+        _remove_outputs_no_longer_made(build_dir, stamp.artifacts, artifacts)
+        digest = generated_digest(files)
+        write_stamp(build_dir, dataclasses.replace(stamp, generated=digest, artifacts=artifacts))
     for target in targets:
         if target.type in ("SHARED_LIBRARY", "EXECUTABLE"):
             log.debug("target %s (%s): %s", target.name, target.type, ", ".join(target.artifacts))
@@ -314,6 +359,53 @@ def _check_toolchain_kept(build_dir: Path, defines: Mapping[str, str]) -> None:
             f"{build_dir} was configured with {first}; CMake keeps a folder's toolchain, so "
             f"{wanted} needs another --build-dir (or remove {build_dir})"
         )
+
+
+def refuse_target_collisions(loaded: LoadedRecipe, plan: LinkPlan, output: str) -> None:
+    """Raise ``InputError`` when a failed configure's ``output`` says that the project's own
+    CMake defines a target of a name buildtool's targets have (bad input, not a tool failure)."""
+    claimed = {claim.target: claim.key for claim in claimed_targets(plan)}
+    collisions = collisions_in_output(output, claimed, HELPERS)
+    if collisions:
+        prefix = loaded.recipe.project.target_prefix
+        raise InputError(collision_message(loaded.source, prefix, collisions))
+
+
+def reconfiguration(loaded: LoadedRecipe, build_dir: Path) -> str:
+    """Why ``build_dir`` must be configured again before ``loaded`` builds in it (empty: it is
+    current): the recipe, what its globs expand to or buildtool's templates changed since."""
+    stamp = read_stamp(build_dir)
+    if stamp is None:
+        return "it has no record of the recipe it was configured from"
+    if stamp.recipe != str(loaded.path):
+        return f"it was configured from {stamp.recipe}"
+    if stamp.generated == PENDING:
+        return "its last configure did not finish"
+    if stamp.generated != generated_digest(generated_files(loaded, plan_recipe(loaded))):
+        return f"{loaded.source} changed since it was configured"
+    return ""
+
+
+def folder_variant(build_dir: Path) -> Variant | None:
+    """The variant ``build_dir`` was last configured with, from its stamp; None without one."""
+    stamp = read_stamp(build_dir)
+    if stamp is None:
+        return None
+    return "runtime" if stamp.variant == "runtime" else "full"
+
+
+def remembered_recipe(build_dir: Path) -> Path | None:
+    """The recipe file ``build_dir`` was configured from (None: no stamp); gone is an error."""
+    stamp = read_stamp(build_dir)
+    if stamp is None:
+        return None
+    path = Path(stamp.recipe)
+    if not path.is_file():
+        raise UsageError(
+            f"{build_dir}: configured from the recipe {path}, which is gone; name the recipe "
+            "with --recipe"
+        )
+    return path
 
 
 def is_configured(build_dir: Path) -> bool:

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Literal
 
 from buildtool import __version__
+from buildtool.cmake.collisions import ClaimedTarget, claimed_targets
 from buildtool.fsutil import carries_generated_header
 from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan, ObjectPlan, TargetSettings
 from buildtool.recipe.values import cmake_version
@@ -213,8 +214,31 @@ def _render_externals(plan: LinkPlan) -> str:
     return "".join(parts)
 
 
-def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
-    """The targets of the split: the body both modes share."""
+def _render_claims(plan: LinkPlan) -> str:
+    """Included mode: every target name claimed before any target exists, each under the
+    options it is created with (``bt_claim_targets`` in ``buildtool.cmake``)."""
+    groups: dict[tuple[str, ...], list[ClaimedTarget]] = {}
+    for claim in claimed_targets(plan):
+        groups.setdefault(claim.requires_on, []).append(claim)
+    calls = "".join(
+        _guard(
+            requires_on,
+            "bt_claim_targets("
+            + "".join(f"\n  {claim.target} {claim.key}" for claim in claims)
+            + ")\n",
+        )
+        for requires_on, claims in groups.items()
+    )
+    return (
+        "# The targets below, with the recipe keys that make them: the project's own targets\n"
+        "# must have other names.\n"
+        f'{calls}bt_refuse_taken_targets("{plan.recipe_source}")\n\n'
+    )
+
+
+def render_targets(plan: LinkPlan, templates: Mapping[str, str], mode: CMakeMode) -> str:
+    """The targets of the split: the body both modes share (included mode first claims their
+    names)."""
     project = plan.project
     python_package = ""
     if project.python_package_dir:
@@ -229,6 +253,7 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str]) -> str:
             "CXX_STANDARD": str(project.cxx_standard),
             "C_STANDARD": str(project.c_standard),
             "OPTIONS": _render_options(plan),
+            "CLAIMS": _render_claims(plan) if mode == "included" else "",
             "CONFIGURED_HEADERS": _render_configured_headers(plan),
             "EXTERNALS": _render_externals(plan),
             "OBJECTS": "".join(_render_object(templates, plan, obj) for obj in plan.objects),
@@ -319,7 +344,7 @@ def render_cmakelists(plan: LinkPlan, templates: Mapping[str, str], recipe_diges
             "PROJECT_NAME": plan.project.package,
             "PROJECT_VERSION": cmake_version(plan.project.version),
             "LANGUAGES": " ".join(plan.languages),
-            "TARGETS": render_targets(plan, templates),
+            "TARGETS": render_targets(plan, templates, "generated"),
             "CMAKE_INCLUDES": _cmake_includes(plan),
         },
     )
@@ -339,7 +364,7 @@ def render_targets_file(plan: LinkPlan, templates: Mapping[str, str], recipe_dig
             "CMAKE_FILE": cmake_file,
             "UP": up,
             "LANGUAGES": " ".join(plan.languages),
-            "TARGETS": render_targets(plan, templates),
+            "TARGETS": render_targets(plan, templates, "included"),
             "CMAKE_INCLUDES": _cmake_includes(plan),
         },
     )

@@ -29,7 +29,7 @@ import pyproject_hooks
 
 from buildtool import process
 from buildtool.cmake import configure
-from buildtool.errors import ChecksFailed, UsageError
+from buildtool.errors import ChecksFailed, ToolFailed, UsageError
 from buildtool.fsutil import folder_lock, owned_folder, write_atomic
 from buildtool.packaging.distributions import (
     BUILD_BACKEND,
@@ -327,9 +327,13 @@ def staging_folder(out_dir: Path) -> Iterator[Path]:
 
 def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, staging: Path) -> Path:
     raw_dir = staging / "raw" / dist.name
-    raw = build_raw_wheel(
-        request.loaded, dist, request.build_root, raw_dir, request.defines, jobs=request.jobs
-    )
+    try:
+        raw = build_raw_wheel(
+            request.loaded, dist, request.build_root, raw_dir, request.defines, jobs=request.jobs
+        )
+    except ToolFailed as failure:  # the backend's configure: a target the project has too
+        configure.refuse_target_collisions(request.loaded, plan, failure.output)
+        raise
     platform_tag = request.loaded.recipe.wheel.platform_tag
     repaired = repair_wheel(raw, staging / "repaired" / dist.name, plan, platform_tag)
     package_files = python_package_files(request.loaded)

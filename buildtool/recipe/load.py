@@ -234,14 +234,14 @@ def _complete_project(project: ProjectSettings, source: str) -> ProjectSettings:
             "project.env-prefix",
             f"expected upper-case letters, digits and '_', found {env_prefix!r}",
         )
-    if not _LIBRARY_PREFIX.match(project.library_prefix):
+    prefix = f"{package}_" if project.library_prefix is None else project.library_prefix
+    if not _LIBRARY_PREFIX.match(prefix):
         raise RecipeError(
             source,
             "project.library-prefix",
             "expected letters, digits and '_', '.', '+', '-' (it begins CMake target and file "
-            f"names), found {project.library_prefix!r}",
+            f"names), found {prefix!r}",
         )
-    prefix = project.library_prefix or f"{package}_"
     runtime = project.runtime_distribution or f"{project.name}-runtime"
     addon = project.addon_distribution or f"{project.name}-compiler"
     _check_distribution_names(project.name, runtime, addon, source)

@@ -62,9 +62,10 @@ class ProjectSettings:
     c_standard: int = 11
     """C standard the targets' C sources (``.c``) compile with (90, 99, 11, 17 or 23)."""
 
-    library_prefix: str = ""
-    """Prefix of library file names: ``<prefix><library>`` gives ``lib<prefix><library>.so``.
-    Defaults to ``<package>_``."""
+    library_prefix: str | None = None
+    """Prefix of the CMake target names (``<prefix><name>``: ``acme_core``) and of the libraries'
+    default file names (``lib<prefix><name>.so``). Not given: ``<package>_``; empty (``""``):
+    no prefix, so ``[libraries.core]`` is the target ``core`` building ``libcore.so``."""
 
     cmake_file: str = "cmake/buildtool/targets.cmake"
     """Where the targets go when the project root has a hand-written ``CMakeLists.txt``
@@ -88,6 +89,11 @@ class ProjectSettings:
     (``target_compile_definitions(demo_runtime PRIVATE ...)``). Meant for generated mode; in
     included mode the targets file includes them too, though the project's own
     ``CMakeLists.txt`` (after its ``include``) is the natural place."""
+
+    @property
+    def target_prefix(self) -> str:
+        """``library_prefix`` as it applies: ``<package>_`` when the recipe gives none."""
+        return f"{self.package}_" if self.library_prefix is None else self.library_prefix
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,8 +132,9 @@ class SharedLibrary:
     """Base name of the built file (CMake's ``OUTPUT_NAME``): ``sentencepiece`` gives
     ``libsentencepiece.so``, the name the project's users link with ``-lsentencepiece``.
     Defaults to what ``file`` says, else ``<library-prefix><name>``. The CMake target stays
-    ``<library-prefix><name>`` whatever the file is called, so in included mode it never takes
-    the name of the project's own target ``sentencepiece``."""
+    ``<library-prefix><name>`` whatever the file is called, so in included mode the file can
+    keep the name of the project's own target ``sentencepiece`` while the targets differ (a
+    target name both define is refused, naming the key)."""
 
     visibility: Visibility = "hidden"
     """Symbol visibility of its sources and object libraries: ``hidden`` (only what the export

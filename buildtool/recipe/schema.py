@@ -69,7 +69,8 @@ def _default(field: dataclasses.Field[Any]) -> Any:
         value = field.default_factory()
     else:
         return dataclasses.MISSING
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) or value is None:
+        # None: computed when not given (a TOML value cannot be null); the description says how
         return dataclasses.MISSING
     return list(value) if isinstance(value, tuple) else value
 
@@ -153,6 +154,8 @@ def _table_section(title: str, schema: dict[str, Any]) -> str:
         default = "required" if key in required else f"`{json.dumps(entry.get('default'))}`"
         if "$ref" in entry:
             default = ""
+        elif "default" not in entry and key not in required:
+            default = "computed"
         row = [f"`{key}`", _type_text(entry), default, _markdown(entry.get("description", ""))]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"

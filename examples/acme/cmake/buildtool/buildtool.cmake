@@ -74,6 +74,19 @@ function(bt_root_paths list_name)
   set(${list_name} "${paths}" PARENT_SCOPE)
 endfunction()
 
+# Whether buildtool created `target` (marked with `property`): a target switched off by its
+# option does not exist, and a project target of the same name must not stand in for it.
+function(bt_created target property result)
+  set(created FALSE)
+  if(TARGET ${target})
+    get_target_property(value ${target} ${property})
+    if(value)
+      set(created TRUE)
+    endif()
+  endif()
+  set(${result} ${created} PARENT_SCOPE)
+endfunction()
+
 # Settings every target of the recipe gets: the languages' standards and the version macro
 # (<PREFIX>_VERSION, a string), then the recipe's own keys. `scope` is PUBLIC for libraries.
 function(bt_settings target scope)
@@ -110,15 +123,47 @@ function(bt_settings target scope)
   endif()
   foreach(external IN LISTS ARG_EXTERNALS)
     # An external switched off by its option (`when`) is simply not linked.
-    if(TARGET ${external})
+    bt_created(${external} BT_EXTERNAL created)
+    if(created)
       target_link_libraries(${target} ${scope} ${external})
     endif()
   endforeach()
 endfunction()
 
+# Included mode: the project's own targets and buildtool's share one namespace, and a second
+# target of one name is a CMake error (CMP0002) inside these helpers, far from the recipe. Before
+# it creates any target, the targets file claims every name with the recipe key that makes it;
+# bt_refuse_taken_targets then names each one the project has taken, and the ways out.
+function(bt_claim_targets)
+  get_property(taken GLOBAL PROPERTY BT_TAKEN_TARGETS)
+  list(LENGTH ARGN count)
+  while(count GREATER 1)
+    list(POP_FRONT ARGN target key)
+    math(EXPR count "${count} - 2")
+    if(TARGET ${target})
+      get_target_property(directory ${target} SOURCE_DIR)
+      list(APPEND taken "target \"${target}\" of ${key} is defined by the project already (in source directory ${directory})")
+    endif()
+  endwhile()
+  set_property(GLOBAL PROPERTY BT_TAKEN_TARGETS "${taken}")
+endfunction()
+
+function(bt_refuse_taken_targets recipe)
+  get_property(taken GLOBAL PROPERTY BT_TAKEN_TARGETS)
+  if(taken)
+    list(JOIN taken "; " listed)
+    message(FATAL_ERROR "buildtool: ${recipe}: ${listed}. A CMake target name can be defined "
+      "once only: rename the recipe's table or set [project] library-prefix (buildtool's "
+      "targets are <library-prefix><table name>, a library's ALIAS <project name>::<table "
+      "name>; output-name keeps a library's file name), or rename the project's target; then "
+      "run `buildtool configure` again.")
+  endif()
+endfunction()
+
 function(bt_external name)
   cmake_parse_arguments(PARSE_ARGV 1 ARG "" "FIND_PACKAGE;VERSION;PKG_CONFIG" "COMPONENTS;LINK")
   add_library(${name} INTERFACE)
+  set_target_properties(${name} PROPERTIES BT_EXTERNAL ON)
   if(ARG_FIND_PACKAGE)
     set(components "")
     if(ARG_COMPONENTS)
@@ -229,7 +274,8 @@ function(bt_library name)
   target_link_libraries(${name} PUBLIC ${ARG_LINKS})
   list(TRANSFORM ARG_INCLUDE_DIRS PREPEND "${BT_SOURCE_DIR}/")
   foreach(object IN LISTS ARG_OBJECTS)
-    if(NOT TARGET ${object})
+    bt_created(${object} BT_OWNER created)
+    if(NOT created)
       continue()  # switched off by its option (`when`)
     endif()
     # The object code goes into this library only; linking the object library PRIVATE gives it
@@ -245,7 +291,8 @@ function(bt_library name)
     target_link_options(${name} PRIVATE ${object_link_options})
     get_target_property(object_externals ${object} BT_EXTERNALS)
     foreach(external IN LISTS object_externals)
-      if(TARGET ${external})
+      bt_created(${external} BT_EXTERNAL created)
+      if(created)
         target_link_libraries(${name} PRIVATE ${external})
       endif()
     endforeach()

@@ -9,6 +9,10 @@ endif()
 if(CMAKE_VERSION VERSION_LESS 3.24)
   message(FATAL_ERROR "buildtool's targets need CMake 3.24 or newer (found ${CMAKE_VERSION})")
 endif()
+# The policies of CMake 3.24 for buildtool's targets (PIE, the link features), whatever the
+# project's cmake_minimum_required says: include() gave this file a policy scope of its own,
+# and each target records the policies in effect where it is created.
+cmake_policy(VERSION 3.24)
 get_filename_component(BT_SOURCE_DIR "${CMAKE_CURRENT_LIST_DIR}/../.." ABSOLUTE)
 enable_language(C CXX)
 set(BT_PACKAGE "acme")
@@ -23,6 +27,27 @@ enable_testing()
 # One option per optional library: OFF gives a runtime-only build.
 option(ACME_WITH_FAST "Build the fast checksum, an object library of acme_core" ON)
 option(ACME_BUILD_COMPILER "Build the optional library 'compiler' (libacme_compiler)" ON)
+
+# The targets below, with the recipe keys that make them: the project's own targets
+# must have other names.
+bt_claim_targets(
+  acme_external_zlib externals.zlib
+  PkgConfig::acme_external_zlib externals.zlib
+  acme_core libraries.core
+  acme::core libraries.core
+  acme_acme_info executables.acme_info
+  acme__capi extensions._capi)
+if(ACME_WITH_FAST)
+  bt_claim_targets(
+    acme_fast objects.fast)
+endif()
+if(ACME_BUILD_COMPILER)
+  bt_claim_targets(
+    acme_compiler libraries.compiler
+    acme::compiler libraries.compiler
+    acme_core_test tests.core_test)
+endif()
+bt_refuse_taken_targets("buildtool.toml")
 
 # Libraries from outside the recipe.
 bt_external(acme_external_zlib
