@@ -241,6 +241,27 @@ def png_pixels(path: Path) -> tuple[int, int, list[bytes]]:
     return width, height, [bytes(r[i : i + 3]) for r in rows for i in range(0, stride, channels)]
 
 
+def drawn_width(decoded: tuple[int, int, list[bytes]], scale: float = 1.0) -> float:
+    """How wide the graph's nodes are drawn, in CSS pixels: the span of the white node boxes
+    inside the grey frame around the graph, in a screenshot (``png_pixels``) taken at
+    ``scale`` device pixels per CSS pixel."""
+    width, height, pixels = decoded
+    wash, white = bytes((0xF6, 0xF8, 0xFA)), b"\xff\xff\xff"
+    rows = [pixels[y * width : (y + 1) * width] for y in range(height)]
+    # the frame's inner columns: from a row of its padding, all wash
+    edge = next(row for row in rows if row.count(wash) > width // 2)
+    first, last = edge.index(wash), width - 1 - edge[::-1].index(wash)
+    left, right = width, -1
+    for row in rows:
+        if row[first] != wash:
+            continue  # not a row of the frame
+        whites = [x for x in range(first, last + 1) if row[x] == white]
+        if whites:
+            left, right = min(left, whites[0]), max(right, whites[-1])
+    assert right > left, "no node drawn in the frame"
+    return (right - left + 1) / scale
+
+
 class DomNodes(HTMLParser):
     """Graph nodes and edges, CSP meta tags and every URL-valued attribute of a DOM dump."""
 
@@ -363,8 +384,12 @@ def test_report_in_headless_chromium(
     ]
     assert "sev-error" in unresolved[0]["class"]  # BT109: nothing provides it
 
-    width, height, pixels = png_pixels(opened.screenshot)
+    assert float(graph.get("width", "0")) <= 2400  # laid out no wider, and scaled to the page
+    assert graph.get("style") == f"max-width: {graph.get('width')}px"
+    decoded = png_pixels(opened.screenshot)
+    width, height, pixels = decoded
     assert (width, height) == (1280, 1600)
+    assert 200 < drawn_width(decoded) <= 2400
     colours = set(pixels)
     assert len(colours) > 50, "the screenshot is (nearly) blank"
     white = sum(pixel == b"\xff\xff\xff" for pixel in pixels)

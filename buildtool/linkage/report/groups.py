@@ -69,10 +69,13 @@ class FoldedGraph:
         return {node: index for index, unit in enumerate(self.units) for node in unit.members}
 
 
-def folder_of(path: str) -> str:
-    """The folder part of a node's path as a reader knows it: inside a wheel, from its root."""
+def folder_of(path: str, inputs: Sequence[str] = ()) -> str:
+    """The folder part of a node's path as a reader knows it: inside a wheel from its root,
+    inside an input folder from that folder (the page names the inputs above the graph)."""
     inside = path.rpartition("!/")[2] if "!/" in path else path
-    folder, _, _ = inside.rpartition("/")
+    roots = sorted((i.rstrip("/") + "/" for i in inputs if i.rstrip("/")), key=len, reverse=True)
+    root = next((r for r in roots if inside.startswith(r)), "")
+    folder, _, _ = inside[len(root) :].rpartition("/")
     return folder + "/" if folder else "./"
 
 
@@ -86,7 +89,9 @@ def _clusters(nodes: Sequence[GraphNode], first_needer: dict[int, int]) -> list[
     return names
 
 
-def _signatures(graph: LinkGraph, clusters: list[str]) -> list[tuple[object, ...] | None]:
+def _signatures(
+    graph: LinkGraph, clusters: list[str], folders: list[str]
+) -> list[tuple[object, ...] | None]:
     """What look-alike files share (None: never folds)."""
     index = {node.path: i for i, node in enumerate(graph.nodes)}
     needs: list[set[tuple[int, bool]]] = [set() for _ in graph.nodes]
@@ -96,22 +101,24 @@ def _signatures(graph: LinkGraph, clusters: list[str]) -> list[tuple[object, ...
         needs[source].add((target, edge.present))
         needed_by[target].add(source)
     return [
-        (clusters[i], folder_of(node.path), node.kind, frozenset(needs[i]), frozenset(needed_by[i]))
+        (clusters[i], folders[i], node.kind, frozenset(needs[i]), frozenset(needed_by[i]))
         if node.kind in FOLDABLE and not node.role
         else None
         for i, node in enumerate(graph.nodes)
     ]
 
 
-def fold(graph: LinkGraph) -> FoldedGraph:
-    """Fold ``graph``'s look-alike files into groups and cluster them by distribution."""
+def fold(graph: LinkGraph, inputs: Sequence[str] = ()) -> FoldedGraph:
+    """Fold ``graph``'s look-alike files into groups and cluster them by distribution
+    (``inputs``: the report's, which folders are shown from)."""
     index = {node.path: i for i, node in enumerate(graph.nodes)}
     first_needer: dict[int, int] = {}
     for edge in graph.edges:
         first_needer.setdefault(index[edge.target], index[edge.source])
     names = _clusters(graph.nodes, first_needer)
     clusters = list(dict.fromkeys(names)) if len(set(names)) > 1 else [""]
-    signatures = _signatures(graph, names)
+    folders = [folder_of(node.path, inputs) for node in graph.nodes]
+    signatures = _signatures(graph, names, folders)
     alike: dict[object, list[int]] = {}
     for i, signature in enumerate(signatures):
         alike.setdefault(signature if signature is not None else ("alone", i), []).append(i)
@@ -119,9 +126,9 @@ def fold(graph: LinkGraph) -> FoldedGraph:
     for members in alike.values():
         parts = [members] if len(members) >= MIN_GROUP else [[m] for m in members]
         for part in parts:
-            node = graph.nodes[part[0]]
+            kind = graph.nodes[part[0]].kind
             cluster = clusters.index(names[part[0]]) if len(clusters) > 1 else 0
-            units.append(Unit(tuple(part), folder_of(node.path), node.kind, cluster))
+            units.append(Unit(tuple(part), folders[part[0]], kind, cluster))
     units.sort(key=lambda unit: unit.members[0])
     folded = FoldedGraph(tuple(units), (), tuple(clusters))
     return dataclasses.replace(folded, edges=_unit_edges(graph, folded.unit_of()))

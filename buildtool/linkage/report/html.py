@@ -82,7 +82,8 @@ svg.graph { display: block; margin: 0 auto; font-size: 13px; width: 100%; height
   stroke: var(--error); stroke-width: 3; }
 .node.sev-warning > rect:first-of-type, .node.group.sev-warning > a > rect:nth-of-type(2) {
   stroke: var(--warning); stroke-width: 3; }
-.node:target > rect:first-of-type { stroke: #000; stroke-width: 4; }
+.node:target > rect:first-of-type, .node.group:target > a > rect:nth-of-type(2) {
+  stroke: #000; stroke-width: 4; }
 .node text { fill: var(--ink); } .node .name { font-weight: 700; }
 .node .role { fill: var(--c, var(--muted)); font-size: 12px; }
 .node .detail { fill: var(--muted); font-size: 12px; }

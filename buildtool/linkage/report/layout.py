@@ -348,9 +348,9 @@ def clustered(
     boxes: dict[int, Box] = {}
     inside: list[list[Route]] = []
     for cluster, (drawing, frame) in enumerate(zip(drawings, frames, strict=True)):
-        placed, routes = _shifted(drawing, frame.x + pad, frame.y + pad + label)
+        placed, shifted = _shifted(drawing, frame.x + pad, frame.y + pad + label)
         boxes.update(zip(members[cluster], placed, strict=True))
-        inside.append(routes[::-1])  # popped from the end: in edge order
+        inside.append(shifted[::-1])  # popped from the end: in edge order
     routes: list[Route] = []
     for a, b in edges:
         if clusters[a] == clusters[b]:

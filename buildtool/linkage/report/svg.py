@@ -82,7 +82,7 @@ class Anchors:
 
     @cached_property
     def folded(self) -> FoldedGraph:
-        return fold(self.report.graph)
+        return fold(self.report.graph, self.report.inputs)
 
     def findings_of_unit(self, unit: Unit) -> list[tuple[int, Finding]]:
         """Findings about any file of ``unit``, in report order."""
