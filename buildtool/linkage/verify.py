@@ -261,6 +261,16 @@ def _sorted(findings: Sequence[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(findings, key=finding_order))
 
 
+def _distributions(subject: Subject) -> dict[PurePosixPath, str]:
+    """Each file's distribution, where a wheel's or a RECORD's metadata names it."""
+    names: dict[PurePosixPath, str] = {}
+    for binary in subject.files:
+        origin = subject.origin_of(binary)
+        if origin is not None and origin.distribution is not None:
+            names[binary.location] = origin.distribution.name
+    return names
+
+
 def verify_inputs(
     inputs: Sequence[InputSet],
     policy: LinkagePolicy,
@@ -306,6 +316,11 @@ def verify_inputs(
         sizes, growth, gone = _compare(sizes, policy, baseline)
         checked = _sorted(checked + growth)
     aliases = {alias: target for entry in relocated for alias, target in entry.aliases.items()}
+    graph = (
+        link_graph(good, closures, aliases, policy, checked, distributions=_distributions(subject))
+        if with_graph
+        else LinkGraph()
+    )
     return Report(
         inputs=tuple(entry.label for entry in inputs),
         recipe=policy.source,
@@ -313,7 +328,7 @@ def verify_inputs(
         findings=tuple(malformed) + checked,
         sizes=sizes,
         hardening=policy.hardening,
-        graph=link_graph(good, closures, aliases, policy, checked) if with_graph else LinkGraph(),
+        graph=graph,
         baseline=baseline.source if baseline else "",
         gone=gone,
         files_by_format=tuple(files_by_format(every).items()),

@@ -45,6 +45,9 @@ class GraphNode:
     """Its name in the recipe (``runtime``, ``compiler``, ``minrpc``), or ""."""
     outside: tuple[str, ...] = ()
     """NEEDED entries resolved outside the inputs (system libraries), in file order."""
+    distribution: str = ""
+    """The distribution that installs it (a wheel's, or a ``*.dist-info/RECORD``'s), or "" when
+    no metadata says (a build tree, a missing node)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,7 +81,9 @@ def _kind(binary: BinaryFile) -> NodeKind:
     return "extension" if EXTENSION_SUFFIX.search(binary.location.name) else "library"
 
 
-def _node(binary: BinaryFile, policy: LinkagePolicy, outside: tuple[str, ...]) -> GraphNode:
+def _node(
+    binary: BinaryFile, policy: LinkagePolicy, outside: tuple[str, ...], distribution: str
+) -> GraphNode:
     name = binary.location.name
     library = policy.library_by_file(name)
     executable = policy.executable_by_file(name)
@@ -87,7 +92,7 @@ def _node(binary: BinaryFile, policy: LinkagePolicy, outside: tuple[str, ...]) -
         role, recipe_name = ("optional" if library.optional else "required"), library.name
     elif executable is not None:
         role, recipe_name = "executable", executable.name
-    return GraphNode(binary.display, name, _kind(binary), role, recipe_name, outside)
+    return GraphNode(binary.display, name, _kind(binary), role, recipe_name, outside, distribution)
 
 
 def link_graph(
@@ -96,8 +101,12 @@ def link_graph(
     aliases: Mapping[PurePosixPath, PurePosixPath],
     policy: LinkagePolicy,
     findings: Sequence[Finding],
+    *,
+    distributions: Mapping[PurePosixPath, str] | None = None,
 ) -> LinkGraph:
-    """The graph of well-formed ``files`` (each one's own NEEDED entries, as resolved)."""
+    """The graph of well-formed ``files`` (each one's own NEEDED entries, as resolved);
+    ``distributions``: the name of the distribution that installs a file, where known."""
+    installs = distributions or {}
     display = {str(b.location): b.display for b in files}
     for alias, target in aliases.items():
         if str(target) in display:
@@ -119,7 +128,8 @@ def link_graph(
                 edges.append(GraphEdge(binary.display, display[edge.path], edge.needed))
             else:
                 outside.append(edge.needed)
-        nodes.append(_node(binary, policy, tuple(outside)))
+        distribution = installs.get(binary.location, "")
+        nodes.append(_node(binary, policy, tuple(outside), distribution))
     by_name = {b.location.name: b.display for b in files}
     for finding in findings:
         if finding.check_id == "BT101" and finding.needed in by_name:

@@ -21,7 +21,15 @@ from buildtool.linkage.report.model import (
     signed_count,
     signed_percent,
 )
-from buildtool.linkage.report.svg import Anchors, megabytes, render_bar, render_graph, xml_text
+from buildtool.linkage.report.svg import (
+    Anchors,
+    group_label,
+    megabytes,
+    render_bar,
+    render_graph,
+    worst,
+    xml_text,
+)
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -53,16 +61,29 @@ dl.facts dt { font-weight: 600; } dl.facts dd { margin: 0; font-family: ui-monos
   background: none; vertical-align: 3px; width: 22px; }
 .scroll { overflow-x: auto; border: 1px solid var(--line); border-radius: 8px;
   background: var(--wash); padding: 8px; }
-svg.graph { display: block; margin: 0 auto; font-size: 13px; }
-.node > rect { fill: #fff; stroke: var(--line); stroke-width: 1.5; }
-.node .stripe { stroke: none; fill: var(--c, var(--other)); }
+svg.graph { display: block; margin: 0 auto; font-size: 13px; width: 100%; height: auto; }
+.cluster rect { fill: #fff; fill-opacity: .5; stroke: var(--line); stroke-width: 1.5; }
+.cluster text { fill: var(--muted); font-weight: 700; }
+.node.group .behind { fill: #fff; stroke: var(--line); stroke-width: 1.5; }
+.groups { margin-top: 8px; } .groups details { margin: 4px 0; }
+.groups summary { cursor: pointer; font-weight: 600; }
+.groups details.sev-error > summary { color: var(--error); }
+.groups details.sev-warning > summary { color: var(--warning); }
+.groups ul { margin: 4px 0 8px; padding-left: 22px; columns: 3 320px; }
+.groups li { break-inside: avoid; } .groups li:target { background: #fff8c5; }
+.groups li a.sev { margin-left: 6px; }
+.node > rect, .node.group > a > rect { fill: #fff; stroke: var(--line); stroke-width: 1.5; }
+.node .stripe, .node.group > a > .stripe { stroke: none; fill: var(--c, var(--other)); }
 .node.role-required { --c: var(--required); } .node.role-optional { --c: var(--optional); }
 .node.kind-executable { --c: var(--exe); } .node.kind-extension { --c: var(--ext); }
 .node.kind-missing > rect { stroke: var(--error); stroke-dasharray: 5 4; fill: #fff5f5; }
 .node.kind-missing { --c: var(--error); }
-.node.sev-error > rect:first-of-type { stroke: var(--error); stroke-width: 3; }
-.node.sev-warning > rect:first-of-type { stroke: var(--warning); stroke-width: 3; }
-.node:target > rect:first-of-type { stroke: #000; stroke-width: 4; }
+.node.sev-error > rect:first-of-type, .node.group.sev-error > a > rect:nth-of-type(2) {
+  stroke: var(--error); stroke-width: 3; }
+.node.sev-warning > rect:first-of-type, .node.group.sev-warning > a > rect:nth-of-type(2) {
+  stroke: var(--warning); stroke-width: 3; }
+.node:target > rect:first-of-type, .node.group:target > a > rect:nth-of-type(2) {
+  stroke: #000; stroke-width: 4; }
 .node text { fill: var(--ink); } .node .name { font-weight: 700; }
 .node .role { fill: var(--c, var(--muted)); font-size: 12px; }
 .node .detail { fill: var(--muted); font-size: 12px; }
@@ -150,7 +171,38 @@ def _total(report: Report) -> str:
 def _graph(anchors: Anchors) -> str:
     if not anchors.report.graph.nodes:
         return '<p class="none">No ELF files.</p>'
-    return LEGEND + f'<div class="scroll">{render_graph(anchors)}</div>'
+    return LEGEND + f'<div class="scroll">{render_graph(anchors)}{_group_lists(anchors)}</div>'
+
+
+def _member(index: int, group: str, anchors: Anchors) -> str:
+    """One file of a group: it holds the file's anchor, so links to the file open the group."""
+    node = anchors.report.graph.nodes[index]
+    links = "".join(
+        f'<a class="sev {f.severity}" href="#{anchors.finding(i)}">{f.check_id}</a>'
+        for i, f in anchors.findings_of(node.path)
+    )
+    return (
+        f'<li id="{anchors.node(index)}" data-path="{xml_text(node.path)}" data-group="{group}">'
+        f'<a class="file" href="#{group}">{xml_text(node.name)}</a>{links}</li>'
+    )
+
+
+def _group_lists(anchors: Anchors) -> str:
+    """Each group's files, folded: opening one (or following a link to one of its files) shows
+    them without any script."""
+    parts = []
+    for index, unit in enumerate(anchors.folded.units):
+        if not unit.grouped:
+            continue
+        group = anchors.group(index)
+        severity = worst(anchors.findings_of_unit(unit))
+        members = "".join(_member(m, group, anchors) for m in unit.members)
+        parts.append(
+            f'<details class="group{f" sev-{severity}" if severity else ""}" data-group="{group}">'
+            f"<summary>{xml_text(group_label(unit, anchors))}</summary>"
+            f'<ul id="{anchors.group_files(index)}">{members}</ul></details>'
+        )
+    return f'<div class="groups">{"".join(parts)}</div>' if parts else ""
 
 
 def _change(new: int, old: int | None, unit: str) -> str:

@@ -64,6 +64,8 @@ class Drawing:
     """Of the whole drawing, margins included."""
     height: float
     """Of the whole drawing, margins included."""
+    frames: tuple[Box, ...] = ()
+    """One per cluster (``clustered``), in cluster order: the frame around its nodes."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +86,13 @@ class Spacing:
     """Around the drawing."""
     per_row: int = 8
     """Most nodes side by side: a wider layer continues on the next row."""
+    max_width: float = 2400
+    """Widest drawing, margins included: a layer whose nodes and bend points would not fit
+    continues on the next row (bend points count, so many long edges cannot widen it)."""
+    cluster_padding: float = 12
+    """Inside a cluster's frame, around its drawing."""
+    cluster_label: float = 26
+    """Above a cluster's drawing, inside its frame: room for its name."""
 
 
 def _acyclic(count: int, edges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -198,17 +207,24 @@ def _by_barycentre(
     return [node for _, node in sorted(enumerate(row), key=key)]
 
 
-def _wrap(rows: list[list[int]], real: int, per_row: int) -> list[list[int]]:
-    """Layers with more than ``per_row`` nodes split into several rows, in order (a folder of a
-    thousand libraries stays as wide as a screen); bend points go with their neighbours."""
+def _wrap(rows: list[list[int]], real: int, spacing: Spacing) -> list[list[int]]:
+    """Layers with more than ``per_row`` nodes, or wider than ``max_width``, split into several
+    rows, in order (a folder of a thousand libraries stays as wide as a screen); bend points go
+    with their neighbours and take their room."""
+    room = spacing.max_width - 2 * spacing.margin
     wrapped: list[list[int]] = []
     for row in rows:
         current: list[int] = []
+        nodes, width = 0, -spacing.gap
         for node in row:
-            if node < real and sum(n < real for n in current) == per_row:
+            size = (spacing.node_width if node < real else spacing.bend_width) + spacing.gap
+            full = node < real and nodes == spacing.per_row
+            if current and (full or width + size > room):
                 wrapped.append(current)
-                current = []
+                current, nodes, width = [], 0, -spacing.gap
             current.append(node)
+            nodes += node < real
+            width += size
         wrapped.append(current)
     return wrapped
 
@@ -258,7 +274,7 @@ def layered(count: int, edges: Sequence[tuple[int, int]], spacing: Spacing = Spa
     """Boxes for ``count`` nodes and routes for ``edges`` (pairs of node indexes)."""
     layer = assign_layers(count, edges)
     chains = _chains(edges, layer)
-    rows = _wrap(_order(chains), count, spacing.per_row)
+    rows = _wrap(_order(chains), count, spacing)
     boxes, width = _place(rows, count, spacing)
     start, end = _ports(edges, chains.chains, boxes)
     routes = []
@@ -271,3 +287,79 @@ def layered(count: int, edges: Sequence[tuple[int, int]], spacing: Spacing = Spa
     height = spacing.margin * 2 + len(rows) * spacing.node_height
     height += max(len(rows) - 1, 0) * spacing.layer_gap
     return Drawing(tuple(boxes[n] for n in range(count)), tuple(routes), width, height)
+
+
+def _shifted(drawing: Drawing, dx: float, dy: float) -> tuple[list[Box], list[Route]]:
+    boxes = [Box(b.x + dx, b.y + dy, b.width, b.height) for b in drawing.boxes]
+    routes = [
+        Route(r.source, r.target, tuple((x + dx, y + dy) for x, y in r.points))
+        for r in drawing.routes
+    ]
+    return boxes, routes
+
+
+def _cluster_order(clusters: Sequence[int], edges: Sequence[tuple[int, int]]) -> list[int]:
+    """Clusters that need others first (edges between clusters point down or right)."""
+    count = max(clusters, default=-1) + 1
+    between = sorted({(clusters[a], clusters[b]) for a, b in edges if clusters[a] != clusters[b]})
+    layer = assign_layers(count, between)
+    return sorted(range(count), key=lambda c: (layer[c], c))
+
+
+def _shelves(
+    sizes: Sequence[tuple[float, float]], order: Sequence[int], spacing: Spacing
+) -> list[Box]:
+    """Frames of the given sizes, left to right in ``order``, in rows no wider than the page."""
+    frames: dict[int, Box] = {}
+    x = y = spacing.margin
+    shelf = 0.0
+    for cluster in order:
+        width, height = sizes[cluster]
+        if x > spacing.margin and x + width > spacing.max_width - spacing.margin:
+            x, y, shelf = spacing.margin, y + shelf + spacing.gap, 0.0
+        frames[cluster] = Box(x, y, width, height)
+        x += width + spacing.gap
+        shelf = max(shelf, height)
+    return [frames[c] for c in range(len(sizes))]
+
+
+def clustered(
+    clusters: Sequence[int], edges: Sequence[tuple[int, int]], spacing: Spacing = Spacing()
+) -> Drawing:
+    """Each cluster (``clusters``: every node's) laid out on its own in a frame, the frames in
+    rows; an edge between clusters goes straight from its source to its target."""
+    count = max(clusters, default=-1) + 1
+    inner = dataclasses.replace(
+        spacing,
+        margin=0,
+        max_width=spacing.max_width - 2 * (spacing.margin + spacing.cluster_padding),
+    )
+    members: list[list[int]] = [[] for _ in range(count)]
+    for node, cluster in enumerate(clusters):
+        members[cluster].append(node)
+    local = {node: i for nodes in members for i, node in enumerate(nodes)}
+    drawings = []
+    for cluster, nodes in enumerate(members):
+        own = [(local[a], local[b]) for a, b in edges if clusters[a] == clusters[b] == cluster]
+        drawings.append(layered(len(nodes), own, inner))
+    pad, label = spacing.cluster_padding, spacing.cluster_label
+    sizes = [(d.width + 2 * pad, d.height + 2 * pad + label) for d in drawings]
+    frames = _shelves(sizes, _cluster_order(clusters, edges), spacing)
+    boxes: dict[int, Box] = {}
+    inside: list[list[Route]] = []
+    for cluster, (drawing, frame) in enumerate(zip(drawings, frames, strict=True)):
+        placed, shifted = _shifted(drawing, frame.x + pad, frame.y + pad + label)
+        boxes.update(zip(members[cluster], placed, strict=True))
+        inside.append(shifted[::-1])  # popped from the end: in edge order
+    routes: list[Route] = []
+    for a, b in edges:
+        if clusters[a] == clusters[b]:
+            routes.append(Route(a, b, inside[clusters[a]].pop().points))
+        else:
+            source, target = boxes[a], boxes[b]
+            points = ((source.centre_x, source.bottom), (target.centre_x, target.y))
+            routes.append(Route(a, b, points))
+    width = max((f.x + f.width for f in frames), default=0.0) + spacing.margin
+    height = max((f.bottom for f in frames), default=0.0) + spacing.margin
+    ordered = tuple(boxes[n] for n in range(len(clusters)))
+    return Drawing(ordered, tuple(routes), width, height, tuple(frames))

@@ -15,7 +15,8 @@ from functools import cached_property
 
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.report.graph import GraphEdge, GraphNode
-from buildtool.linkage.report.layout import Box, Route, layered
+from buildtool.linkage.report.groups import FoldedGraph, Unit, fold
+from buildtool.linkage.report.layout import Box, Drawing, Route, clustered, layered
 from buildtool.linkage.report.model import Report, SizeEntry
 
 SVG_NS = "http://www.w3.org/2000/svg"
@@ -70,6 +71,29 @@ class Anchors:
 
     def finding(self, index: int) -> str:
         return f"{self.prefix}finding-{index}"
+
+    def group(self, index: int) -> str:
+        """A group's node in the graph (``index``: its unit)."""
+        return f"{self.prefix}group-{index}"
+
+    def group_files(self, index: int) -> str:
+        """The list of a group's files, under the graph."""
+        return f"{self.prefix}group-{index}-files"
+
+    @cached_property
+    def folded(self) -> FoldedGraph:
+        return fold(self.report.graph, self.report.inputs)
+
+    def findings_of_unit(self, unit: Unit) -> list[tuple[int, Finding]]:
+        """Findings about any file of ``unit``, in report order."""
+        nodes = self.report.graph.nodes
+        found = [
+            f
+            for m in unit.members
+            if nodes[m].kind != "missing"
+            for f in self.findings_of(nodes[m].path)
+        ]
+        return sorted(found, key=lambda item: item[0])
 
     def node_of(self, path: str) -> str | None:
         index = self._nodes.get(path)
@@ -175,6 +199,72 @@ def _node_svg(index: int, node: GraphNode, box: Box, anchors: Anchors) -> str:
     )
 
 
+KIND_PLURAL = {
+    "library": "libraries",
+    "executable": "executables",
+    "extension": "extension modules",
+}
+
+
+def _with(files: int, severity: str) -> str:
+    return f"{files} with {severity}s"
+
+
+def group_counts(unit: Unit, anchors: Anchors) -> dict[str, int]:
+    """Per severity, how many of ``unit``'s files have a finding of it (worst first)."""
+    nodes = anchors.report.graph.nodes
+    counts: dict[str, int] = {}
+    for member in unit.members:
+        for severity in {f.severity for _, f in anchors.findings_of(nodes[member].path)}:
+            counts[severity] = counts.get(severity, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: SEVERITY_RANK[item[0]]))
+
+
+def group_label(unit: Unit, anchors: Anchors) -> str:
+    """``123 executables in torch/bin/, 2 with errors, 68 with warnings``."""
+    words = [f"{len(unit.members)} {KIND_PLURAL[unit.kind]} in {unit.folder}"]
+    words += [_with(files, severity) for severity, files in group_counts(unit, anchors).items()]
+    return ", ".join(words)
+
+
+def _group_badge(box: Box, unit: Unit, anchors: Anchors) -> str:
+    """The error findings' count (else all findings'), linked to the first of them."""
+    findings = anchors.findings_of_unit(unit)
+    errors = [item for item in findings if item[1].severity == "error"]
+    return _badge(box, errors or findings, anchors)
+
+
+def _group_svg(index: int, unit: Unit, box: Box, anchors: Anchors) -> str:
+    findings = anchors.findings_of_unit(unit)
+    classes = ["node", "group", f"kind-{unit.kind}", "role-none"]
+    if findings:
+        classes.append(f"sev-{worst(findings)}")
+    counts = group_counts(unit, anchors)
+    detail = " · ".join(_with(n, severity) for severity, n in counts.items()) or "no findings"
+    names = [anchors.report.graph.nodes[m].name for m in unit.members]
+    shown = names[:12] + ([f"… and {len(names) - 12} more"] if len(names) > 12 else [])
+    title = "\n".join([group_label(unit, anchors), *shown, "(click: the list of files)"])
+    left = box.x + 16
+    return (
+        f'<g id="{anchors.group(index)}" class="{" ".join(classes)}" data-kind="{unit.kind}" '
+        f'data-members="{len(unit.members)}" data-findings="{len(findings)}" '
+        f'data-errors="{counts.get("error", 0)}"><title>{xml_text(title)}</title>'
+        f'<a href="#{anchors.group_files(index)}">'
+        f'<rect class="behind" x="{box.x + 6:.1f}" y="{box.y - 6:.1f}" width="{box.width:.1f}" '
+        f'height="{box.height:.1f}" rx="8"/>'
+        f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.width:.1f}" '
+        f'height="{box.height:.1f}" rx="8"/>'
+        f'<rect class="stripe" x="{box.x:.1f}" y="{box.y:.1f}" width="6" '
+        f'height="{box.height:.1f}" rx="3"/>'
+        f'<text class="name" x="{left:.1f}" y="{box.y + 24:.1f}">'
+        f"{len(unit.members)} {KIND_PLURAL[unit.kind]}</text>"
+        f'<text class="role" x="{left:.1f}" y="{box.y + 43:.1f}">'
+        f"in {xml_text(shorten(unit.folder))}</text>"
+        f'<text class="detail" x="{left:.1f}" y="{box.y + 61:.1f}">{xml_text(detail)}</text></a>'
+        f"{_group_badge(box, unit, anchors)}</g>"
+    )
+
+
 def _path_data(points: Sequence[tuple[float, float]]) -> str:
     """A smooth line through ``points``: vertical tangents at each one (a cubic per segment)."""
     (x, y), rest = points[0], points[1:]
@@ -186,32 +276,55 @@ def _path_data(points: Sequence[tuple[float, float]]) -> str:
     return " ".join(data)
 
 
-def _edge_svg(edge: GraphEdge, route: Route, anchors: Anchors, target: GraphNode) -> str:
-    findings = anchors.findings_of(edge.source, edge.needed)
+def _edge_title(edges: Sequence[GraphEdge], findings: Sequence[tuple[int, Finding]]) -> str:
+    lines = [
+        f"{e.source} NEEDED {e.needed}" if e.present
+        else f"{e.source} lacks NEEDED {e.needed}, which the recipe requires"
+        for e in edges[:EDGES_NAMED]
+    ]  # fmt: skip
+    if len(edges) > EDGES_NAMED:
+        lines.append(f"… and {len(edges) - EDGES_NAMED} more")
+    lines += [f"{f.severity} {f.check_id} {f.check.name}" for _, f in findings[:EDGES_NAMED]]
+    return "\n".join(lines)
+
+
+EDGES_NAMED = 8
+"""NEEDED entries a folded edge's tooltip names (the list of files under the graph has all)."""
+
+
+def _edge_svg(
+    edges: Sequence[GraphEdge], route: Route, anchors: Anchors, target: GraphNode | None
+) -> str:
+    """One line for ``edges`` (several when it joins groups); ``target`` the needed node when it
+    is a lone one."""
+    findings = sorted(
+        (f for e in edges for f in anchors.findings_of(e.source, e.needed)), key=lambda f: f[0]
+    )
+    present = all(edge.present for edge in edges)
+    unresolved = target is not None and target.kind == "missing"
     classes = ["edge"]
-    if not edge.present:
+    if not present:
         classes.append("absent")
-    if target.kind == "missing":
+    if unresolved:
         classes.append("unresolved")
+    if len(edges) > 1:
+        classes.append("folded")
     if findings:
         classes.append(f"sev-{worst(findings)}")
-    title = f"{edge.source} NEEDED {edge.needed}" if edge.present else (
-        f"{edge.source} lacks NEEDED {edge.needed}, which the recipe requires"
-    )  # fmt: skip
-    title += "".join(f"\n{f.severity} {f.check_id} {f.check.name}" for _, f in findings)
     severity = worst(findings)
-    marker = "arrow-bad" if severity == "error" or not edge.present else "arrow"
+    marker = "arrow-bad" if severity == "error" or not present else "arrow"
     marker = "arrow-warning" if severity == "warning" else marker
-    marker = "arrow-bad" if target.kind == "missing" and not severity else marker
+    marker = "arrow-bad" if unresolved and not severity else marker
     body = (
-        f"<title>{xml_text(title)}</title>"
+        f"<title>{xml_text(_edge_title(edges, findings))}</title>"
         f'<path d="{_path_data(route.points)}" marker-end="url(#{anchors.prefix}{marker})"/>'
     )
     if findings:
         body = f'<a href="#{anchors.finding(findings[0][0])}">{body}</a>'
+    needed = " ".join(dict.fromkeys(edge.needed for edge in edges))
     return (
-        f'<g class="{" ".join(classes)}" data-needed="{xml_text(edge.needed)}" '
-        f'data-findings="{len(findings)}">{body}</g>'
+        f'<g class="{" ".join(classes)}" data-needed="{xml_text(needed)}" '
+        f'data-edges="{len(edges)}" data-findings="{len(findings)}">{body}</g>'
     )
 
 
@@ -224,27 +337,55 @@ def _markers(prefix: str) -> str:
     )
 
 
+def _drawing(folded: FoldedGraph) -> Drawing:
+    pairs = [(edge.source, edge.target) for edge in folded.edges]
+    if len(folded.clusters) > 1:
+        return clustered([unit.cluster for unit in folded.units], pairs)
+    return layered(len(folded.units), pairs)
+
+
+def _frames(folded: FoldedGraph, drawing: Drawing) -> str:
+    """The clusters' frames, each with its distribution's name (none for a single cluster)."""
+    if not drawing.frames:
+        return ""
+    return "".join(
+        f'<g class="cluster"><rect x="{box.x:.1f}" y="{box.y:.1f}" width="{box.width:.1f}" '
+        f'height="{box.height:.1f}" rx="10"/><text x="{box.x + 12:.1f}" y="{box.y + 22:.1f}">'
+        f"{xml_text(name or 'no distribution')}</text></g>"
+        for name, box in zip(folded.clusters, drawing.frames, strict=True)
+    )
+
+
+def _unit_svg(index: int, unit: Unit, box: Box, anchors: Anchors) -> str:
+    if unit.grouped:
+        return _group_svg(index, unit, box, anchors)
+    member = unit.members[0]
+    return _node_svg(member, anchors.report.graph.nodes[member], box, anchors)
+
+
 def render_graph(anchors: Anchors) -> str:
-    """The link graph as one ``<svg>`` element (a standalone, well-formed XML document too)."""
-    graph = anchors.report.graph
-    index = {node.path: i for i, node in enumerate(graph.nodes)}
-    pairs = [(index[e.source], index[e.target]) for e in graph.edges]
-    drawing = layered(len(graph.nodes), pairs)
-    edges = [
-        _edge_svg(edge, route, anchors, graph.nodes[route.target])
-        for edge, route in zip(graph.edges, drawing.routes, strict=True)
-    ]
-    nodes = [
-        _node_svg(i, n, box, anchors)
-        for i, (n, box) in enumerate(zip(graph.nodes, drawing.boxes, strict=True))
+    """The link graph as one ``<svg>`` element (a standalone, well-formed XML document too):
+    look-alike files folded into groups (``groups.fold``), clustered by distribution when the
+    inputs hold several. The page scales it down to its width."""
+    graph, folded = anchors.report.graph, anchors.folded
+    drawing = _drawing(folded)
+    edges = []
+    for joined, route in zip(folded.edges, drawing.routes, strict=True):
+        target = folded.units[joined.target]
+        lone = None if target.grouped else graph.nodes[target.members[0]]
+        edges.append(_edge_svg([graph.edges[e] for e in joined.edges], route, anchors, lone))
+    units = [
+        _unit_svg(i, unit, box, anchors)
+        for i, (unit, box) in enumerate(zip(folded.units, drawing.boxes, strict=True))
     ]
     width, height = max(drawing.width, 320), max(drawing.height, 60)
     label = f"Link graph: {len(graph.nodes)} files, {len(graph.edges)} NEEDED edges"
     return (
         f'<svg xmlns="{SVG_NS}" class="graph" width="{width:.0f}" height="{height:.0f}" '
-        f'viewBox="0 0 {width:.0f} {height:.0f}" role="img" aria-label="{label}">'
-        f"<defs>{_markers(anchors.prefix)}</defs>"
-        f'<g class="edges">{"".join(edges)}</g><g class="nodes">{"".join(nodes)}</g></svg>'
+        f'viewBox="0 0 {width:.0f} {height:.0f}" style="max-width: {width:.0f}px" role="img" '
+        f'aria-label="{label}"><defs>{_markers(anchors.prefix)}</defs>'
+        f'<g class="clusters">{_frames(folded, drawing)}</g>'
+        f'<g class="edges">{"".join(edges)}</g><g class="nodes">{"".join(units)}</g></svg>'
     )
 
 
