@@ -30,6 +30,9 @@ ACME_FILES = {
         target_compile_definitions(acme_core PRIVATE ACME_FROM_PROJECT=7)
         add_executable(acme_own own.cc)
         target_link_libraries(acme_own PRIVATE acme::core)
+        # CMake's default build RPATH is absolute (the build tree, in /tmp here: BT110)
+        set_target_properties(acme_own PROPERTIES
+          BUILD_WITH_INSTALL_RPATH ON INSTALL_RPATH "$ORIGIN/lib")
         """,
     "buildtool.toml": """\
         [project]
