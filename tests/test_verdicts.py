@@ -331,6 +331,60 @@ def test_an_installed_folder_knows_which_distribution_ships_what(
     assert ids(check(site)) == {("BT107", "libalpha.so")}
 
 
+def _underlinked_alpha(wheels: Wheels, folder: Path, body: str) -> Path:
+    """alpha's wheel whose libalpha.so calls into libbeta.so without NEEDing it, beside a
+    libcompiler.so that NEEDs both (tvm's runtime with NEEDED libtvm_ffi.so removed, and its
+    compiler); the libraries are in ``folder`` too."""
+    with zipfile.ZipFile(wheels.beta) as archive:
+        (folder / "libbeta.so").write_bytes(archive.read("beta/lib/libbeta.so"))
+    runpath = "-Wl,--enable-new-dtags,-rpath,$ORIGIN"
+    alpha = lib(folder, "alpha", body, runpath)
+    compiler = lib(folder, "compiler", "int alpha(void);\nint compile(void) { return alpha(); }\n",
+                   "-lalpha", "-lbeta", runpath)  # fmt: skip
+    members = {f"alpha/lib/{p.name}": p.read_bytes() for p in (alpha, compiler)}
+    return write_wheel(folder / "alpha-1.0-py3-none-linux_x86_64.whl", "alpha", members, ["beta"])
+
+
+def _loads_after_beta(library: Path) -> str:
+    """What a fresh interpreter says loading ``library`` after libbeta.so RTLD_GLOBAL, as
+    ``import beta`` would ('': loaded, and alpha() returned 2)."""
+    beta = library.parent / "libbeta.so"
+    code = ("import ctypes, sys; ctypes.CDLL(sys.argv[1], ctypes.RTLD_GLOBAL); "
+            "sys.exit(ctypes.CDLL(sys.argv[2]).alpha() != 2)")  # fmt: skip
+    run = subprocess.run([sys.executable, "-c", code, str(beta), str(library)],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    return "" if run.returncode == 0 else run.stderr.strip().splitlines()[-1]
+
+
+def test_a_library_that_relies_on_a_required_wheel_loaded_first_is_underlinked(
+    wheels: Wheels, tmp_path: Path
+) -> None:
+    """Its symbols bind against libbeta.so, which ``import beta`` loaded: it works, and opening
+    it alone fails (BT117, a warning), not BT106."""
+    body = "int beta(void);\nint alpha(void) { return beta(); }\n"
+    wheel = _underlinked_alpha(wheels, tmp_path, body)
+    assert _loads_after_beta(tmp_path / "libalpha.so") == ""
+    with pytest.raises(OSError, match="undefined symbol: beta"):
+        ctypes.CDLL(str(tmp_path / "libalpha.so"))
+    report = check(wheel, wheels.beta)
+    assert ids(report) == {("BT114", "libcompiler.so"), ("BT117", "libalpha.so")}
+    underlinked = next(f for f in report.findings if f.check_id == "BT117")
+    assert "beta from libbeta.so" in underlinked.evidence
+    assert not report.failed
+
+
+def test_what_the_required_wheel_does_not_define_stays_undefined(
+    wheels: Wheels, tmp_path: Path
+) -> None:
+    body = "int beta(void);\nint nowhere(void);\nint alpha(void) { return beta() + nowhere(); }\n"
+    wheel = _underlinked_alpha(wheels, tmp_path, body)
+    assert "undefined symbol: nowhere" in _loads_after_beta(tmp_path / "libalpha.so")
+    report = check(wheel, wheels.beta)
+    assert ("BT106", "libalpha.so") in ids(report)
+    finding = next(f for f in report.findings if f.check_id == "BT106")
+    assert "1 undefined: nowhere" in finding.evidence
+
+
 # --- 3. copies as the loader sees them ----------------------------------------------------------
 
 

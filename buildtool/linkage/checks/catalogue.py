@@ -86,7 +86,8 @@ CHECKS: tuple[Check, ...] = (
         "undefined-symbol",
         "error",
         "An undefined symbol that nothing in the file's NEEDED closure defines (for a Python "
-        "extension module: nor what the interpreter has loaded, libm and libc), or a version "
+        "extension module: nor what the interpreter has loaded, libm and libc; nor a library "
+        "of a required distribution, BT114, with what it loads), or a version "
         "need the loaded file does not define (a file that defines no versions satisfies it "
         "only when it has a version table; without one ld.so aborts): loading it fails, or a "
         "lazy call aborts later.",

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
-from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.closure import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
 from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
 
@@ -200,10 +200,66 @@ class Subject:
         )
 
     def scopes(self, closure: Closure) -> tuple[Closure, ...]:
-        """What symbols bind against when ``closure``'s root is loaded: the closure, and the
-        interpreter's objects when the root is an extension module."""
+        """What symbols bind against when ``closure``'s root is loaded: the closure, what it
+        finds loaded already (``preloaded``), and the interpreter's objects when the root is an
+        extension module."""
         interpreter = self.interpreters.get(closure.root)
-        return (closure, interpreter) if interpreter is not None else (closure,)
+        extra = (interpreter,) if interpreter is not None else ()
+        return (closure, *self.preloaded(closure), *extra)
+
+    def preloaded(self, closure: Closure) -> tuple[Closure, ...]:
+        """The closures of the libraries ``closure`` misses that a distribution required by the
+        file needing them ships (BT114): importing that distribution loaded them before, and
+        ld.so matches a NEEDED against the SONAMEs already loaded."""
+        return tuple(self._preloaded(closure.root, closure.missing)[0])
+
+    def unresolvable(self, closure: Closure) -> tuple[NeededEdge, ...]:
+        """``closure.missing`` less what is ``preloaded``: the NEEDED entries no load finds."""
+        return self._preloaded(closure.root, closure.missing)[1]
+
+    def _preloaded(
+        self, root: str, missing: tuple[NeededEdge, ...]
+    ) -> tuple[list[Closure], tuple[NeededEdge, ...]]:
+        cached = self._preload_cache.get(root)
+        if cached is None:
+            found: list[Closure] = []
+            unfound: list[NeededEdge] = []
+            for edge in missing:
+                provider = self._required_provider(edge)
+                if provider is None:
+                    unfound.append(edge)
+                elif provider.root not in {c.root for c in found}:
+                    found.append(provider)
+            cached = self._preload_cache[root] = (found, tuple(unfound))
+        return cached
+
+    def _required_provider(self, edge: NeededEdge) -> Closure | None:
+        """The closure of the file that ``edge`` names in a distribution its requester's
+        distribution requires; None when there is none."""
+        own = self._origins.get(edge.requester)
+        requires = own.distribution.requires if own and own.distribution else ()
+        for origin, location in self._found_by.get(edge.needed, ()):
+            dist = origin.distribution
+            if origin != own and dist is not None and dist.name in requires:
+                return self.closures.get(location)
+        return None
+
+    @cached_property
+    def _found_by(self) -> dict[str, list[tuple[Origin, PurePosixPath]]]:
+        """Each name a file can be found by (file name, SONAME) -> its origins and locations."""
+        found: dict[str, list[tuple[Origin, PurePosixPath]]] = {}
+        for binary in self.files:
+            origin = self._origins.get(str(binary.location))
+            if origin is None:
+                continue
+            names = {binary.location.name, self.facts(binary).soname}
+            for name in names - {None}:
+                found.setdefault(str(name), []).append((origin, binary.location))
+        return found
+
+    @cached_property
+    def _preload_cache(self) -> dict[str, tuple[list[Closure], tuple[NeededEdge, ...]]]:
+        return {}
 
     def definitions(self, path: str, facts: BinaryFacts) -> DefinitionIndex:
         """The dynamic definitions of one loaded object, indexed once for every closure."""

@@ -71,9 +71,9 @@ def check_undefined_symbols(subject: Subject) -> Iterator[Finding]:
         if subject.facts(binary).format != "elf":
             continue  # bound to one library each: checks.binding
         # a missing NEEDED is its own finding; its symbols cannot be judged in that context
-        contexts = [c for c in subject.contexts(binary) if not c.missing]
+        contexts = [c for c in subject.contexts(binary) if not subject.unresolvable(c)]
         own = subject.closures.get(binary.location)
-        if not contexts and own is not None and not own.missing:
+        if not contexts and own is not None and not subject.unresolvable(own):
             contexts = [own]  # every loader misses something: the file's own needs still count
         if contexts:
             finding = _undefined_findings(subject, binary, contexts)

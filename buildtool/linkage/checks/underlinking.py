@@ -39,14 +39,14 @@ def _definer(subject: Subject, key: str, context: Closure, own: Closure) -> str 
     """The name of the first object of ``context`` outside ``own`` that defines ``key`` and
     counts (``_counts``), in ld.so's scope order; None when none does, or the first definer
     is one that does not count."""
-    for path in context.load_order:
-        if path in own.objects:
-            continue
-        facts = context.objects[path]
-        if facts.platform or not is_satisfied(key, subject.definitions(path, facts)):
-            continue
-        name = facts.soname or PurePosixPath(path).name
-        return name if _counts(name, facts.file_type == "shared") else None
+    for scope in (context, *subject.preloaded(context)):
+        for path in scope.load_order:
+            facts = scope.objects[path]
+            if path in own.objects or facts.platform:
+                continue
+            if is_satisfied(key, subject.definitions(path, facts)):
+                name = facts.soname or PurePosixPath(path).name
+                return name if _counts(name, facts.file_type == "shared") else None
     return None
 
 
