@@ -9,6 +9,7 @@ too: ctypes opens what verify-linkage passes and fails on what it refuses.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -295,6 +296,33 @@ def test_a_foreign_closure_loads_the_platforms_libraries_and_asks_no_system_fold
     assert platform_may_define(root, {"printf@GLIBC_2.17", "x@PROJECT_1"}, closure) == {
         "printf@GLIBC_2.17"
     }
+    # unversioned: glibc's own names only (pyzmq's aarch64 module has unversioned pthread_*)
+    unversioned = {"pthread_mutexattr_init", "crypto_box_open", "_ZNSt6thread4joinEv"}
+    assert platform_may_define(root, unversioned, closure) == {"pthread_mutexattr_init"}
+
+
+@pytest.mark.parametrize(
+    ("platform_libraries", "defined"),
+    [
+        (("libc.so.6", "libstdc++.so.6"), {"malloc", "_ZNSt6thread4joinEv", "__cxa_throw"}),
+        (("libc.so.6", "libGL.so.1"), {"malloc", "crypto_box_open", "_ZNSt6thread4joinEv",
+                                       "__cxa_throw", "glClear"}),  # libGL's exports: unknown
+        (("libc.musl-aarch64.so.1",), {"malloc"}),
+    ],
+)  # fmt: skip
+def test_an_unversioned_name_is_the_platforms_when_its_libraries_export_it(
+    platform_libraries: tuple[str, ...], defined: set[str]
+) -> None:
+    musl = platform_libraries[0].startswith("libc.musl")
+    tag = "musllinux_1_2_aarch64" if musl else "manylinux_2_28_aarch64"
+    target = platform_for_tags([tag], load_policies(), X86_GLIBC)
+    assert target is not None
+    root = fake(machine="aarch64", needed=platform_libraries, runpath=None)
+    env = Environment(cache=LdSoCache(), system_dirs=(), platform=target)
+    closure = resolve_closure("/site/pkg/_mod.so", root, tree_reader({})[1], env)
+    assert all(closure.provider(name) for name in platform_libraries)
+    names = {"malloc", "crypto_box_open", "_ZNSt6thread4joinEv", "__cxa_throw", "glClear"}
+    assert platform_may_define(root, names, closure) == defined
 
 
 def test_an_absolute_entry_of_a_musl_wheel_does_not_cascade_into_errors(tmp_path: Path) -> None:
@@ -308,3 +336,57 @@ def test_an_absolute_entry_of_a_musl_wheel_does_not_cascade_into_errors(tmp_path
     wheel = write_wheel(tmp_path / f"m-1.0-{tag}.whl", "m", {"m/_mod.so": module.read_bytes()})
     assert ids(check(wheel)) == {("BT113", "_mod.so")}
     assert ("BT110", "_mod.so") in ids(check(module))  # untagged: this glibc machine's verdict
+
+
+# --- musl, built with musl-gcc and loaded by musl's own loader -----------------------------------
+
+MUSL_LOADER = Path("/lib/ld-musl-x86_64.so.1")
+MUSL_TAG = "cp311-cp311-musllinux_1_2_x86_64"
+
+
+def _musl_library(folder: Path, name: str, source: str, *flags: str) -> Path:
+    """``lib<name>.so`` built against musl, needing ``libc.musl-x86_64.so.1`` as a musllinux
+    wheel's libraries do (Debian's musl-gcc links ``libc.so``)."""
+    out = folder / f"lib{name}.so"
+    (folder / f"{name}.c").write_text(source, encoding="utf-8")
+    command = ["musl-gcc", "-shared", "-fPIC", "-o", str(out), f"-Wl,-soname,lib{name}.so",
+               str(folder / f"{name}.c"), f"-L{folder}", *flags]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True)
+    subprocess.run([patchelf(), "--replace-needed", "libc.so", "libc.musl-x86_64.so.1", str(out)],
+                   check=True)  # fmt: skip
+    return out
+
+
+def _musl_load_error(library: Path) -> str:
+    """What musl's loader says loading ``library`` and relocating it ('': it loads)."""
+    system = library.parent / "musl-system"
+    system.mkdir(exist_ok=True)
+    if not (system / "libc.musl-x86_64.so.1").exists():
+        (system / "libc.musl-x86_64.so.1").symlink_to(MUSL_LOADER)
+    run = subprocess.run([str(MUSL_LOADER), "--list", str(library)], capture_output=True,
+                         text=True, check=False, env={"LD_LIBRARY_PATH": str(system)})  # fmt: skip
+    return "" if run.returncode == 0 else (run.stderr.strip() or f"exit {run.returncode}")
+
+
+def test_a_musl_library_that_lost_its_needed_library_is_bt106(tmp_path: Path) -> None:
+    """musl versions nothing, so every undefined symbol of a musllinux binary is unversioned:
+    it is the platform's only when musl exports it (malloc), never when only the library it
+    no longer NEEDs defines it (dep_value)."""
+    require(shutil.which("musl-gcc") is not None and MUSL_LOADER.exists(),
+            "musl-tools is not installed")  # fmt: skip
+    dep = _musl_library(tmp_path, "dep", "int dep_value(void) { return 41; }\n")
+    user = _musl_library(tmp_path, "user", "#include <stdlib.h>\nint dep_value(void);\n"
+                         "int user(void) { char *p = malloc(4); free(p); return dep_value(); }\n",
+                         "-ldep", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    members = {f"u/lib/{p.name}": p.read_bytes() for p in (dep, user)}
+    good = write_wheel(tmp_path / f"u-1.0-{MUSL_TAG}.whl", "u", members)
+    assert _musl_load_error(user) == ""
+    assert ids(check(good)) == set()
+    subprocess.run([patchelf(), "--remove-needed", "libdep.so", str(user)], check=True)
+    assert "dep_value: symbol not found" in _musl_load_error(user)
+    (tmp_path / "broken").mkdir()
+    members[f"u/lib/{user.name}"] = user.read_bytes()
+    broken = write_wheel(tmp_path / "broken" / f"u-1.0-{MUSL_TAG}.whl", "u", members)
+    report = check(broken)
+    assert ids(report) == {("BT106", "libuser.so")}
+    assert report.findings[0].evidence.startswith("1 undefined: dep_value")

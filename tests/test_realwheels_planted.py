@@ -23,7 +23,7 @@ from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
-from tests.test_realwheels import wheel
+from tests.test_realwheels import MUSL, foreign_wheel, wheel
 
 pytestmark = pytest.mark.realwheels
 
@@ -313,3 +313,39 @@ def test_the_changed_file_fails_to_load_exactly_when_errors_are_expected(
     assert load_error(wheel(plant.dist), plant.probe, tmp_path / "published") == ""
     broken = load_error(build(plant, tmp_path), plant.probe, tmp_path / "broken")
     assert bool(broken) == bool(plant.errors), broken or "loads"
+
+
+# --- a musllinux wheel, its ground truth from musl's own loader ----------------------------------
+
+MUSL_LOADER = Path("/lib/ld-musl-x86_64.so.1")
+MUSL_LIBZMQ = "pyzmq.libs/libzmq-d0713f8f.so.5.2.5"
+MUSL_SODIUM = "libsodium-18a1306d.so.26.4.0"
+
+
+def musl_load_error(archive: Path, member: str, folder: Path) -> str:
+    """What musl's loader says loading and relocating ``member`` of the unpacked ``archive``
+    ('': it loads). musl's libc is its loader, under the SONAME musllinux binaries need."""
+    with zipfile.ZipFile(archive) as unpacking:
+        unpacking.extractall(folder)
+    system = folder / "musl-system"
+    system.mkdir()
+    (system / "libc.musl-x86_64.so.1").symlink_to(MUSL_LOADER)
+    run = subprocess.run([str(MUSL_LOADER), "--list", str(folder / member)], capture_output=True,
+                         text=True, check=False, env={"LD_LIBRARY_PATH": str(system)})  # fmt: skip
+    return "" if run.returncode == 0 else (run.stderr.strip() or f"exit {run.returncode}")
+
+
+def test_a_musllinux_library_that_no_longer_needs_libsodium_is_bt106(tmp_path: Path) -> None:
+    """musl versions no symbol, so libzmq's references to libsodium are unversioned like its
+    references to musl: before the C library's export list judged them, this was exit 0."""
+    require(shutil.which("patchelf") is not None, "patchelf is not installed")
+    require(MUSL_LOADER.exists(), "musl is not installed (apt-get install musl)")
+    source = foreign_wheel("pyzmq", "27.3.0", MUSL)
+    assert musl_load_error(source, MUSL_LIBZMQ, tmp_path / "published") == ""
+    assert _errors(verify_paths([source], LinkagePolicy.empty())) == set()
+    (tmp_path / "planted").mkdir()
+    changes = {MUSL_LIBZMQ: patchelf("--remove-needed", MUSL_SODIUM)}
+    broken = planted(source, tmp_path / "planted" / source.name, changes, {})
+    error = musl_load_error(broken, MUSL_LIBZMQ, tmp_path / "broken")
+    assert "crypto_box_open: symbol not found" in error
+    assert _errors(verify_paths([broken], LinkagePolicy.empty())) == {("BT106", MUSL_LIBZMQ, None)}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.libc_exports import GLIBC_EXPORTS, MUSL_EXPORTS
 
 # --- symbol resolution ----------------------------------------------------------------------
 
@@ -129,18 +131,50 @@ def unsatisfied_version_needs(facts: BinaryFacts, closure: Closure) -> tuple[tup
     return tuple(missing)
 
 
+GLIBC_LIBRARY = re.compile(
+    r"(libc|libm|libdl|libpthread|librt|libutil|libresolv|libnsl|libcrypt|libanl)\.so\.\d+$"
+    r"|ld-linux[-\w]*\.so\.\d+$|ld64\.so\.\d+$"
+)
+MUSL_LIBRARY = re.compile(r"(libc\.musl-|ld-musl-)\w+\.so\.1$")
+GCC_RUNTIME = re.compile(r"(libstdc\+\+\.so\.6|libgcc_s\.so\.1)$")
+GCC_RUNTIME_NAME = re.compile(r"_Z|__|_Unwind_")
+"""What libstdc++ and libgcc_s export: mangled C++ names, ``__cxa_*``/``__gxx_*`` and the
+compiler's helpers (``__udivti3``), the unwinder's ``_Unwind_*``."""
+
+
+def _unversioned_exports(stand_ins: Iterable[str]) -> Callable[[str], bool]:
+    """Whether one of the platform libraries ``stand_ins`` may export an unversioned name: the
+    C library's own names (``loaders.libc_exports``), the GCC runtime's kind of name, and any
+    name for a library whose exports are not known here (libGL, libz)."""
+    known: list[Callable[[str], bool]] = []
+    for library in stand_ins:
+        if GLIBC_LIBRARY.match(library):
+            known.append(GLIBC_EXPORTS.__contains__)
+        elif MUSL_LIBRARY.match(library):
+            known.append(MUSL_EXPORTS.__contains__)
+        elif GCC_RUNTIME.match(library):
+            known.append(lambda name: GCC_RUNTIME_NAME.match(name) is not None)
+        else:
+            return lambda _name: True
+    return lambda name: any(exports(name) for exports in known)
+
+
 def platform_may_define(
     facts: BinaryFacts, keys: Iterable[str], closure: Closure
 ) -> frozenset[str]:
     """The ``keys`` of ``facts`` that a platform library of the closure may define (see
     ``BinaryFacts.platform``): those bound to a version needed from one (the tag check judges the
-    version), and every unversioned one, since a platform library's exports are not known here
-    (musl versions none). Empty when the closure loads no platform library."""
+    version), and the unversioned ones a platform library may export (``_unversioned_exports``).
+    Empty when the closure loads no platform library."""
     stand_ins = {name for name, path in closure.names.items() if closure.objects[path].platform}
     if not stand_ins:
         return frozenset()
     from_platform = {v for file, versions in facts.version_needs if file in stand_ins
                      for v in versions}  # fmt: skip
-    return frozenset(
-        key for key in keys if (version := split_key(key)[1]) is None or version in from_platform
-    )
+    exported = _unversioned_exports(stand_ins)
+
+    def may_define(key: str) -> bool:
+        name, version, _ = split_key(key)
+        return version in from_platform if version is not None else exported(name)
+
+    return frozenset(key for key in keys if may_define(key))
