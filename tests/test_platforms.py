@@ -30,6 +30,7 @@ from buildtool.linkage.loaders.symbols import platform_may_define
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
+from tests.musl import MUSL_LOADER, musl_load_error
 from tests.test_resolve import fake, tree_reader
 from tests.test_verdicts import gcc, lib, write_wheel
 
@@ -340,7 +341,6 @@ def test_an_absolute_entry_of_a_musl_wheel_does_not_cascade_into_errors(tmp_path
 
 # --- musl, built with musl-gcc and loaded by musl's own loader -----------------------------------
 
-MUSL_LOADER = Path("/lib/ld-musl-x86_64.so.1")
 MUSL_TAG = "cp311-cp311-musllinux_1_2_x86_64"
 
 
@@ -357,17 +357,6 @@ def _musl_library(folder: Path, name: str, source: str, *flags: str) -> Path:
     return out
 
 
-def _musl_load_error(library: Path) -> str:
-    """What musl's loader says loading ``library`` and relocating it ('': it loads)."""
-    system = library.parent / "musl-system"
-    system.mkdir(exist_ok=True)
-    if not (system / "libc.musl-x86_64.so.1").exists():
-        (system / "libc.musl-x86_64.so.1").symlink_to(MUSL_LOADER)
-    run = subprocess.run([str(MUSL_LOADER), "--list", str(library)], capture_output=True,
-                         text=True, check=False, env={"LD_LIBRARY_PATH": str(system)})  # fmt: skip
-    return "" if run.returncode == 0 else (run.stderr.strip() or f"exit {run.returncode}")
-
-
 def test_a_musl_library_that_lost_its_needed_library_is_bt106(tmp_path: Path) -> None:
     """musl versions nothing, so every undefined symbol of a musllinux binary is unversioned:
     it is the platform's only when musl exports it (malloc), never when only the library it
@@ -380,10 +369,10 @@ def test_a_musl_library_that_lost_its_needed_library_is_bt106(tmp_path: Path) ->
                          "-ldep", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
     members = {f"u/lib/{p.name}": p.read_bytes() for p in (dep, user)}
     good = write_wheel(tmp_path / f"u-1.0-{MUSL_TAG}.whl", "u", members)
-    assert _musl_load_error(user) == ""
+    assert musl_load_error(user) == ""
     assert ids(check(good)) == set()
     subprocess.run([patchelf(), "--remove-needed", "libdep.so", str(user)], check=True)
-    assert "dep_value: symbol not found" in _musl_load_error(user)
+    assert "dep_value: symbol not found" in musl_load_error(user)
     (tmp_path / "broken").mkdir()
     members[f"u/lib/{user.name}"] = user.read_bytes()
     broken = write_wheel(tmp_path / "broken" / f"u-1.0-{MUSL_TAG}.whl", "u", members)

@@ -23,6 +23,7 @@ from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
+from tests.musl import MUSL_LOADER, musl_load_error
 from tests.test_realwheels import MUSL, foreign_wheel, wheel
 
 pytestmark = pytest.mark.realwheels
@@ -317,22 +318,15 @@ def test_the_changed_file_fails_to_load_exactly_when_errors_are_expected(
 
 # --- a musllinux wheel, its ground truth from musl's own loader ----------------------------------
 
-MUSL_LOADER = Path("/lib/ld-musl-x86_64.so.1")
 MUSL_LIBZMQ = "pyzmq.libs/libzmq-d0713f8f.so.5.2.5"
 MUSL_SODIUM = "libsodium-18a1306d.so.26.4.0"
 
 
-def musl_load_error(archive: Path, member: str, folder: Path) -> str:
-    """What musl's loader says loading and relocating ``member`` of the unpacked ``archive``
-    ('': it loads). musl's libc is its loader, under the SONAME musllinux binaries need."""
+def _musl_load_error(archive: Path, member: str, folder: Path) -> str:
+    """What musl's loader says of ``member`` of the unpacked ``archive`` ('': it loads)."""
     with zipfile.ZipFile(archive) as unpacking:
         unpacking.extractall(folder)
-    system = folder / "musl-system"
-    system.mkdir()
-    (system / "libc.musl-x86_64.so.1").symlink_to(MUSL_LOADER)
-    run = subprocess.run([str(MUSL_LOADER), "--list", str(folder / member)], capture_output=True,
-                         text=True, check=False, env={"LD_LIBRARY_PATH": str(system)})  # fmt: skip
-    return "" if run.returncode == 0 else (run.stderr.strip() or f"exit {run.returncode}")
+    return musl_load_error(folder / member)
 
 
 def test_a_musllinux_library_that_no_longer_needs_libsodium_is_bt106(tmp_path: Path) -> None:
@@ -341,11 +335,11 @@ def test_a_musllinux_library_that_no_longer_needs_libsodium_is_bt106(tmp_path: P
     require(shutil.which("patchelf") is not None, "patchelf is not installed")
     require(MUSL_LOADER.exists(), "musl is not installed (apt-get install musl)")
     source = foreign_wheel("pyzmq", "27.3.0", MUSL)
-    assert musl_load_error(source, MUSL_LIBZMQ, tmp_path / "published") == ""
+    assert _musl_load_error(source, MUSL_LIBZMQ, tmp_path / "published") == ""
     assert _errors(verify_paths([source], LinkagePolicy.empty())) == set()
     (tmp_path / "planted").mkdir()
     changes = {MUSL_LIBZMQ: patchelf("--remove-needed", MUSL_SODIUM)}
     broken = planted(source, tmp_path / "planted" / source.name, changes, {})
-    error = musl_load_error(broken, MUSL_LIBZMQ, tmp_path / "broken")
+    error = _musl_load_error(broken, MUSL_LIBZMQ, tmp_path / "broken")
     assert "crypto_box_open: symbol not found" in error
     assert _errors(verify_paths([broken], LinkagePolicy.empty())) == {("BT106", MUSL_LIBZMQ, None)}

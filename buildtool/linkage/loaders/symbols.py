@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.loaders.closure import Closure
-from buildtool.linkage.loaders.libc_exports import GLIBC_EXPORTS, MUSL_EXPORTS
+from buildtool.linkage.loaders.glibc_exports import GLIBC_EXPORTS
+from buildtool.linkage.loaders.musl_exports import MUSL_EXPORTS
 
 # --- symbol resolution ----------------------------------------------------------------------
 
@@ -144,8 +145,9 @@ compiler's helpers (``__udivti3``), the unwinder's ``_Unwind_*``."""
 
 def _unversioned_exports(stand_ins: Iterable[str]) -> Callable[[str], bool]:
     """Whether one of the platform libraries ``stand_ins`` may export an unversioned name: the
-    C library's own names (``loaders.libc_exports``), the GCC runtime's kind of name, and any
-    name for a library whose exports are not known here (libGL, libz)."""
+    C library's own names (``loaders.glibc_exports``, ``loaders.musl_exports``), the GCC
+    runtime's kind of name, and any name for a library whose exports are not known here
+    (libGL, libz)."""
     known: list[Callable[[str], bool]] = []
     for library in stand_ins:
         if GLIBC_LIBRARY.match(library):
