@@ -23,6 +23,7 @@ from buildtool.linkage.loaders.glibc import LdSoCache
 from buildtool.linkage.loaders.platform import (
     Host,
     load_policies,
+    platform_for_binaries,
     platform_for_tags,
     wheel_platform_tags,
 )
@@ -84,6 +85,28 @@ def test_tags_pick_the_oldest_policy_and_know_what_is_foreign() -> None:
     assert plain.policy.name == "linux"
     assert not plain.policy.symbol_versions
     assert platform_for_tags(["macosx_11_0_arm64", "win_amd64", "any"], data, X86_GLIBC) is None
+
+
+def test_an_untagged_input_is_judged_by_the_platform_its_files_were_built_for() -> None:
+    data = load_policies()
+    glibc_lib = fake(needed=("libc.so.6",))
+    arm = fake(machine="aarch64", needed=("libstdc++.so.6", "libc.so.6"))
+    arm_exe = fake(machine="aarch64", interpreter="/lib/ld-linux-aarch64.so.1")
+    built_for_arm = platform_for_binaries([arm, arm_exe, glibc_lib], data, X86_GLIBC)
+    assert built_for_arm is not None
+    assert (built_for_arm.tag, built_for_arm.foreign) == ("linux_aarch64", True)
+    assert built_for_arm.provides("libc.so.6")
+    assert not built_for_arm.policy.symbol_versions  # nothing names a minimum glibc
+    # musl-gcc's binaries need plain libc.so; musl's loader as interpreter tells
+    musl_exe = fake(interpreter="/lib/ld-musl-x86_64.so.1", needed=("libc.so",))
+    musl = platform_for_binaries([musl_exe, fake()], data, X86_GLIBC)
+    assert musl is not None
+    assert (musl.tag, musl.policy.libc) == ("linux_x86_64 (musl)", "musl")
+    # this machine's own files, files that say nothing, and machines without policy data
+    assert platform_for_binaries([glibc_lib, fake()], data, X86_GLIBC) is None
+    assert platform_for_binaries([], data, X86_GLIBC) is None
+    assert platform_for_binaries([fake(machine="unknown(4660)")], data, X86_GLIBC) is None
+    assert platform_for_binaries([arm], {}, X86_GLIBC) is None
 
 
 # --- not found: an error unless the platform, a driver or the recipe provides it --------------
@@ -205,8 +228,8 @@ def test_a_musl_wheel_gets_its_platforms_libraries_not_this_machines(tmp_path: P
     tag = "cp311-cp311-musllinux_1_2_x86_64"
     good = write_wheel(tmp_path / f"m-1.0-{tag}.whl", "m", {"m/_mod.so": ok.read_bytes()})
     assert ids(check(good)) == set()
-    # untagged, the same file is judged by this glibc machine, which has no musl libc
-    assert ids(check(ok)) == {("BT109", "_mod.so")}
+    # untagged, the same file is judged by the platform it was linked for (musl's libc names it)
+    assert ids(check(ok)) == set()
     # libm.so.6 is on this machine, but no musl system has it: a musl wheel cannot use it
     assert Path("/lib/x86_64-linux-gnu/libm.so.6").exists()
     (tmp_path / "bad").mkdir()
@@ -327,16 +350,17 @@ def test_an_unversioned_name_is_the_platforms_when_its_libraries_export_it(
 
 
 def test_an_absolute_entry_of_a_musl_wheel_does_not_cascade_into_errors(tmp_path: Path) -> None:
-    """Judged by this machine, libc.musl is missing and the absolute RUNPATH entry "would
-    resolve it on a machine that has the folder" (BT110, an error); judged by its tag, libc.musl
-    is the platform's, and the unused entry is a warning."""
+    """Judged by this machine, libc.musl would be missing and the absolute RUNPATH entry
+    "would resolve it on a machine that has the folder" (BT110, an error); judged by its tag, or
+    untagged by the C library it was linked for, libc.musl is the platform's, and the unused
+    entry is a warning."""
     module = musl_like(tmp_path, ["libc.musl-x86_64.so.1"])
     tool = patchelf()
     subprocess.run([tool, "--set-rpath", "/opt/musl-build/lib", str(module)], check=True)
     tag = "cp311-cp311-musllinux_1_2_x86_64"
     wheel = write_wheel(tmp_path / f"m-1.0-{tag}.whl", "m", {"m/_mod.so": module.read_bytes()})
     assert ids(check(wheel)) == {("BT113", "_mod.so")}
-    assert ("BT110", "_mod.so") in ids(check(module))  # untagged: this glibc machine's verdict
+    assert ids(check(module)) == {("BT113", "_mod.so")}
 
 
 # --- musl, built with musl-gcc and loaded by musl's own loader -----------------------------------

@@ -21,19 +21,18 @@ from pathlib import Path
 import pytest
 
 from buildtool.cli import main
-from buildtool.cmake.run import cmake_executable, ninja_executable
-from tests.conftest import DEMO_RECIPE, REPO, CliRunner, require
+from tests.conftest import DEMO_RECIPE, CliRunner, require
+from tests.cross import TOOLCHAINS, cross_build, source_without_runtime_anchor
 
 pytestmark = pytest.mark.integration
 
 log = logging.getLogger(__name__)
 
-TOOLCHAIN = REPO / "cmake-templates" / "toolchains" / "mingw-w64-x86_64.cmake"
+TOOLCHAIN = TOOLCHAINS / "mingw-w64-x86_64.cmake"
 TRIPLE = "x86_64-w64-mingw32"
 PROJECT_DLLS = ["libdemo_compiler.dll", "libdemo_ffi.dll", "libdemo_runtime.dll"]
 # Flags only GNU ld on ELF understands; a PE or Mach-O link line must carry none of them.
 ELF_ONLY_FLAGS = ("-z,relro", "-z,now", "--enable-new-dtags", "--push-state", "--no-as-needed")
-NO_AS_NEEDED_RUNTIME = "NO_AS_NEEDED\n    demo_runtime\n"
 
 
 def _require_mingw() -> None:
@@ -53,26 +52,6 @@ def _imports(binary: Path) -> list[str]:
     return [line.split(":", 1)[1].strip() for line in lines if "DLL Name:" in line]
 
 
-def _cross_build(source: Path, build_dir: Path, *targets: str) -> Path:
-    subprocess.run(
-        [
-            cmake_executable(),
-            "-S",
-            source,
-            "-B",
-            build_dir,
-            "-G",
-            "Ninja",
-            f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
-            f"-DCMAKE_TOOLCHAIN_FILE={TOOLCHAIN}",
-        ],
-        check=True,
-        capture_output=True,
-    )
-    subprocess.run([ninja_executable(), "-C", build_dir, *targets], check=True, capture_output=True)
-    return build_dir
-
-
 @pytest.fixture(scope="session")
 def windows_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example, full variant, cross-built with ``buildtool build --toolchain``."""
@@ -88,13 +67,8 @@ def dropped_runtime_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """minrpc without ``no-as-needed``: the generated CMake as it would be without the rule."""
     _require_mingw()
     root = tmp_path_factory.mktemp("win64-dropped")
-    source = root / "src"
-    shutil.copytree(REPO / "src", source, ignore=shutil.ignore_patterns("build", "packaging"))
-    cmakelists = source / "CMakeLists.txt"
-    text = cmakelists.read_text()
-    assert NO_AS_NEEDED_RUNTIME in text
-    cmakelists.write_text(text.replace(NO_AS_NEEDED_RUNTIME, "NO_AS_NEEDED\n", 1))
-    return _cross_build(source, root / "build", "demo_minrpc")
+    source = source_without_runtime_anchor(root)
+    return cross_build(source, root / "build", TOOLCHAIN, "demo_minrpc")
 
 
 @pytest.fixture(scope="session")

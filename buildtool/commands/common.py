@@ -98,8 +98,8 @@ def add_toolchain_option(parser: argparse.ArgumentParser) -> None:
         metavar="NAME|FILE",
         default=None,
         help="cross-compile with a toolchain buildtool ships (mingw-w64-x86_64: Windows x64 "
-        "DLLs and executables) or a CMake toolchain file of the project's; a build folder "
-        "keeps the toolchain of its first configure",
+        "DLLs and executables; aarch64-linux-gnu: Linux aarch64) or a CMake toolchain file of "
+        "the project's; a build folder keeps the toolchain of its first configure",
     )
 
 

@@ -42,6 +42,7 @@ from buildtool.linkage.loaders.platform import (
     host,
     host_platform,
     load_policies,
+    platform_for_binaries,
     platform_for_tags,
     wheel_platform_tags,
 )
@@ -210,13 +211,20 @@ def _interpreters(
 
 
 def _platforms(inputs: Sequence[InputSet]) -> dict[str, Platform]:
-    """Each input's platform: its wheel tag's, or this machine's (an input without a tag)."""
+    """Each input's platform: its wheel tag's; for an input without a tag, the one its ELF
+    files were built for when that is not this machine (a cross-built tree), else this
+    machine's."""
     data, here = load_policies(), host()
     mine = host_platform(data, here)
     found: dict[str, Platform] = {}
     for entry in inputs:
         tags = wheel_platform_tags(Path(entry.label).name) if entry.in_wheel else ()
-        target = platform_for_tags(tags, data, here) or mine
+        built_for = (b.facts for b in entry.files if b.facts is not None)
+        target = (
+            platform_for_tags(tags, data, here)
+            or platform_for_binaries(built_for, data, here)
+            or mine
+        )
         if target is not None:
             found[entry.label] = target
     return found

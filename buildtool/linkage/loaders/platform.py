@@ -15,7 +15,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import platform as platform_module
+import posixpath
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.util import find_spec
 from pathlib import Path
@@ -257,6 +259,52 @@ def host_platform(
         return None
     policy = _best_policy(candidates, None)
     return Platform("host", here.arch, _MACHINES[here.arch], policy, foreign=False)
+
+
+_ARCHES: Final = {machine: arch for arch, machine in reversed(_MACHINES.items())}
+"""``BinaryFacts.machine`` -> the wheel tag architecture of its binaries (the first listed of
+several: ppc64le)."""
+
+
+def binary_libc(facts: BinaryFacts) -> Libc | None:
+    """The C library an ELF file was linked for, as its interpreter or NEEDED entries name it
+    (musl-gcc's binaries need plain ``libc.so``, with musl's loader as interpreter); None when
+    they say nothing (a library without a C library NEEDED)."""
+    interpreter = posixpath.basename(facts.interpreter or "")
+    names = (interpreter, *facts.needed)
+    if any(name.startswith(("ld-musl-", "libc.musl-")) for name in names):
+        return "musl"
+    if any(name == "libc.so.6" or _LOADER.fullmatch(name) for name in names):
+        return "glibc"
+    return None
+
+
+def platform_for_binaries(
+    binaries: Iterable[BinaryFacts],
+    data: Mapping[Libc, Sequence[Mapping[str, object]]],
+    here: Host,
+) -> Platform | None:
+    """The platform an untagged input was built for when it is not this machine (a tree
+    cross-built for aarch64, a musl-gcc build on a glibc machine): the plain ``linux`` platform of
+    its ELF files' machine and C library, as most of them name it, with the newest policy's
+    libraries and no symbol versions judged (nothing names a minimum). None when the files are
+    this machine's, say nothing, or name a platform without policy data."""
+    kinds = Counter(
+        (facts.machine, binary_libc(facts) or here.libc)
+        for facts in binaries
+        if facts.format == "elf"
+    )
+    if not kinds:
+        return None
+    (machine, libc), _count = kinds.most_common(1)[0]
+    arch = _ARCHES.get(machine)
+    if arch is None or libc is None or (arch, libc) == (here.arch, here.libc):
+        return None
+    candidates = policies_for(data, libc, arch)
+    if not candidates:
+        return None
+    tag = f"linux_{arch}" if libc == "glibc" else f"linux_{arch} (musl)"
+    return Platform(tag, arch, machine, _best_policy(candidates, None), foreign=True)
 
 
 # --- libraries the platform provides ---------------------------------------------------------
