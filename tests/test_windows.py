@@ -22,7 +22,12 @@ import pytest
 
 from buildtool.cli import main
 from tests.conftest import DEMO_RECIPE, CliRunner, require
-from tests.cross import TOOLCHAINS, cross_build, source_without_runtime_anchor
+from tests.cross import (
+    ELF_ONLY_FLAGS,
+    TOOLCHAINS,
+    cross_build,
+    source_without_runtime_anchor,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -31,8 +36,6 @@ log = logging.getLogger(__name__)
 TOOLCHAIN = TOOLCHAINS / "mingw-w64-x86_64.cmake"
 TRIPLE = "x86_64-w64-mingw32"
 PROJECT_DLLS = ["libdemo_compiler.dll", "libdemo_ffi.dll", "libdemo_runtime.dll"]
-# Flags only GNU ld on ELF understands; a PE or Mach-O link line must carry none of them.
-ELF_ONLY_FLAGS = ("-z,relro", "-z,now", "--enable-new-dtags", "--push-state", "--no-as-needed")
 
 
 def _require_mingw() -> None:
@@ -183,8 +186,9 @@ def test_without_the_anchor_the_registration_only_dll_is_dropped(
     assert "'rpc.testing.GetShapeSize' is not registered" in completed.stderr
 
 
-def _verify_json(run_cli: CliRunner, path: Path) -> tuple[int, dict[str, object]]:
-    result = run_cli("verify-linkage", str(path), "--no-recipe", "--format", "json")
+def _verify_json(run_cli: CliRunner, path: Path, *options: str) -> tuple[int, dict[str, object]]:
+    """verify-linkage's JSON report on ``path``, without a recipe unless ``options`` give one."""
+    result = run_cli("verify-linkage", str(path), *(options or ["--no-recipe"]), "--format", "json")
     assert result.exit_code in (0, 1), result.stderr
     report: dict[str, object] = json.loads(result.stdout)
     return result.exit_code, report
@@ -194,6 +198,28 @@ def test_verify_linkage_checks_the_windows_build(windows_build: Path, run_cli: C
     code, report = _verify_json(run_cli, windows_build / "bin")
     assert report["files_checked"] == len(PROJECT_DLLS) + 2
     assert code == 0, report["findings"]
+
+
+def test_verify_linkage_passes_the_windows_build_with_the_recipe(
+    windows_build: Path, run_cli: CliRunner
+) -> None:
+    """The recipe names libdemo_runtime.so; here it is libdemo_runtime.dll, in bin/."""
+    code, report = _verify_json(run_cli, windows_build / "bin", "--recipe", str(DEMO_RECIPE))
+    assert (code, report["findings"]) == (0, [])
+
+
+def test_verify_linkage_reports_the_dropped_registration_dll(
+    dropped_runtime_build: Path, run_cli: CliRunner
+) -> None:
+    code, report = _verify_json(
+        run_cli, dropped_runtime_build / "bin", "--recipe", str(DEMO_RECIPE)
+    )
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    assert code == 1
+    assert [(f["id"], f["path"].rsplit("/", 1)[-1], f["message"]) for f in findings] == [
+        ("BT101", "minrpc.exe", "does not need libdemo_runtime.so, which the recipe requires")
+    ]
 
 
 def test_verify_linkage_reports_the_missing_dll(

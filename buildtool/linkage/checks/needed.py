@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name, listed
+from buildtool.linkage.checks.policy import recipe_spelling
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 from buildtool.linkage.loaders.platform import (
@@ -27,8 +28,9 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
         executable = subject.policy.executable_by_file(base_name(binary))
         rule_required = library.required_needed if library else ()
         rule_required += executable.required_needed if executable else ()
+        spelled = {recipe_spelling(entry) for entry in needed}
         for required in rule_required:
-            if required not in needed:
+            if required not in spelled:
                 yield Finding(
                     "BT101",
                     binary.display,
@@ -36,6 +38,14 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
                     f"DT_NEEDED: {', '.join(needed) or 'none'}",
                     needed=required,
                 )
+
+
+def _matches(entry: str, pattern: str) -> bool:
+    """A NEEDED entry against a recipe's pattern, in its own spelling or the recipe's (a
+    pattern written as ``libx.so`` holds for ``@rpath/libx.dylib`` and ``libx.dll``)."""
+    return fnmatch.fnmatchcase(entry, pattern) or fnmatch.fnmatchcase(
+        recipe_spelling(entry), pattern
+    )
 
 
 def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, str]]:
@@ -47,7 +57,7 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
         executable.forbidden_needed if executable else ()
     )
     for entry in needed:
-        matched = [p for p in patterns if fnmatch.fnmatchcase(entry, p)]
+        matched = [p for p in patterns if _matches(entry, p)]
         if matched:
             yield entry, f"matches forbidden pattern {matched[0]!r}"
     if executable is None:
@@ -55,7 +65,7 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
     for entry in needed:
         # every NEEDED its input ships counts, declared in the recipe or not
         is_project = subject.ships(binary, entry)
-        allowed = any(fnmatch.fnmatchcase(entry, p) for p in executable.allowed_project_needed)
+        allowed = any(_matches(entry, p) for p in executable.allowed_project_needed)
         if is_project and not allowed:
             shown = ", ".join(executable.allowed_project_needed) or "none"
             yield entry, f"is a project library outside its allow-list ({shown})"

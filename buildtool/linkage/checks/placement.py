@@ -22,8 +22,13 @@ def _grafted_name(binary: BinaryFile, facts: BinaryFacts) -> str:
     return GRAFT_SUFFIX.sub("", facts.soname or base_name(binary))
 
 
+_LIBRARY_FOLDERS: dict[str, tuple[str, ...]] = {"pe": ("lib", "bin")}
+"""Where a project library may sit, by format: Windows has no RPATH, so outside a wheel a DLL
+sits in bin/ beside the executables that load it."""
+
+
 def check_placement(subject: Subject) -> Iterator[Finding]:
-    project = [b for b in subject.shared if base_name(b) in subject.policy.project_files]
+    project = [b for b in subject.shared if subject.policy.is_project_library(base_name(b))]
     folders = sorted({str(b.location.parent) for b in project})
     if len(folders) > 1:
         yield Finding(
@@ -33,11 +38,12 @@ def check_placement(subject: Subject) -> Iterator[Finding]:
             f"folders: {', '.join(folders)}",
         )
     for binary in project:
-        if binary.location.parent.name != "lib":
+        allowed = _LIBRARY_FOLDERS.get(subject.facts(binary).format, ("lib",))
+        if binary.location.parent.name not in allowed:
             yield Finding(
                 "BT120",
                 binary.display,
-                "a project library outside a lib/ folder",
+                f"a project library outside a {' or '.join(f + '/' for f in allowed)} folder",
                 f"folder: {binary.location.parent}",
             )
     for binary in subject.files:

@@ -8,6 +8,27 @@ checks only.
 from __future__ import annotations
 
 import dataclasses
+import re
+
+_DYLIB = re.compile(r"(lib.+?)((?:\.\d+)*)\.dylib")
+_DLL = re.compile(r"(.+)\.dll", re.IGNORECASE)
+_EXE = re.compile(r"(.+)\.exe", re.IGNORECASE)
+
+
+def recipe_spelling(name: str) -> str:
+    """A library's or executable's file or NEEDED name as a recipe spells it, which is its ELF
+    name: a Mach-O install name or file (``@rpath/libx.1.dylib`` -> ``libx.so.1``), a DLL
+    (mingw's ``libx.dll`` and MSVC's ``x.dll`` -> ``libx.so``), an executable without ``.exe``.
+    Every other name stays as it is."""
+    base = name.rsplit("/", 1)[-1]
+    if dylib := _DYLIB.fullmatch(base):
+        return f"{dylib[1]}.so{dylib[2]}"
+    if dll := _DLL.fullmatch(base):
+        stem = dll[1]
+        return f"{stem if stem.lower().startswith('lib') else 'lib' + stem}.so"
+    if exe := _EXE.fullmatch(base):
+        return exe[1]
+    return name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,8 +113,14 @@ class LinkagePolicy:
     def project_files(self) -> frozenset[str]:
         return frozenset(lib.file_name for lib in self.libraries)
 
+    def is_project_library(self, name: str) -> bool:
+        """Whether a file or NEEDED name, in any binary format's spelling, is a recipe library."""
+        return recipe_spelling(name) in self.project_files
+
     def library_by_file(self, file_name: str) -> LibraryRule | None:
-        return next((lib for lib in self.libraries if lib.file_name == file_name), None)
+        spelled = recipe_spelling(file_name)
+        return next((lib for lib in self.libraries if lib.file_name == spelled), None)
 
     def executable_by_file(self, file_name: str) -> ExecutableRule | None:
-        return next((exe for exe in self.executables if exe.name == file_name), None)
+        spelled = recipe_spelling(file_name)
+        return next((exe for exe in self.executables if exe.name == spelled), None)

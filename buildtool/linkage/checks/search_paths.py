@@ -27,7 +27,8 @@ def _is_project_file(subject: Subject, binary: BinaryFile) -> bool:
     """The recipe's own libraries and executables: they keep the strict ``$ORIGIN``-only rule."""
     name = base_name(binary)
     return (
-        name in subject.policy.project_files or subject.policy.executable_by_file(name) is not None
+        subject.policy.is_project_library(name)
+        or subject.policy.executable_by_file(name) is not None
     )
 
 

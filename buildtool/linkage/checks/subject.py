@@ -114,7 +114,7 @@ class Subject:
         return (
             facts.file_type != "shared"
             or facts.soname is None
-            or binary.location.name in self.policy.project_files
+            or self.policy.is_project_library(binary.location.name)
             or str(binary.location) not in self.loaded_by_others
         )
 
@@ -183,7 +183,7 @@ class Subject:
         """Whether ``binary``'s own input (its distribution, in an installed folder) has a file
         found by ``name`` (the recipe's libraries count as shipped too); without inputs,
         whether any input has it."""
-        if name in self.policy.project_files:
+        if self.policy.is_project_library(name):
             return True
         origin = self.origin_of(binary)
         if origin is None:

@@ -1,0 +1,181 @@
+"""The example split linked for macOS arm64 by lld's Mach-O linker, over a stand-in SDK
+(``tests/macos_sdk.py``): ground truth for what the generated CMake gives ld64, without a Mac.
+
+Nothing here can run a Mach-O file, so the load commands are read with LLVM's otool (not
+buildtool's reader), and the planted defects are judged by dyld's documented rules (``man dyld``:
+``@rpath/`` is searched through the ``LC_RPATH`` entries of the loading chain; a missing
+``LC_LOAD_DYLIB`` target aborts the launch; ld64 keeps every dylib it is given unless told
+``-dead_strip_dylibs``): a dylib deleted beside minrpc, minrpc's ``LC_RPATH`` removed, and the
+registration-only runtime dead-stripped from minrpc. Each is an error; the build itself is
+clean with the recipe.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from buildtool.cli import main
+from buildtool.linkage.checks.policy import recipe_spelling
+from tests.conftest import DEMO_RECIPE, REPO, CliRunner
+from tests.cross import ELF_ONLY_FLAGS, cross_build
+from tests.macos_sdk import write_sdk
+
+pytestmark = pytest.mark.integration
+
+MACHO_64 = b"\xcf\xfa\xed\xfe"
+OTOOL = "llvm-otool-14"
+PROJECT_DYLIBS = ["libdemo_compiler.dylib", "libdemo_ffi.dylib", "libdemo_runtime.dylib"]
+
+
+def _otool(*argv: str | Path) -> str:
+    command = [OTOOL, *map(str, argv)]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
+def _loads(binary: Path) -> list[str]:
+    """``LC_LOAD_DYLIB`` names, in order (otool -L lists the install name first for a dylib)."""
+    lines = _otool("-L", binary).splitlines()[1:]
+    names = [line.split(" (compatibility")[0].strip() for line in lines]
+    return names[1:] if binary.suffix == ".dylib" else names
+
+
+def _rpaths(binary: Path) -> list[str]:
+    return re.findall(r"path (\S+) \(offset", _otool("-l", binary))
+
+
+def _verify(run_cli: CliRunner, path: Path) -> tuple[int, dict[str, object]]:
+    result = run_cli("verify-linkage", str(path), "--recipe", str(DEMO_RECIPE), "--format",
+                     "json")  # fmt: skip
+    assert result.exit_code in (0, 1), result.stderr
+    report: dict[str, object] = json.loads(result.stdout)
+    return result.exit_code, report
+
+
+def _errors(report: dict[str, object]) -> list[tuple[str, str, str]]:
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    return [(f["id"], Path(f["path"]).name, f["message"]) for f in findings
+            if f["severity"] == "error"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "spelled"),
+    [
+        ("@rpath/libdemo_runtime.dylib", "libdemo_runtime.so"),
+        ("libdemo_runtime.1.2.dylib", "libdemo_runtime.so.1.2"),
+        ("libdemo_runtime.dll", "libdemo_runtime.so"),
+        ("demo_runtime.DLL", "libdemo_runtime.so"),  # MSVC names DLLs without lib
+        ("minrpc.exe", "minrpc"),
+        ("libdemo_runtime.so.1", "libdemo_runtime.so.1"),
+        ("minrpc", "minrpc"),
+    ],
+)
+def test_a_recipe_names_each_format_s_files_by_their_elf_names(name: str, spelled: str) -> None:
+    assert recipe_spelling(name) == spelled
+
+
+@pytest.fixture(scope="session")
+def macos_toolchain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_sdk(tmp_path_factory.mktemp("macos") / "sdk")
+
+
+@pytest.fixture(scope="session")
+def macos_build(macos_toolchain: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example, full variant, built with ``buildtool build --toolchain <file>``."""
+    build_dir = tmp_path_factory.mktemp("macos-build") / "build"
+    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
+    assert main([*argv, "--toolchain", str(macos_toolchain)]) == 0
+    return build_dir
+
+
+def _copy(build: Path, into: Path) -> Path:
+    for folder in ("bin", "lib"):
+        shutil.copytree(build / folder, into / folder, symlinks=True)
+    return into
+
+
+def test_the_split_is_real_mach_o_with_rpath_install_names(macos_build: Path) -> None:
+    lib = macos_build / "lib"
+    assert sorted(path.name for path in lib.glob("*.dylib")) == PROJECT_DYLIBS
+    minrpc = macos_build / "bin" / "minrpc"
+    for binary in (minrpc, *lib.glob("*.dylib")):
+        assert binary.read_bytes()[:4] == MACHO_64, binary
+    runtime = lib / "libdemo_runtime.dylib"
+    assert _otool("-D", runtime).split()[-1] == "@rpath/libdemo_runtime.dylib"
+    assert "@rpath/libdemo_compiler.dylib" not in _loads(runtime)
+    assert "@rpath/libdemo_runtime.dylib" in _loads(lib / "libdemo_compiler.dylib")
+    assert _loads(minrpc)[:2] == ["@rpath/libdemo_runtime.dylib", "@rpath/libdemo_ffi.dylib"]
+    # found beside each other, and from bin/ in ../lib: in the build tree as installed
+    assert _rpaths(runtime) == ["@loader_path"]
+    assert _rpaths(minrpc) == ["@loader_path/../lib"]
+
+
+def test_no_elf_only_flags_reach_the_mach_o_linker(macos_build: Path) -> None:
+    link_lines = [
+        line
+        for line in (macos_build / "build.ninja").read_text().splitlines()
+        if line.strip().startswith(("LINK_FLAGS", "LINK_LIBRARIES", "LINK_PATH"))
+    ]
+    assert link_lines
+    for flag in (*ELF_ONLY_FLAGS, "$ORIGIN"):
+        assert not [line for line in link_lines if flag in line], flag
+
+
+def test_verify_linkage_passes_the_macos_build_with_the_recipe(
+    macos_build: Path, run_cli: CliRunner
+) -> None:
+    """The recipe names ``libdemo_runtime.so``; on macOS the same library is
+    ``@rpath/libdemo_runtime.dylib``, and every rule of the recipe holds for it."""
+    code, report = _verify(run_cli, macos_build)
+    assert report["files_checked"] == 5
+    assert report["findings"] == []
+    assert code == 0
+
+
+def test_a_dylib_deleted_beside_minrpc_is_an_error(
+    macos_build: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    tree = _copy(macos_build, tmp_path / "build")
+    (tree / "lib" / "libdemo_runtime.dylib").unlink()
+    code, report = _verify(run_cli, tree)
+    assert code == 1
+    errors = _errors(report)
+    # every binary that loads it, each an error naming it
+    assert {path for _, path, _ in errors} == {"minrpc", "cpptest", "libdemo_compiler.dylib"}
+    assert all("@rpath/libdemo_runtime.dylib" in message for *_, message in errors), errors
+
+
+def test_minrpc_without_its_lc_rpath_is_an_error(
+    macos_build: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    tree = _copy(macos_build, tmp_path / "build")
+    minrpc = tree / "bin" / "minrpc"
+    tool = ["llvm-install-name-tool-14", "-delete_rpath", "@loader_path/../lib", str(minrpc)]
+    subprocess.run(tool, check=True, capture_output=True)
+    assert _rpaths(minrpc) == []
+    code, report = _verify(run_cli, tree)
+    assert code == 1
+    missing = {message for check, path, message in _errors(report) if path == "minrpc"}
+    assert any("@rpath/libdemo_runtime.dylib" in message for message in missing), missing
+
+
+def test_the_runtime_dead_stripped_from_minrpc_is_caught(
+    macos_toolchain: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """ld64 keeps a dylib nothing references (minrpc uses no symbol of the runtime, only its
+    registrations); ``-dead_strip_dylibs`` is macOS's ``--as-needed`` and drops it."""
+    dead_strip = "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-dead_strip_dylibs"
+    build = cross_build(REPO / "src", tmp_path / "build", macos_toolchain, "demo_minrpc",
+                        defines=[dead_strip])  # fmt: skip
+    assert "@rpath/libdemo_runtime.dylib" not in _loads(build / "bin" / "minrpc")
+    code, report = _verify(run_cli, build)
+    assert code == 1
+    assert _errors(report) == [
+        ("BT101", "minrpc", "does not need libdemo_runtime.so, which the recipe requires")
+    ]
