@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -139,10 +140,11 @@ def _exports(libraries: Iterable[Path]) -> set[str]:
 
 def _stub(path: Path, install_name: str, version: str, symbols: Iterable[str]) -> None:
     listed = ", ".join(f"'{name}'" for name in sorted(symbols))
+    targets = "[ arm64-macos, x86_64-macos ]"
     path.write_text(
-        "--- !tapi-tbd\ntbd-version: 4\ntargets: [ arm64-macos ]\n"
+        f"--- !tapi-tbd\ntbd-version: 4\ntargets: {targets}\n"
         f"install-name: '{install_name}'\ncurrent-version: {version}\n"
-        f"exports:\n  - targets: [ arm64-macos ]\n    symbols: [ {listed} ]\n...\n"
+        f"exports:\n  - targets: {targets}\n    symbols: [ {listed} ]\n...\n"
     )
 
 
@@ -168,3 +170,13 @@ def write_sdk(sdk: Path) -> Path:
     toolchain = sdk / "macos-arm64.cmake"
     toolchain.write_text(TOOLCHAIN.format(sdk=sdk))
     return toolchain
+
+
+def clang_macos(sdk: Path, arch: str, out: Path, source: str, *flags: str) -> Path:
+    """One C source compiled and linked for macOS ``arch`` (arm64, x86_64) over the SDK."""
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    command = ["clang", f"--target={arch}-apple-macos11", "-isysroot", str(sdk),
+               "-fuse-ld=lld", "-o", str(out), str(src), *flags]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True)
+    return out

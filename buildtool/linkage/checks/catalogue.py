@@ -353,6 +353,19 @@ CHECKS: tuple[Check, ...] = (
         "Build with MACOSX_DEPLOYMENT_TARGET (CMAKE_OSX_DEPLOYMENT_TARGET) at most the tag's "
         "release, or tag the wheel with the newest minos of its files (delocate-wheel does).",
     ),
+    Check(
+        "BT152",
+        "architecture-not-tagged",
+        "error",
+        "A binary Python loads from a wheel (an extension module, or a library one loads) lacks "
+        "an architecture one of the wheel's platform tags names: an x86_64-only file in a "
+        "macosx arm64 or universal2 wheel, an aarch64 module in an x86_64 wheel, a 32-bit DLL in "
+        "a win_amd64 wheel. pip installs the wheel there and the import fails (dyld: "
+        '"incompatible architecture").',
+        "Build for the tag's architectures (macOS: CMAKE_OSX_ARCHITECTURES, which "
+        "scikit-build-core sets from ARCHFLAGS; universal2: both slices, or lipo -create), or "
+        "tag the wheel for what its files are built for.",
+    ),
 )
 
 CMAKE_CHECKS: tuple[Check, ...] = (

@@ -28,6 +28,7 @@ from buildtool.linkage.checks.placement import (
 from buildtool.linkage.checks.search_paths import check_search_paths
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.checks.symbols import check_undefined_symbols
+from buildtool.linkage.checks.tag_architecture import check_tag_architecture
 from buildtool.linkage.checks.underlinking import check_underlinked_libraries
 
 CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
@@ -42,6 +43,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_symbol_versions,
     check_underlinked_libraries,
     check_macos_tag,
+    check_tag_architecture,
     check_search_paths,
     check_placement,
     check_duplicate_copies,

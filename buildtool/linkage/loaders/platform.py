@@ -211,6 +211,13 @@ def _parse(tag: str) -> tuple[Libc, tuple[int, int] | None, str] | None:
     return ("glibc", _LEGACY.get(legacy), match.group(6))
 
 
+def linux_tag_machine(tag: str) -> str | None:
+    """``BinaryFacts.machine`` of the binaries a Linux platform tag installs on
+    (``manylinux_2_17_aarch64`` -> ``aarch64``); None for another tag."""
+    parsed = _parse(tag)
+    return _MACHINES.get(parsed[2]) if parsed else None
+
+
 def _best_policy(candidates: Sequence[Policy], version: tuple[int, int] | None) -> Policy:
     """The newest policy at or below ``version`` (a tag names the libc it needs at least);
     without a version (``linux_x86_64``) the newest, with no symbol versions judged."""
