@@ -2,7 +2,8 @@
 
 Ground truth on Linux: a real extension module built for x86_64 and for aarch64, each in a wheel
 tagged for this machine and installed by pip into a fresh virtual environment; the x86_64 one
-imports, the aarch64 one installs and fails to import, and only it is BT152. On macOS (no dyld
+imports, the aarch64 one installs and fails to import, and only it is BT152. On Windows, under
+wine, a 32-bit module refused by a 64-bit process (``tests/test_windows.py``). On macOS (no dyld
 here) by dyld's documented rule, a Mach-O file loads only from a slice of the process's
 architecture: an arm64 module in a universal2 wheel lacks the x86_64 slice pip promises Intel
 Macs; the same module made universal with lipo is clean.

@@ -28,6 +28,8 @@ from tests.cross import (
     cross_build,
     source_without_runtime_anchor,
 )
+from tests.test_platforms import check
+from tests.test_verdicts import write_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -98,10 +100,9 @@ def wine_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str
     shutil.rmtree(prefix, ignore_errors=True)  # hundreds of MB of Windows system files
 
 
-def _run_under_wine(env: dict[str, str], exe: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [env["WINE"], exe], env=env, capture_output=True, text=True, check=False, timeout=120
-    )
+def _run_under_wine(env: dict[str, str], exe: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([env["WINE"], exe, *argv], env=env, capture_output=True, text=True,
+                          check=False, timeout=120, cwd=exe.parent)  # fmt: skip
 
 
 def test_dlls_go_beside_the_executables_and_import_libraries_into_lib(
@@ -269,3 +270,50 @@ def test_an_unknown_toolchain_is_a_usage_error(
     )
     assert TOOLCHAIN.stem in result.stderr
     assert not (tmp_path / "b").exists()
+
+
+# --- a 32-bit DLL in a win_amd64 wheel --------------------------------------------------------
+
+LOAD_LIBRARY = """#include <windows.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    if (argc > 1 && LoadLibraryA(argv[1])) return 0;
+    printf("LoadLibrary failed: %lu\\n", GetLastError());
+    return 1;
+}
+"""
+MODULE_DLL = "__declspec(dllexport) int PyInit__archmod(void) { return 0; }\n"
+ERROR_BAD_EXE_FORMAT = 193
+
+
+def _mingw_gcc(triple: str, out: Path, source: str, *flags: str) -> Path:
+    compiler = shutil.which(f"{triple}-gcc")
+    require(compiler is not None, f"{triple}-gcc is not installed (Debian: gcc-mingw-w64)")
+    assert compiler is not None
+    src = out.with_suffix(".c")
+    src.write_text(source)
+    subprocess.run([compiler, "-O1", "-o", str(out), str(src), *flags], check=True,
+                   capture_output=True)  # fmt: skip
+    return out
+
+
+def test_a_32_bit_module_in_a_win_amd64_wheel_fails_to_load_and_is_an_error(
+    wine_env: dict[str, str], tmp_path: Path
+) -> None:
+    loader = _mingw_gcc(TRIPLE, tmp_path / "load.exe", LOAD_LIBRARY, "-static")
+    x64 = _mingw_gcc(TRIPLE, tmp_path / "x64.pyd", MODULE_DLL, "-shared")
+    x86 = _mingw_gcc("i686-w64-mingw32", tmp_path / "x86.pyd", MODULE_DLL, "-shared")
+    assert _run_under_wine(wine_env, loader, x64.name).returncode == 0
+    refused = _run_under_wine(wine_env, loader, x86.name)
+    assert refused.returncode == 1
+    assert f"LoadLibrary failed: {ERROR_BAD_EXE_FORMAT}" in refused.stdout
+    reports = {}
+    for module in (x64, x86):
+        members = {"m/_archmod.cp311-win_amd64.pyd": module.read_bytes()}
+        wheel = write_wheel(tmp_path / "m-1.0-cp311-cp311-win_amd64.whl", "m", members)
+        reports[module.stem] = [(f.check_id, f.message) for f in check(wheel).findings]
+    assert reports == {
+        "x64": [],
+        "x86": [("BT152", "is built for i386, but the wheel's tags install it on x86_64 "
+                 "(win_amd64)")],
+    }  # fmt: skip
