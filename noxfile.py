@@ -94,12 +94,14 @@ def realprojects(session: nox.Session) -> None:
 @nox.session
 def realwheels(session: nox.Session) -> None:
     """verify-linkage on popular third-party wheels (apache-tvm with apache-tvm-ffi, torch,
-    numpy, scipy, pyarrow, grpcio, opencv-python-headless), each verdict asserted, and defects
-    planted into pyzmq, h5py, scikit-learn and apache-tvm (patchelf); the wheels are downloaded
+    numpy, scipy, pyarrow, grpcio, opencv-python-headless, and the macOS, Windows, aarch64 and
+    musllinux wheels of some), each verdict asserted, and defects planted into pyzmq, h5py,
+    scikit-learn and apache-tvm (patchelf); the wheels are downloaded
     once into $BUILDTOOL_REALWHEELS_CACHE (default ~/.cache/buildtool/realwheels). The results
     tables are docs/realwheels.md."""
     session.install("-e", ".[test]")
     session.run(
         "pytest", "-p", "no:cacheprovider", "--realwheels", "-m", "realwheels",
-        "tests/test_realwheels.py", "tests/test_realwheels_planted.py", *session.posargs,
+        "tests/test_realwheels.py", "tests/test_realwheels_planted.py",
+        "tests/test_realwheels_platforms.py", *session.posargs,
     )  # fmt: skip

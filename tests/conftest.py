@@ -89,14 +89,25 @@ def good_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_dir
 
 
-def build_with_edited_cmake(tmp_path: Path, old: str, new: str) -> Path:
-    """The example built from a hand-edited copy of its generated CMakeLists.txt."""
-    source = tmp_path / "src"
+DUPLICATE_GEMM = ("compiler/build.cc", "compiler/build.cc\n      $<TARGET_OBJECTS:demo_gemm>")
+"""The edit that links gemm into the compiler too: the TVM fpA_intB_gemm bug."""
+
+
+def edited_example(root: Path, old: str, new: str) -> Path:
+    """A copy of the example under ``root`` whose generated CMakeLists.txt has ``old``
+    replaced by ``new`` (once)."""
+    source = root / "src"
     shutil.copytree(REPO / "src", source, ignore=shutil.ignore_patterns("build", "packaging"))
     cmakelists = source / "CMakeLists.txt"
     text = cmakelists.read_text()
     assert old in text
     cmakelists.write_text(text.replace(old, new, 1))
+    return source
+
+
+def build_with_edited_cmake(tmp_path: Path, old: str, new: str) -> Path:
+    """The example built from a hand-edited copy of its generated CMakeLists.txt."""
+    source = edited_example(tmp_path, old, new)
     build_dir = tmp_path / "build"
     cmake = cmake_executable()
     subprocess.run(
@@ -120,8 +131,4 @@ def build_with_edited_cmake(tmp_path: Path, old: str, new: str) -> Path:
 @pytest.fixture(scope="session")
 def duplicate_gemm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """gemm linked into the compiler too: the TVM fpA_intB_gemm bug."""
-    return build_with_edited_cmake(
-        tmp_path_factory.mktemp("dup"),
-        "compiler/build.cc",
-        "compiler/build.cc\n      $<TARGET_OBJECTS:demo_gemm>",
-    )
+    return build_with_edited_cmake(tmp_path_factory.mktemp("dup"), *DUPLICATE_GEMM)

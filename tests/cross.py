@@ -3,13 +3,12 @@ Linux aarch64 (run under qemu's user mode) and macOS (linked by lld's Mach-O lin
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
 from buildtool.cmake.run import cmake_executable, ninja_executable
-from tests.conftest import REPO
+from tests.conftest import REPO, edited_example
 
 TOOLCHAINS = REPO / "cmake-templates" / "toolchains"
 NO_AS_NEEDED_RUNTIME = "NO_AS_NEEDED\n    demo_runtime\n"
@@ -35,10 +34,4 @@ def cross_build(
 def source_without_runtime_anchor(root: Path) -> Path:
     """A copy of the example whose generated CMake links minrpc without ``no-as-needed`` for
     the runtime: the build as it would be without that rule."""
-    source = root / "src"
-    shutil.copytree(REPO / "src", source, ignore=shutil.ignore_patterns("build", "packaging"))
-    cmakelists = source / "CMakeLists.txt"
-    text = cmakelists.read_text()
-    assert NO_AS_NEEDED_RUNTIME in text
-    cmakelists.write_text(text.replace(NO_AS_NEEDED_RUNTIME, "NO_AS_NEEDED\n", 1))
-    return source
+    return edited_example(root, NO_AS_NEEDED_RUNTIME, "NO_AS_NEEDED\n")

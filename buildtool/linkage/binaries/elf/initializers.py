@@ -1,24 +1,16 @@
-"""What a library's initializers reach: the imported functions the code run by ``DT_INIT_ARRAY``
-can call, found by following direct calls inside the library with a disassembler (capstone).
-
-A duplicated static initializer collides only when both copies reach shared state: a function
-of a third library (a registry). The linkage of the shared code cannot tell; the code can.
-The walk is bounded (``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` per initializer) and knows
-x86-64 and aarch64; other machines read as having no initializers.
-
-``CodeView`` is what the walk needs, decoded by either reader: the fast decoder
-(``read_code_view``) or pyelftools (``reference``).
+"""The ``CodeView`` of an ELF library for the initializer walk (``binaries.code_walk``): the
+functions ``DT_INIT_ARRAY`` runs and the GOT slots of its imports, decoded by the fast decoder
+(``read_code_view``; pyelftools' is in ``reference_initializers``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 import struct
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, NamedTuple
+from typing import Final
 
+from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
 from buildtool.linkage.binaries.elf.constants import _PF_X, _PT_LOAD
 from buildtool.linkage.binaries.elf.decoder import (
     _Bad,
@@ -29,40 +21,10 @@ from buildtool.linkage.binaries.elf.decoder import (
 )
 from buildtool.linkage.binaries.facts import InitializerReach
 
-MAX_DEPTH: Final = 2
-"""Calls followed from an initializer: the registration helper is one or two calls in."""
-MAX_INSTRUCTIONS: Final = 800
-"""Instructions walked per initializer, at most (each function is decoded once a library)."""
-MAX_LIBRARY_INSTRUCTIONS: Final = 120_000
-"""Instructions decoded per library, at most (about a second): LLVM's thousands of option
-initializers reach a hundred thousand functions two calls deep. Past it, functions not yet
-decoded read as calling nothing, so a huge library's reach may be incomplete (never wrong)."""
-MAX_FUNCTION_INSTRUCTIONS: Final = 300
-"""Instructions of one function's sweep, at most."""
-_CHUNK: Final = 512
-_BATCH: Final = 24
-"""Instructions decoded at a time: most sweeps end within a few dozen."""
-
 _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
 _DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 6, 25, 27
 _RELATIVE: Final = {"x86_64": 8, "aarch64": 1027}
 _SLOT_TYPES: Final = {"x86_64": (6, 7), "aarch64": (1025, 1026)}  # GLOB_DAT, JUMP_SLOT
-
-
-class CodeView(NamedTuple):
-    """A library's code, its initializers and its import slots, as the walk sees them."""
-
-    machine: str
-    read: Callable[[int, int], bytes]
-    """Bytes at a virtual address in executable segments (fewer, or none, past their end)."""
-    initializers: tuple[int, ...]
-    """Addresses of the functions ``DT_INIT_ARRAY`` runs, in order."""
-    slot: Callable[[int], tuple[str, int] | None]
-    """GOT slot address -> (symbol name, its address here; 0 when imported), None for no
-    symbol's slot."""
-    constant: Callable[[int, int], bytes]
-    """Bytes at a virtual address in any loaded segment: the read-only data the code points
-    at (the string an initializer registers)."""
 
 
 def init_array_targets(
@@ -72,237 +34,6 @@ def init_array_targets(
     and RELR keep it in place); 0 and -1 (terminators some linkers leave) are no functions."""
     found = (relative.get(base + index * word, value) for index, value in enumerate(words))
     return tuple(a for a in found if a not in (0, (1 << (8 * word)) - 1))
-
-
-def _capstone(machine: str) -> Any:
-    import capstone
-
-    if machine == "x86_64":
-        return capstone.Cs(capstone.CS_ARCH_X86, capstone.CS_MODE_64)
-    return capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
-
-
-_RIP = re.compile(r"\[rip \+ (0x[0-9a-f]+)\]")
-_RIP_OFFSET = re.compile(r"\[rip ([+-]) (0x[0-9a-f]+)\]")
-MAX_LITERAL: Final = 64
-"""Bytes of a string literal the shape keeps (its start tells two registrations apart)."""
-_RIP_ANY = re.compile(r"rip [+-] 0x[0-9a-f]+")
-_IMMEDIATE = re.compile(r"#?(0x[0-9a-f]+)$")
-_X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
-_ARM_STOP: Final = frozenset({"ret", "br", "b", "brk", "udf"})
-
-
-class _Function(NamedTuple):
-    """One function's linear sweep (to its first return or jump away)."""
-
-    instructions: int
-    end: int
-    """The address past its last instruction swept."""
-    shape: tuple[str, ...]
-    calls: tuple[tuple[int, int], ...]
-    """(address, 1 for a call, 0 for a branch within it) of its direct branch targets."""
-    imports: tuple[str, ...]
-    """Imported functions it calls or jumps to through a GOT slot."""
-
-
-_NOTHING: Final = _Function(0, 0, (), (), ())
-
-
-class _Sweep:
-    """Decodes one function at a time, for ``_Functions``."""
-
-    def __init__(self, view: CodeView) -> None:
-        self.view = view
-        self.calls: list[tuple[int, int]] = []
-        self.imports: list[str] = []
-        self.shape: list[str] = []
-        self.end = 0
-
-    def slot(self, address: int) -> None:
-        """A call through a GOT slot: an import, or (own exported function) its definition."""
-        entry = self.view.slot(address)
-        if entry is None:
-            return
-        name, defined_at = entry
-        if defined_at:
-            self.calls.append((defined_at, 1))
-        else:
-            self.imports.append(name)
-
-    def result(self) -> _Function:
-        shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
-        return _Function(len(shape), self.end, shape, calls, imports)
-
-
-def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
-    while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
-        decoded = 0
-        code = sweep.view.read(address, _CHUNK)
-        for at, size, prefixed, operands in cs.disasm_lite(code, address, _BATCH):
-            decoded += size
-            sweep.end = at + size
-            mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
-            sweep.shape.append(f"{mnemonic} {_x86_operands(sweep, at + size, mnemonic, operands)}")
-            if mnemonic in _X86_STOP or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
-                return
-        if decoded == 0:
-            return
-        address += decoded
-
-
-def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> str:
-    """The operands as the shape keeps them (addresses left out); branches are followed."""
-    if mnemonic == "call" or mnemonic[0] == "j":
-        _x86_branch(sweep, after, mnemonic, operands)
-        return ""
-    if "rip" in operands:  # an address relative to the instruction: not the shape
-        shaped = _RIP_ANY.sub("rip", operands)
-        offset = _RIP_OFFSET.search(operands) if mnemonic == "lea" else None
-        if offset:
-            sign = -1 if offset.group(1) == "-" else 1
-            address = after + sign * int(offset.group(2), 16)
-            literal = _literal(sweep.view.constant(address, MAX_LITERAL))
-            return f"{shaped} {literal!r}" if literal else shaped
-        return shaped
-    return operands
-
-
-def _literal(data: bytes) -> str | None:
-    """The printable string at the start of ``data`` (NUL-terminated, or ``MAX_LITERAL``
-    bytes of a longer one), None for anything else: the same code registering another name
-    is another registration, not a copy (addresses alone cannot tell them apart)."""
-    end = data.find(b"\0")
-    text = data[:end] if end >= 0 else data[:MAX_LITERAL]
-    if not text or not all(0x20 <= byte < 0x7F for byte in text):
-        return None
-    return text.decode("ascii")
-
-
-def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None:
-    rip = _RIP.search(operands)
-    if rip:
-        sweep.slot(after + int(rip.group(1), 16))
-        return
-    immediate = _IMMEDIATE.fullmatch(operands)
-    if immediate:
-        # a jmp leaves the function (a tail call) unless it lands within what was swept
-        sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("call", "jmp"))))
-
-
-_ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+)")
-_ADD = re.compile(r"(x\d+), (x\d+), #(0x[0-9a-f]+)")
-_LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+)\]")
-
-
-def _arm_function(sweep: _Sweep, cs: Any, address: int) -> None:
-    pages: dict[str, int] = {}
-    loaded: dict[str, int] = {}
-    while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
-        decoded = 0
-        code = sweep.view.read(address, _CHUNK)
-        for at, size, mnemonic, operands in cs.disasm_lite(code, address, _BATCH):
-            decoded += size
-            sweep.end = at + size
-            sweep.shape.append(mnemonic)
-            _arm_instruction(sweep, (mnemonic, operands), pages, loaded)
-            if mnemonic in _ARM_STOP or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
-                return
-        if decoded == 0:
-            return
-        address += decoded
-
-
-def _arm_instruction(
-    sweep: _Sweep, insn: tuple[str, str], pages: dict[str, int], loaded: dict[str, int]
-) -> None:
-    mnemonic, operands = insn
-    if mnemonic == "adrp" and (page := _ADRP.fullmatch(operands)):
-        pages[page.group(1)] = int(page.group(2), 16)
-    elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
-        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 16)
-    elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
-        address = pages[add.group(2)] + int(add.group(3), 16)
-        literal = _literal(sweep.view.constant(address, MAX_LITERAL))
-        if literal:
-            sweep.shape[-1] += f" {literal!r}"
-    elif mnemonic in ("br", "blr") and operands in loaded:
-        sweep.slot(loaded[operands])
-    elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
-        immediate = _IMMEDIATE.search(operands)
-        if immediate:
-            sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("bl", "b"))))
-
-
-class _Functions:
-    """Each function decoded once per library, however many initializers reach it."""
-
-    def __init__(self, view: CodeView) -> None:
-        self.view = view
-        self.cs = _capstone(view.machine)
-        self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
-        self.known: dict[int, _Function] = {}
-        self.left = MAX_LIBRARY_INSTRUCTIONS
-
-    def at(self, address: int) -> _Function:
-        found = self.known.get(address)
-        if found is None:
-            if self.left <= 0:
-                return _NOTHING
-            sweep = _Sweep(self.view)
-            self.sweep(sweep, self.cs, address)
-            found = self.known[address] = sweep.result()
-            self.left -= found.instructions
-        return found
-
-    def reach(self, address: int) -> InitializerReach:
-        """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
-        all; the shape is that of the initializer's own function and the branches within it."""
-        queue, seen = [(address, 0)], {address}
-        budget = MAX_INSTRUCTIONS
-        reaches: set[str] = set()
-        shape: list[str] = []
-        while queue and budget > 0:
-            current, depth = queue.pop(0)
-            function = self.at(current)
-            budget -= function.instructions
-            reaches.update(function.imports)
-            if depth == 0:
-                shape.extend(function.shape)
-            for target, is_call in function.calls:
-                if current <= target < function.end:
-                    continue  # a branch within what the sweep decoded already
-                if target not in seen and depth + is_call <= MAX_DEPTH:
-                    seen.add(target)
-                    queue.append((target, depth + is_call))
-        digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
-        return InitializerReach(digest, len(shape), frozenset(reaches), _guarded(shape))
-
-
-_GUARD_SET: Final = "mov byte ptr [rip], 1"
-"""How GCC and Clang mark a vague-linkage variable initialized (x86-64), just before the call
-that initializes it."""
-
-
-def _guarded(shape: Sequence[str]) -> bool:
-    """Whether each call of the initializer's own function follows a guard being set (since
-    the call before it: the arguments are loaded in between)."""
-    armed, calls = False, 0
-    for instruction in shape:
-        if instruction.startswith(_GUARD_SET):
-            armed = True
-        elif instruction == "call ":
-            if not armed:
-                return False
-            armed, calls = False, calls + 1
-    return calls > 0
-
-
-def walk_initializers(view: CodeView) -> tuple[InitializerReach, ...]:
-    """Each initializer's reach, in ``DT_INIT_ARRAY`` order (empty for other machines)."""
-    if view.machine not in _RELATIVE or not view.initializers:
-        return ()
-    functions = _Functions(view)
-    return tuple(functions.reach(address) for address in view.initializers)
 
 
 # --- the fast decoder's view --------------------------------------------------------------------

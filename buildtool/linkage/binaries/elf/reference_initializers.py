@@ -7,11 +7,8 @@ import struct
 from collections.abc import Mapping
 from typing import Any
 
-from buildtool.linkage.binaries.elf.initializers import (
-    CodeView,
-    init_array_targets,
-    walk_initializers,
-)
+from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
+from buildtool.linkage.binaries.elf.initializers import init_array_targets
 from buildtool.linkage.binaries.facts import InitializerReach
 
 _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 25, 27
