@@ -5,8 +5,9 @@ The build uses the toolchain buildtool ships (``--toolchain aarch64-linux-gnu``)
 executables with the cross C library's folder as their root (``-L``), so aarch64's own ld.so
 resolves them. An untagged tree is judged by the platform its files were built for, never by
 this machine's ld.so.cache. Planted defects really fail under qemu and are errors: a library
-deleted beside minrpc, the registration-only runtime dropped by ``--as-needed``, and an
-unversioned name that glibc does not export left without the library that defines it.
+deleted beside minrpc, the registration-only runtime dropped by ``--as-needed``, gemm linked
+into two libraries (a duplicate registration), and an unversioned name that glibc does not
+export left without the library that defines it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from buildtool.cli import main
-from tests.conftest import DEMO_RECIPE, CliRunner, require
+from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, CliRunner, edited_example, require
 from tests.cross import TOOLCHAINS, cross_build, source_without_runtime_anchor
 
 pytestmark = pytest.mark.integration
@@ -128,6 +129,20 @@ def test_the_registration_only_runtime_dropped_by_as_needed_is_caught(
     assert code == 1
     assert [(f["id"], f["message"]) for f in _findings(report)] == [
         ("BT101", "does not need libdemo_runtime.so, which the recipe requires")
+    ]
+
+
+def test_the_gemm_linked_into_two_libraries_aborts_and_is_an_error(
+    qemu: list[str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    build = cross_build(edited_example(tmp_path, *DUPLICATE_GEMM), tmp_path / "build", TOOLCHAIN)
+    completed = _run(qemu, build / "bin" / "cpptest")
+    assert completed.returncode != 0
+    assert "'contrib.gemm_fp16_int' is already registered" in completed.stderr
+    code, report = _verify(run_cli, build, "--no-recipe")
+    assert code == 1
+    assert [(f["id"], Path(f["path"]).name) for f in _findings(report)] == [
+        ("BT103", "libdemo_compiler.so")
     ]
 
 

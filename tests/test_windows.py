@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from buildtool.cli import main
-from tests.conftest import DEMO_RECIPE, CliRunner, require
+from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, CliRunner, edited_example, require
 from tests.cross import (
     ELF_ONLY_FLAGS,
     TOOLCHAINS,
@@ -74,6 +74,14 @@ def dropped_runtime_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("win64-dropped")
     source = source_without_runtime_anchor(root)
     return cross_build(source, root / "build", TOOLCHAIN, "demo_minrpc")
+
+
+@pytest.fixture(scope="session")
+def duplicate_gemm_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """gemm linked into the compiler DLL too (the TVM fpA_intB_gemm bug), cross-built."""
+    _require_mingw()
+    root = tmp_path_factory.mktemp("win64-dup")
+    return cross_build(edited_example(root, *DUPLICATE_GEMM), root / "build", TOOLCHAIN)
 
 
 @pytest.fixture(scope="session")
@@ -221,6 +229,25 @@ def test_verify_linkage_reports_the_dropped_registration_dll(
     assert [(f["id"], f["path"].rsplit("/", 1)[-1], f["message"]) for f in findings] == [
         ("BT101", "minrpc.exe", "does not need libdemo_runtime.so, which the recipe requires")
     ]
+
+
+def test_the_gemm_linked_into_two_dlls_aborts_and_is_an_error_without_a_recipe(
+    duplicate_gemm_build: Path, wine_env: dict[str, str], run_cli: CliRunner
+) -> None:
+    """A DLL binds to its own copy of code (no interposition), but both copies' initializers
+    register into libdemo_ffi.dll's one registry: the second registration aborts."""
+    completed = _run_under_wine(wine_env, duplicate_gemm_build / "bin" / "cpptest.exe")
+    assert completed.returncode != 0
+    assert "'contrib.gemm_fp16_int' is already registered" in completed.stderr
+    code, report = _verify_json(run_cli, duplicate_gemm_build / "bin")
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    assert code == 1
+    assert [(f["id"], f["path"].rsplit("/", 1)[-1]) for f in findings] == [
+        ("BT103", "libdemo_compiler.dll")
+    ]
+    assert "_GLOBAL__sub_I_gemm.cc" in findings[0]["evidence"]
+    assert "both register through libdemo_ffi.dll:" in findings[0]["evidence"]
 
 
 def test_verify_linkage_reports_the_missing_dll(

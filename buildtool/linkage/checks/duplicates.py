@@ -229,6 +229,11 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         if also:
             reported.add(pair)
             yield _object_code_finding(subject, pair, names, also)
+        elif _names_say_nothing(subject, pair) and (bound := registry_callees(subject, pair)):
+            reported.add(pair)
+            yield _duplicate_finding(
+                pair, f"unstripped: static initializers {listed(names)}; {through(bound)}"
+            )
     exported = _stripped_exports(subject)
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
         stripped = not all(subject.facts(b).has_symtab for b in pair)
@@ -236,6 +241,13 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
             reported.add(pair)
             yield _stripped_finding(subject, pair, names)
     yield from _stripped_registrations(subject, reported)
+
+
+def _names_say_nothing(subject: Subject, pair: Pair) -> bool:
+    """Whether the pair's defined names cannot show shared code (``BinaryFacts.symtab_functions``
+    is empty for PE: a DLL's exports and COFF symbols carry no COMDAT mark): then the same
+    initializer in both, reaching one registry, is the evidence."""
+    return all(subject.facts(binary).format == "pe" for binary in pair)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

@@ -21,16 +21,23 @@ Pair = tuple[BinaryFile, BinaryFile]
 SYSTEM_LIBRARY: Final = re.compile(
     r"^(libc|libm|libdl|librt|libpthread|libstdc\+\+|libgcc_s|libatomic|libgomp|ld-linux.*)"
     r"(\.so|-)"
+    r"|^(kernel32|msvcrt|ucrtbase|vcruntime\d+(_\d+)?|msvcp\d+(_\w+)?|api-ms-win-[\w-]+"
+    r"|libstdc\+\+-6|libgcc_s_[\w-]+|libwinpthread-1)\.dll$",
+    re.IGNORECASE,
 )
-"""Libraries of the toolchain and the C runtime: their functions (``__cxa_atexit``, ``operator
-new``) are what every initializer calls, no registry of a project's."""
+"""Libraries of the toolchain and the C runtime (ELF's, and Windows' DLLs of them): their
+functions (``__cxa_atexit``, ``operator new``, ``atexit``) are what every initializer calls, no
+registry of a project's."""
 
 MIN_SHAPE_INSTRUCTIONS: Final = 8
 """Stripped copies are matched by shape alone: a shorter initializer proves no common origin."""
 
 
 def _names(facts: BinaryFacts) -> frozenset[str]:
-    """Strong dynamic definitions by name (a version suffix dropped)."""
+    """Strong dynamic definitions by name (a version suffix dropped); a DLL's every export
+    (its facts call them weak only so that names are no duplicate-code evidence)."""
+    if facts.format == "pe":
+        return facts.defined
     return frozenset(key.split("@", 1)[0] for key in facts.defined - facts.weak_defined)
 
 

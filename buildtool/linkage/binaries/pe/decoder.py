@@ -16,11 +16,12 @@ past finding without symbols: ``init_array_size`` counts the bytes of a ``.CRT``
 from __future__ import annotations
 
 import struct
-from collections.abc import Collection, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass, field
 from typing import Final
 
 from buildtool.linkage.binaries.bounded import Bounded, Buffer, find_names
+from buildtool.linkage.binaries.code_walk import WALKED_MACHINES, CodeView, walk_initializers
 from buildtool.linkage.binaries.facts import (
     NO_NAMES,
     STATIC_INIT_PREFIX,
@@ -211,34 +212,49 @@ def _descriptors(
     raise image.data.fail(at, f"{what} does not end")
 
 
-def _imports(image: Image) -> tuple[list[str], list[str], list[tuple[str, str]]]:
-    """(imported DLLs, delay-loaded DLLs, (dll, name) imports)."""
-    direct: list[str] = []
-    delayed: list[str] = []
-    bound: list[tuple[str, str]] = []
+@dataclass
+class _Imports:
+    direct: list[str] = field(default_factory=list)
+    """Imported DLLs, in import-directory order."""
+    delayed: list[str] = field(default_factory=list)
+    bound: list[tuple[str, str]] = field(default_factory=list)
+    """(dll, name) of every import, delay-loaded ones included."""
+    slots: dict[int, str] = field(default_factory=dict)
+    """Import address table slot (RVA) -> the name it imports: what code calls through."""
+
+    def add(self, image: Image, dll: str, names: Iterator[str], table: int) -> None:
+        width = 8 if image.wide else 4
+        for index, name in enumerate(names):
+            self.bound.append((dll, name))
+            self.slots[table + index * width] = name
+
+
+def _imports(image: Image) -> _Imports:
+    found = _Imports()
     for lookup, _time, _chain, name_rva, first in _descriptors(
         image, IMPORT_DIRECTORY, struct.Struct("<IIIII"), "import directory"
     ):
         dll = image.string(name_rva, "imported DLL's name")
-        direct.append(dll)
-        bound += [(dll, name) for name in _thunks(image, lookup or first, f"{dll}'s import table")]
+        found.direct.append(dll)
+        found.add(image, dll, _thunks(image, lookup or first, f"{dll}'s import table"), first)
     for fields in _descriptors(
         image, DELAY_IMPORT_DIRECTORY, struct.Struct("<8I"), "delay-load import directory"
     ):
-        attributes, name_rva, _handle, _iat, names_rva = fields[:5]
+        attributes, name_rva, _handle, iat, names_rva = fields[:5]
         shift = 0 if attributes & 1 else image.image_base  # version 1 holds VAs, not RVAs
         dll = image.string(name_rva - shift, "delay-loaded DLL's name")
-        delayed.append(dll)
-        bound += [
-            (dll, name) for name in _thunks(image, names_rva - shift, f"{dll}'s delay-load table")
-        ]
-    return direct, delayed, bound
+        found.delayed.append(dll)
+        names = _thunks(image, names_rva - shift, f"{dll}'s delay-load table")
+        found.add(image, dll, names, iat - shift)
+    return found
 
 
 @dataclass(frozen=True)
 class CoffSymbols:
     initializers: tuple[str, ...] = ()
     present: bool = False
+    initializer_rvas: tuple[int, ...] = ()
+    """Where the static initializers' code starts, in symbol-table order."""
 
 
 def _coff_symbols(image: Image) -> CoffSymbols:
@@ -252,8 +268,9 @@ def _coff_symbols(image: Image) -> CoffSymbols:
     strings = pointer + count * layout.size
     code = {number + 1 for number, s in enumerate(image.sections) if s.is_code}
     initializers: list[str] = []
+    rvas: list[int] = []
     skip = 0
-    for raw_name, _value, section, kind, _storage, aux in layout.iter_unpack(
+    for raw_name, value, section, kind, _storage, aux in layout.iter_unpack(
         data.bytes_at(pointer, count * layout.size, "COFF symbol table")
     ):
         if skip:
@@ -270,7 +287,41 @@ def _coff_symbols(image: Image) -> CoffSymbols:
             name = raw_name.split(b"\0", 1)[0].decode("utf-8", "replace")
         if name.startswith(STATIC_INIT_PREFIX):
             initializers.append(name)
-    return CoffSymbols(tuple(sorted(initializers)), True)
+            rvas.append(image.sections[section - 1].virtual_address + value)
+    return CoffSymbols(tuple(sorted(initializers)), True, tuple(rvas))
+
+
+def _reader(image: Image, code_only: bool) -> Callable[[int, int], bytes]:
+    """Bytes at a virtual address in the sections' file data (code sections only, or all)."""
+    sections = [s for s in image.sections if s.raw_size and (s.is_code or not code_only)]
+    data = image.data
+
+    def read(address: int, size: int) -> bytes:
+        rva = address - image.image_base
+        for s in sections:
+            if s.virtual_address <= rva < s.virtual_address + s.raw_size:
+                start = s.raw_offset + rva - s.virtual_address
+                end = min(s.raw_offset + s.raw_size, data.size, start + size)
+                return bytes(data.data[data.base + start : data.base + max(end, start)])
+        return b""
+
+    return read
+
+
+def _code_view(image: Image, symbols: CoffSymbols, imports: _Imports) -> CodeView | None:
+    """What the initializer walk reads: the static initializers the COFF symbol table names
+    (mingw-w64; MSVC images keep none) and calls through the import address table."""
+    machine = MACHINES.get(image.machine, "")
+    if not symbols.initializer_rvas or machine not in WALKED_MACHINES:
+        return None
+    base = image.image_base
+
+    def slot(address: int) -> tuple[str, int] | None:
+        name = imports.slots.get(address - base)
+        return (name, 0) if name is not None else None
+
+    starts = tuple(base + rva for rva in symbols.initializer_rvas)
+    return CodeView(machine, _reader(image, True), starts, slot, _reader(image, False))
 
 
 def _data_regions(image: Image) -> list[tuple[int, int]]:
@@ -290,8 +341,10 @@ def _file_type(characteristics: int) -> str:
 
 def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
     dll_name, exports = _exports(image)
-    direct, delayed, bound = _imports(image)
+    imports = _imports(image)
+    direct, delayed, bound = imports.direct, imports.delayed, imports.bound
     symbols = _coff_symbols(image)
+    view = _code_view(image, symbols, imports)
     crt = sum(s.virtual_size for s in image.sections if s.name == ".CRT")
     # A PE image marks no export, nor COFF symbol, as COMDAT: the inline members of an exported
     # class are exported by every DLL whose code uses them (torch_cpu.dll and torch_python.dll
@@ -335,6 +388,7 @@ def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
         nodeflib=False,
         format="pe",
         bound_imports=tuple(sorted(set(bound))),
+        initializers=walk_initializers(view) if view else (),
         weak_needed=frozenset(dll for dll in delayed if dll not in direct),
     )
 
