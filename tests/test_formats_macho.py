@@ -168,7 +168,7 @@ def _wheel(tmp_path: Path, tag: str, minos: str) -> Path:
 def test_minos_newer_than_the_wheel_tag_is_an_error(tmp_path: Path) -> None:
     good = verify_paths([_wheel(tmp_path, "macosx_11_0_arm64", "11.0")], LinkagePolicy.empty())
     assert _found(good) == []
-    bad = verify_paths([_wheel(tmp_path, "macosx_10_9_universal2", "11.0")], LinkagePolicy.empty())
+    bad = verify_paths([_wheel(tmp_path, "macosx_10_9_arm64", "11.0")], LinkagePolicy.empty())
     assert sorted(_found(bad)) == [
         ("BT151", "ext.cpython-311-darwin.so", "error"),
         ("BT151", "libcore.dylib", "error"),

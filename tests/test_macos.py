@@ -22,7 +22,7 @@ import pytest
 
 from buildtool.cli import main
 from buildtool.linkage.checks.policy import recipe_spelling
-from tests.conftest import DEMO_RECIPE, REPO, CliRunner
+from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_example
 from tests.cross import ELF_ONLY_FLAGS, cross_build
 from tests.macos_sdk import write_sdk
 
@@ -179,3 +179,21 @@ def test_the_runtime_dead_stripped_from_minrpc_is_caught(
     assert _errors(report) == [
         ("BT101", "minrpc", "does not need libdemo_runtime.so, which the recipe requires")
     ]
+
+
+def test_the_gemm_linked_into_two_dylibs_is_an_error_without_a_recipe(
+    macos_toolchain: Path, macos_build: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """dyld runs each image's initializers: both copies of gemm's register into
+    libdemo_ffi.dylib's one registry, the second aborts (as under qemu and wine)."""
+    source = edited_example(tmp_path, *DUPLICATE_GEMM)
+    build = cross_build(source, tmp_path / "build", macos_toolchain)
+    result = run_cli("verify-linkage", str(build), "--no-recipe", "--format", "json")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 1
+    assert [(f["id"], Path(f["path"]).name) for f in report["findings"]] == [
+        ("BT103", "libdemo_compiler.dylib")
+    ]
+    assert "both register through libdemo_ffi.dylib:" in report["findings"][0]["evidence"]
+    # the split as generated: each initializer registers in one dylib only
+    assert run_cli("verify-linkage", str(macos_build), "--no-recipe").exit_code == 0

@@ -229,7 +229,7 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         if also:
             reported.add(pair)
             yield _object_code_finding(subject, pair, names, also)
-        elif _names_say_nothing(subject, pair) and (bound := registry_callees(subject, pair)):
+        elif _reach_is_the_evidence(subject, pair) and (bound := registry_callees(subject, pair)):
             reported.add(pair)
             yield _duplicate_finding(
                 pair, f"unstripped: static initializers {listed(names)}; {through(bound)}"
@@ -243,11 +243,12 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     yield from _stripped_registrations(subject, reported)
 
 
-def _names_say_nothing(subject: Subject, pair: Pair) -> bool:
-    """Whether the pair's defined names cannot show shared code (``BinaryFacts.symtab_functions``
-    is empty for PE: a DLL's exports and COFF symbols carry no COMDAT mark): then the same
-    initializer in both, reaching one registry, is the evidence."""
-    return all(subject.facts(binary).format == "pe" for binary in pair)
+def _reach_is_the_evidence(subject: Subject, pair: Pair) -> bool:
+    """Whether, without functions in common, the same initializer in both files reaching one
+    registry is evidence enough: for PE and Mach-O, whose names show little of the code
+    (``BinaryFacts.symtab_functions``: none for PE, whose exports and COFF symbols carry no
+    COMDAT mark; a dylib's exported functions only, and hidden code exports nothing)."""
+    return all(subject.facts(binary).format in ("pe", "macho") for binary in pair)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

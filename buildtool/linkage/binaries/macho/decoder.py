@@ -25,14 +25,17 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from buildtool.linkage.binaries.bounded import Bounded, Buffer, find_names
+from buildtool.linkage.binaries.code_walk import walk_initializers
 from buildtool.linkage.binaries.facts import (
     NO_NAMES,
     STATIC_INIT_PREFIX,
     BinaryFacts,
+    InitializerReach,
     MalformedBinary,
     NameDigests,
     name_digest,
 )
+from buildtool.linkage.binaries.macho.initializers import macho_code_view
 
 
 class MalformedMachO(MalformedBinary):
@@ -126,6 +129,11 @@ class Section:
     size: int
     offset: int
     flags: int
+    address: int = 0
+    reserved1: int = 0
+    """For symbol pointers and stubs: their first entry's index in the indirect symbol table."""
+    reserved2: int = 0
+    """For stubs: the size of one stub."""
 
     @property
     def is_code(self) -> bool:
@@ -145,6 +153,8 @@ class LoadCommands:
     """symoff, nsyms, stroff, strsize."""
     dysymtab: tuple[int, ...] | None = None
     """ilocalsym, nlocalsym, iextdefsym, nextdefsym, iundefsym, nundefsym."""
+    indirect: tuple[int, int] = (0, 0)
+    """indirectsymoff, nindirectsyms (``LC_DYSYMTAB``): the symbols of the stubs and pointers."""
     minos: str | None = None
     interpreter: str | None = None
 
@@ -202,11 +212,12 @@ def _segment(image: Bounded, header: Header, start: int, found: LoadCommands) ->
     first = start + 8 + layout.size
     for number in range(nsects):
         at = first + number * section.size
-        sect, seg, _addr, size, offset, _align, _reloff, _nreloc, flags, *_ = image.unpack(
-            section, at, f"section header {number}"
+        sect, seg, addr, size, offset, _align, _reloff, _nreloc, flags, first_index, stub, *_ = (
+            image.unpack(section, at, f"section header {number}")
         )
         name = f"{_text(seg)},{_text(sect)}"
-        found.sections.append(Section(name, len(found.sections) + 1, size, offset, flags))
+        index = len(found.sections) + 1
+        found.sections.append(Section(name, index, size, offset, flags, addr, first_index, stub))
 
 
 def _text(raw: bytes) -> str:
@@ -240,6 +251,10 @@ def _command(
         found.symtab = image.unpack(struct.Struct(f"{header.order}IIII"), start + 8, "LC_SYMTAB")
     elif cmd == LC_DYSYMTAB:
         found.dysymtab = image.unpack(struct.Struct(f"{header.order}6I"), start + 8, "LC_DYSYMTAB")
+        if size >= 8 + 18 * 4:
+            found.indirect = image.unpack(
+                struct.Struct(f"{header.order}II"), start + 8 + 12 * 4, "LC_DYSYMTAB"
+            )
     elif cmd == LC_BUILD_VERSION:
         platform, minos = image.unpack(
             struct.Struct(f"{header.order}II"), start + 8, "LC_BUILD_VERSION"
@@ -282,11 +297,13 @@ class Symbols:
     functions: NameDigests = NO_NAMES
     initializers: tuple[str, ...] = ()
     has_locals: bool = False
+    initializer_starts: tuple[int, ...] = ()
+    """Addresses of the static initializers' code (their local symbols' values)."""
 
 
 def _entries(
     image: Bounded, header: Header, symtab: tuple[int, ...]
-) -> Iterator[tuple[int, int, int, int]]:
+) -> Iterator[tuple[int, int, int, int, int]]:
     symoff, nsyms, stroff, strsize = symtab
     layout = struct.Struct(f"{header.order}IBBH" + ("Q" if header.bits == 64 else "I"))
     image.check(symoff, nsyms * layout.size, "symbol table")
@@ -294,8 +311,7 @@ def _entries(
     start = image.base + symoff
     raw = memoryview(image.data)[start : start + nsyms * layout.size]
     try:
-        for strx, n_type, n_sect, n_desc, _value in layout.iter_unpack(raw):
-            yield strx, n_type, n_sect, n_desc
+        yield from layout.iter_unpack(raw)
     finally:
         raw.release()
 
@@ -344,8 +360,9 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
     bound: list[tuple[str, str]] = []
     functions: list[int] = []
     initializers: list[str] = []
+    starts: list[int] = []
     has_locals = False
-    for strx, n_type, n_sect, n_desc in _entries(image, header, found.symtab):
+    for strx, n_type, n_sect, n_desc, value in _entries(image, header, found.symtab):
         if n_type & N_STAB:
             continue
         kind = n_type & N_TYPE
@@ -355,6 +372,7 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
                 name = names(strx)
                 if name.startswith("_" + STATIC_INIT_PREFIX):
                     initializers.append(name[1:])
+                    starts.append(value)
             continue
         name = names(strx)
         if kind == N_UNDF:
@@ -375,7 +393,36 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
         NameDigests(array("q", functions).tobytes()),
         tuple(sorted(initializers)),
         has_locals,
+        tuple(starts),
     )
+
+
+def read_initializers(
+    image: Bounded, header: Header, found: LoadCommands, starts: tuple[int, ...]
+) -> tuple[InitializerReach, ...]:
+    """Each static initializer's reach (``binaries.code_walk``); none for a 32-bit file, one
+    without a symbol table, or when a table the walk reads is damaged."""
+    if found.symtab is None or header.bits != 64:
+        return ()
+    symoff, nsyms, stroff, strsize = found.symtab
+    names = _Names(image, stroff, strsize)
+    layout = struct.Struct(f"{header.order}IBBHQ")
+
+    def symbol_name(index: int) -> str:
+        if index >= nsyms:
+            raise image.fail(symoff, f"indirect symbol {index} is past the symbol table")
+        (strx,) = image.unpack(layout, symoff + index * layout.size, "symbol")[:1]
+        return names(strx)
+
+    machine = CPU_TYPES.get(header.cputype, "")
+    view = macho_code_view(
+        image, header.order, machine, sections=found.sections, indirect=found.indirect,
+        starts=starts, symbol_name=symbol_name,
+    )  # fmt: skip
+    try:
+        return walk_initializers(view) if view else ()
+    except MalformedMachO:
+        return ()  # a damaged table: no reach known, as for a stripped file
 
 
 def initializer_bytes(sections: Sequence[Section], bits: int) -> int:
@@ -448,6 +495,7 @@ def thin_facts(
         nodeflib=False,
         format="macho",
         bound_imports=symbols.bound,
+        initializers=read_initializers(image, header, found, symbols.initializer_starts),
         weak_needed=frozenset(weak),
         reexported=tuple(name for cmd, name in found.dylibs if cmd == LC_REEXPORT_DYLIB),
         minos=found.minos,

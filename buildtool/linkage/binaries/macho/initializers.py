@@ -1,0 +1,107 @@
+"""The ``CodeView`` of a Mach-O file for the initializer walk (``binaries.code_walk``).
+
+The static initializers are the ``__GLOBAL__sub_I_*`` functions the symbol table keeps (a file
+stripped of local symbols has none to walk; ``__mod_init_func`` also lists the compiler's other
+initializers). Imports are called through stubs and symbol pointers (``__stubs``, ``__got``,
+``__la_symbol_ptr``): the indirect symbol table names the symbol of each entry, from the
+section's ``reserved1`` on.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Final
+
+from buildtool.linkage.binaries.bounded import Bounded
+from buildtool.linkage.binaries.code_walk import CodeView
+
+if TYPE_CHECKING:
+    from buildtool.linkage.binaries.macho.decoder import Section
+
+S_NON_LAZY_SYMBOL_POINTERS: Final = 0x6
+S_LAZY_SYMBOL_POINTERS: Final = 0x7
+S_SYMBOL_STUBS: Final = 0x8
+S_THREAD_LOCAL_VARIABLE_POINTERS: Final = 0x14
+_POINTER_TYPES: Final = frozenset(
+    {S_NON_LAZY_SYMBOL_POINTERS, S_LAZY_SYMBOL_POINTERS, S_THREAD_LOCAL_VARIABLE_POINTERS}
+)
+INDIRECT_SYMBOL_LOCAL: Final = 0x80000000
+INDIRECT_SYMBOL_ABS: Final = 0x40000000
+POINTER: Final = 8
+"""A symbol pointer's size: the walk knows 64-bit machines only."""
+WALKED: Final = {"arm64": "aarch64", "x86_64": "x86_64"}
+"""Mach-O machines the walk knows, by the name it gives them."""
+
+
+def _reader(image: Bounded, sections: Sequence[Section]) -> Callable[[int, int], bytes]:
+    """Bytes at a virtual address in the file data of ``sections``."""
+
+    def read(address: int, size: int) -> bytes:
+        for s in sections:
+            if s.offset and s.address <= address < s.address + s.size:
+                start = s.offset + address - s.address
+                end = min(s.offset + s.size, image.size, start + size)
+                return bytes(image.data[image.base + start : image.base + max(end, start)])
+        return b""
+
+    return read
+
+
+class _Slots:
+    """Stub or symbol-pointer address -> the symbol it binds, by the indirect symbol table."""
+
+    def __init__(
+        self,
+        image: Bounded,
+        order: str,
+        sections: Sequence[Section],
+        indirect: tuple[int, int],
+        symbol_name: Callable[[int], str],
+    ) -> None:
+        self.image, self.order = image, order
+        self.entries = [s for s in sections if s.flags & 0xFF in _POINTER_TYPES | {S_SYMBOL_STUBS}]
+        self.indirect = indirect
+        self.symbol_name = symbol_name
+
+    def width(self, section: Section) -> int:
+        return section.reserved2 if section.flags & 0xFF == S_SYMBOL_STUBS else POINTER
+
+    def __call__(self, address: int) -> tuple[str, int] | None:
+        for s in self.entries:
+            width = self.width(s)
+            if width and s.address <= address < s.address + s.size:
+                return self._entry(s.reserved1 + (address - s.address) // width)
+        return None
+
+    def _entry(self, number: int) -> tuple[str, int] | None:
+        offset, count = self.indirect
+        if number >= count:
+            return None
+        layout = struct.Struct(f"{self.order}I")
+        at = offset + 4 * number
+        if at + 4 > self.image.size:
+            return None
+        (index,) = layout.unpack_from(self.image.data, self.image.base + at)
+        if index & (INDIRECT_SYMBOL_LOCAL | INDIRECT_SYMBOL_ABS):
+            return None
+        return self.symbol_name(index), 0
+
+
+def macho_code_view(
+    image: Bounded,
+    order: str,
+    machine: str,
+    *,
+    sections: Sequence[Section],
+    indirect: tuple[int, int],
+    starts: tuple[int, ...],
+    symbol_name: Callable[[int], str],
+) -> CodeView | None:
+    """The walk's view of a thin 64-bit file; None without initializers or for another
+    machine."""
+    if not starts or machine not in WALKED or not indirect[1]:
+        return None
+    code = [s for s in sections if s.is_code]
+    slots = _Slots(image, order, sections, indirect, symbol_name)
+    return CodeView(WALKED[machine], _reader(image, code), starts, slots, _reader(image, sections))
