@@ -6,6 +6,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Iterator, Sequence
+from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.checks.catalogue import Finding
@@ -220,6 +221,15 @@ def _required_providers(subject: Subject, binary: BinaryFile) -> list[str]:
     return sorted(found)
 
 
+_MATCHED_LOADED: Final = {
+    "elf": "ld.so matches a NEEDED name against the SONAMEs already loaded before it searches",
+    "macho": "dyld matches an @rpath name against the install names already loaded before it "
+    "searches",
+    "pe": "Windows matches a DLL name against the modules already loaded before it searches",
+}
+"""Why a library another distribution ships is found once that one is imported, by format."""
+
+
 def _from_another_distribution(
     subject: Subject, binary: BinaryFile, name: str, evidence: str
 ) -> tuple[Finding | None, str]:
@@ -233,8 +243,9 @@ def _from_another_distribution(
                 "BT114",
                 binary.display,
                 f"needs {name}, found only when {dist.name} is imported first",
-                f"{name} ships in {dist.name}, which {own_dist.name} requires; ld.so matches a "
-                f"NEEDED name against the SONAMEs already loaded before it searches; {evidence}",
+                f"{name} ships in {dist.name}, which {own_dist.name} requires; "
+                f"{_MATCHED_LOADED.get(subject.facts(binary).format, _MATCHED_LOADED['elf'])}; "
+                f"{evidence}",
                 needed=name,
             )
             return finding, evidence
