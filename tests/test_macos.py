@@ -12,7 +12,9 @@ clean with the recipe.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import random
 import re
 import shutil
 import subprocess
@@ -21,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from buildtool.cli import main
+from buildtool.linkage.binaries.macho.decoder import MalformedMachO, read_macho_facts
+from buildtool.linkage.binaries.macho.initializers import pointer_target
 from buildtool.linkage.checks.policy import recipe_spelling
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_example
 from tests.cross import ELF_ONLY_FLAGS, cross_build
@@ -181,19 +185,73 @@ def test_the_runtime_dead_stripped_from_minrpc_is_caught(
     ]
 
 
+def _strip_locals(build: Path, into: Path) -> Path:
+    """A copy of ``build`` with its dylibs stripped of local symbols (``strip -x``, as wheels
+    ship): no ``__GLOBAL__sub_I_*`` names left, only ``__mod_init_func``."""
+    tree = _copy(build, into)
+    for dylib in (tree / "lib").glob("*.dylib"):
+        subprocess.run(["llvm-strip-14", "-x", str(dylib)], check=True, capture_output=True)
+    return tree
+
+
+@pytest.fixture(scope="module")
+def duplicate_gemm_macos(macos_toolchain: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("macos-dup")
+    return cross_build(edited_example(root, *DUPLICATE_GEMM), root / "build", macos_toolchain)
+
+
+@pytest.mark.parametrize("stripped", [False, True])
 def test_the_gemm_linked_into_two_dylibs_is_an_error_without_a_recipe(
-    macos_toolchain: Path, macos_build: Path, run_cli: CliRunner, tmp_path: Path
-) -> None:
+    duplicate_gemm_macos: Path, macos_build: Path, run_cli: CliRunner, tmp_path: Path,
+    stripped: bool,
+) -> None:  # fmt: skip
     """dyld runs each image's initializers: both copies of gemm's register into
-    libdemo_ffi.dylib's one registry, the second aborts (as under qemu and wine)."""
-    source = edited_example(tmp_path, *DUPLICATE_GEMM)
-    build = cross_build(source, tmp_path / "build", macos_toolchain)
+    libdemo_ffi.dylib's one registry, the second aborts (as under qemu and wine). Unstripped,
+    the initializer's name pairs them; stripped, its code."""
+    build, clean = duplicate_gemm_macos, macos_build
+    if stripped:
+        build = _strip_locals(build, tmp_path / "dup")
+        clean = _strip_locals(clean, tmp_path / "clean")
     result = run_cli("verify-linkage", str(build), "--no-recipe", "--format", "json")
     report = json.loads(result.stdout)
     assert result.exit_code == 1
     assert [(f["id"], Path(f["path"]).name) for f in report["findings"]] == [
         ("BT103", "libdemo_compiler.dylib")
     ]
-    assert "both register through libdemo_ffi.dylib:" in report["findings"][0]["evidence"]
+    evidence = report["findings"][0]["evidence"]
+    assert evidence.startswith("stripped: an initializer" if stripped else "unstripped:")
+    assert "both register through libdemo_ffi.dylib:" in evidence
     # the split as generated: each initializer registers in one dylib only
-    assert run_cli("verify-linkage", str(macos_build), "--no-recipe").exit_code == 0
+    assert run_cli("verify-linkage", str(clean), "--no-recipe").exit_code == 0
+
+
+@pytest.mark.parametrize(
+    ("value", "chained", "target"),
+    [
+        (0x3F40, False, 0x3F40),  # classic: the address, rebased by dyld
+        (0x8000_0000_0000_0001, True, None),  # a chained bind: another image's function
+        (0x0010_0000_0000_3F40, True, 0x1_0000_3F40),  # DYLD_CHAINED_PTR_64_OFFSET: from the base
+        (0x0000_0001_0000_3F40, True, 0x1_0000_3F40),  # DYLD_CHAINED_PTR_64: the address
+        (0, False, None),
+    ],
+)
+def test_an_initializer_pointer_names_its_function(
+    value: int, chained: bool, target: int | None
+) -> None:
+    assert pointer_target(value, 0x1_0000_0000, chained) == target
+
+
+def test_a_damaged_dylib_is_malformed_or_read_never_a_crash(macos_build: Path) -> None:
+    """Bytes of the load commands and of the tables the initializer walk reads (symbols,
+    indirect symbols, strings: the end of the file) changed at random, a fixed seed."""
+    rng = random.Random(20261204)
+    for dylib in sorted((macos_build / "lib").glob("*.dylib")):
+        data = dylib.read_bytes()
+        for _ in range(300):
+            damaged = bytearray(data)
+            for _ in range(rng.randint(1, 6)):
+                near_end = rng.random() < 0.3
+                at = len(data) - 1 - rng.randrange(8192) if near_end else rng.randrange(4096)
+                damaged[at] = rng.randrange(256)
+            with contextlib.suppress(MalformedMachO):
+                read_macho_facts(bytes(damaged), dylib.name)

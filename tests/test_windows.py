@@ -9,9 +9,11 @@ runtime DLL dropped from minrpc's import table (the PE form of ``--as-needed``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import random
 import shutil
 import subprocess
 import time
@@ -21,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from buildtool.cli import main
+from buildtool.linkage.binaries.pe.decoder import MalformedPE, read_pe_facts
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, CliRunner, edited_example, require
 from tests.cross import (
     ELF_ONLY_FLAGS,
@@ -344,3 +347,19 @@ def test_a_32_bit_module_in_a_win_amd64_wheel_fails_to_load_and_is_an_error(
         "x86": [("BT152", "is built for i386, but the wheel's tags install it on x86_64 "
                  "(win_amd64)")],
     }  # fmt: skip
+
+
+def test_a_damaged_dll_is_malformed_or_read_never_a_crash(windows_build: Path) -> None:
+    """Bytes of the headers and of the tables the initializer walk reads (the import
+    directory, the COFF symbols: the end of the file) changed at random, a fixed seed."""
+    rng = random.Random(20261204)
+    for dll in sorted((windows_build / "bin").glob("*.dll")):
+        data = dll.read_bytes()
+        for _ in range(300):
+            damaged = bytearray(data)
+            for _ in range(rng.randint(1, 6)):
+                near_end = rng.random() < 0.3
+                at = len(data) - 1 - rng.randrange(8192) if near_end else rng.randrange(4096)
+                damaged[at] = rng.randrange(256)
+            with contextlib.suppress(MalformedPE):
+                read_pe_facts(bytes(damaged), dll.name)

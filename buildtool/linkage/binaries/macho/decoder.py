@@ -35,7 +35,12 @@ from buildtool.linkage.binaries.facts import (
     NameDigests,
     name_digest,
 )
-from buildtool.linkage.binaries.macho.initializers import macho_code_view
+from buildtool.linkage.binaries.macho.initializers import (
+    S_INIT_FUNC_OFFSETS,
+    S_MOD_INIT_FUNC_POINTERS,
+    initializer_pointers,
+    macho_code_view,
+)
 
 
 class MalformedMachO(MalformedBinary):
@@ -80,6 +85,7 @@ LC_SEGMENT_64: Final = 0x19
 LC_LAZY_LOAD_DYLIB: Final = 0x20
 LC_VERSION_MIN_MACOSX: Final = 0x24
 LC_BUILD_VERSION: Final = 0x32
+LC_DYLD_CHAINED_FIXUPS: Final = 0x34 | _LC_REQ_DYLD
 LC_LOAD_WEAK_DYLIB: Final = 0x18 | _LC_REQ_DYLD
 LC_RPATH: Final = 0x1C | _LC_REQ_DYLD
 LC_REEXPORT_DYLIB: Final = 0x1F | _LC_REQ_DYLD
@@ -105,8 +111,6 @@ EXECUTABLE_ORDINAL: Final = 0xFF
 S_ATTR_CODE: Final = 0x80000000 | 0x400
 """S_ATTR_PURE_INSTRUCTIONS | S_ATTR_SOME_INSTRUCTIONS."""
 S_ZEROFILL_TYPES: Final = frozenset({0x1, 0xC, 0x12})
-S_MOD_INIT_FUNC_POINTERS: Final = 0x9
-S_INIT_FUNC_OFFSETS: Final = 0x16
 MAX_COMMANDS: Final = 1 << 16
 
 
@@ -153,6 +157,10 @@ class LoadCommands:
     """symoff, nsyms, stroff, strsize."""
     dysymtab: tuple[int, ...] | None = None
     """ilocalsym, nlocalsym, iextdefsym, nextdefsym, iundefsym, nundefsym."""
+    text_address: int = 0
+    """The ``__TEXT`` segment's address: where the header lies, the base of ``__init_offsets``."""
+    chained_fixups: bool = False
+    """``LC_DYLD_CHAINED_FIXUPS``: pointers in the file are encoded (``macho.initializers``)."""
     indirect: tuple[int, int] = (0, 0)
     """indirectsymoff, nindirectsyms (``LC_DYSYMTAB``): the symbols of the stubs and pointers."""
     minos: str | None = None
@@ -205,7 +213,9 @@ def _order(image: Bounded) -> str:
 def _segment(image: Bounded, header: Header, start: int, found: LoadCommands) -> None:
     wide = header.bits == 64
     layout = struct.Struct(f"{header.order}16s" + ("QQQQ" if wide else "IIII") + "iiII")
-    nsects = image.unpack(layout, start + 8, "segment command")[-2]
+    segname, vmaddr, *_fields, nsects, _flags = image.unpack(layout, start + 8, "segment command")
+    if _text(segname) == "__TEXT":
+        found.text_address = vmaddr
     section = struct.Struct(
         f"{header.order}16s16s" + ("QQ" if wide else "II") + "IIIII" + ("III" if wide else "II")
     )
@@ -255,6 +265,8 @@ def _command(
             found.indirect = image.unpack(
                 struct.Struct(f"{header.order}II"), start + 8 + 12 * 4, "LC_DYSYMTAB"
             )
+    elif cmd == LC_DYLD_CHAINED_FIXUPS:
+        found.chained_fixups = True
     elif cmd == LC_BUILD_VERSION:
         platform, minos = image.unpack(
             struct.Struct(f"{header.order}II"), start + 8, "LC_BUILD_VERSION"
@@ -415,9 +427,12 @@ def read_initializers(
         return names(strx)
 
     machine = CPU_TYPES.get(header.cputype, "")
+    pointers = initializer_pointers(
+        image, header.order, found.sections, found.text_address, found.chained_fixups
+    )
     view = macho_code_view(
         image, header.order, machine, sections=found.sections, indirect=found.indirect,
-        starts=starts, symbol_name=symbol_name,
+        starts=pointers or starts, symbol_name=symbol_name,
     )  # fmt: skip
     try:
         return walk_initializers(view) if view else ()

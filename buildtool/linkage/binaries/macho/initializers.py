@@ -1,8 +1,9 @@
 """The ``CodeView`` of a Mach-O file for the initializer walk (``binaries.code_walk``).
 
-The static initializers are the ``__GLOBAL__sub_I_*`` functions the symbol table keeps (a file
-stripped of local symbols has none to walk; ``__mod_init_func`` also lists the compiler's other
-initializers). Imports are called through stubs and symbol pointers (``__stubs``, ``__got``,
+The initializers are what dyld runs: the pointers of ``__mod_init_func`` (as the linker stored
+them: an address, or a chained-fixup rebase whose low 36 bits are the target) or the offsets of
+``__init_offsets``; where neither can be read, the ``__GLOBAL__sub_I_*`` functions the symbol
+table keeps. Imports are called through stubs and symbol pointers (``__stubs``, ``__got``,
 ``__la_symbol_ptr``): the indirect symbol table names the symbol of each entry, from the
 section's ``reserved1`` on.
 """
@@ -26,6 +27,10 @@ S_THREAD_LOCAL_VARIABLE_POINTERS: Final = 0x14
 _POINTER_TYPES: Final = frozenset(
     {S_NON_LAZY_SYMBOL_POINTERS, S_LAZY_SYMBOL_POINTERS, S_THREAD_LOCAL_VARIABLE_POINTERS}
 )
+S_MOD_INIT_FUNC_POINTERS: Final = 0x9
+S_INIT_FUNC_OFFSETS: Final = 0x16
+CHAINED_BIND: Final = 1 << 63
+CHAINED_TARGET: Final = (1 << 36) - 1
 INDIRECT_SYMBOL_LOCAL: Final = 0x80000000
 INDIRECT_SYMBOL_ABS: Final = 0x40000000
 POINTER: Final = 8
@@ -86,6 +91,39 @@ class _Slots:
         if index & (INDIRECT_SYMBOL_LOCAL | INDIRECT_SYMBOL_ABS):
             return None
         return self.symbol_name(index), 0
+
+
+def pointer_target(value: int, base: int, chained: bool) -> int | None:
+    """The function a stored initializer pointer names; None for a bind (no own code)."""
+    if not chained:
+        return value or None
+    if value & CHAINED_BIND:
+        return None
+    target = value & CHAINED_TARGET
+    # DYLD_CHAINED_PTR_64_OFFSET stores an offset from the image, DYLD_CHAINED_PTR_64 an address
+    return target + base if target < base else target
+
+
+def initializer_pointers(
+    image: Bounded, order: str, sections: Sequence[Section], base: int, chained: bool
+) -> tuple[int, ...]:
+    """Addresses of the functions ``__mod_init_func`` and ``__init_offsets`` list, in order."""
+    starts: list[int] = []
+    for s in sections:
+        kind = s.flags & 0xFF
+        if kind not in (S_MOD_INIT_FUNC_POINTERS, S_INIT_FUNC_OFFSETS) or not s.offset:
+            continue
+        width = POINTER if kind == S_MOD_INIT_FUNC_POINTERS else 4
+        count = min(s.size, max(image.size - s.offset, 0)) // width
+        if not count:
+            continue  # empty, or past the end of a damaged file
+        layout = struct.Struct(f"{order}{count}{'Q' if width == POINTER else 'I'}")
+        values = layout.unpack_from(image.data, image.base + s.offset)
+        if kind == S_INIT_FUNC_OFFSETS:
+            starts += [base + value for value in values]
+        else:
+            starts += [t for v in values if (t := pointer_target(v, base, chained)) is not None]
+    return tuple(starts)
 
 
 def macho_code_view(
