@@ -19,9 +19,13 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.cli import main
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, CliRunner, edited_example, require
-from tests.cross import TOOLCHAINS, cross_build, source_without_runtime_anchor
+from tests.cross import (
+    TOOLCHAINS,
+    buildtool_cross_build,
+    cross_build,
+    source_without_runtime_anchor,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -72,10 +76,7 @@ def qemu() -> list[str]:
 def aarch64_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example, full variant, cross-built with ``buildtool build --toolchain``."""
     _require_cross()
-    build_dir = tmp_path_factory.mktemp("aarch64") / "build"
-    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
-    assert main([*argv, "--toolchain", TOOLCHAIN.stem]) == 0
-    return build_dir
+    return buildtool_cross_build(tmp_path_factory.mktemp("aarch64") / "build", TOOLCHAIN.stem)
 
 
 def test_the_build_is_aarch64_and_runs_under_qemu(aarch64_build: Path, qemu: list[str]) -> None:

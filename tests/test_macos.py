@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import re
 import shutil
 import subprocess
@@ -22,12 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.cli import main
 from buildtool.linkage.binaries.macho.decoder import MalformedMachO, read_macho_facts
 from buildtool.linkage.binaries.macho.initializers import pointer_target
 from buildtool.linkage.checks.policy import recipe_spelling
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_example
-from tests.cross import ELF_ONLY_FLAGS, cross_build
+from tests.cross import buildtool_cross_build, cross_build, damaged_copies, elf_only_link_flags
 from tests.macos_sdk import write_sdk
 
 pytestmark = pytest.mark.integration
@@ -92,10 +90,8 @@ def macos_toolchain(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def macos_build(macos_toolchain: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example, full variant, built with ``buildtool build --toolchain <file>``."""
-    build_dir = tmp_path_factory.mktemp("macos-build") / "build"
-    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
-    assert main([*argv, "--toolchain", str(macos_toolchain)]) == 0
-    return build_dir
+    return buildtool_cross_build(tmp_path_factory.mktemp("macos-build") / "build",
+                                 str(macos_toolchain))  # fmt: skip
 
 
 def _copy(build: Path, into: Path) -> Path:
@@ -121,14 +117,7 @@ def test_the_split_is_real_mach_o_with_rpath_install_names(macos_build: Path) ->
 
 
 def test_no_elf_only_flags_reach_the_mach_o_linker(macos_build: Path) -> None:
-    link_lines = [
-        line
-        for line in (macos_build / "build.ninja").read_text().splitlines()
-        if line.strip().startswith(("LINK_FLAGS", "LINK_LIBRARIES", "LINK_PATH"))
-    ]
-    assert link_lines
-    for flag in (*ELF_ONLY_FLAGS, "$ORIGIN"):
-        assert not [line for line in link_lines if flag in line], flag
+    assert elf_only_link_flags(macos_build) == []
 
 
 def test_verify_linkage_passes_the_macos_build_with_the_recipe(
@@ -242,16 +231,7 @@ def test_an_initializer_pointer_names_its_function(
 
 
 def test_a_damaged_dylib_is_malformed_or_read_never_a_crash(macos_build: Path) -> None:
-    """Bytes of the load commands and of the tables the initializer walk reads (symbols,
-    indirect symbols, strings: the end of the file) changed at random, a fixed seed."""
-    rng = random.Random(20261204)
     for dylib in sorted((macos_build / "lib").glob("*.dylib")):
-        data = dylib.read_bytes()
-        for _ in range(300):
-            damaged = bytearray(data)
-            for _ in range(rng.randint(1, 6)):
-                near_end = rng.random() < 0.3
-                at = len(data) - 1 - rng.randrange(8192) if near_end else rng.randrange(4096)
-                damaged[at] = rng.randrange(256)
+        for damaged in damaged_copies(dylib.read_bytes()):
             with contextlib.suppress(MalformedMachO):
-                read_macho_facts(bytes(damaged), dylib.name)
+                read_macho_facts(damaged, dylib.name)

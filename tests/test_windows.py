@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import os
-import random
 import shutil
 import subprocess
 import time
@@ -22,13 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.cli import main
 from buildtool.linkage.binaries.pe.decoder import MalformedPE, read_pe_facts
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, CliRunner, edited_example, require
 from tests.cross import (
-    ELF_ONLY_FLAGS,
     TOOLCHAINS,
+    buildtool_cross_build,
     cross_build,
+    damaged_copies,
+    elf_only_link_flags,
     source_without_runtime_anchor,
 )
 from tests.test_platforms import check
@@ -64,10 +64,7 @@ def _imports(binary: Path) -> list[str]:
 def windows_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example, full variant, cross-built with ``buildtool build --toolchain``."""
     _require_mingw()
-    build_dir = tmp_path_factory.mktemp("win64") / "build"
-    argv = ["-q", "build", "--recipe", str(DEMO_RECIPE), "--build-dir", str(build_dir)]
-    assert main([*argv, "--toolchain", TOOLCHAIN.stem]) == 0
-    return build_dir
+    return buildtool_cross_build(tmp_path_factory.mktemp("win64") / "build", TOOLCHAIN.stem)
 
 
 @pytest.fixture(scope="session")
@@ -129,14 +126,7 @@ def test_dlls_go_beside_the_executables_and_import_libraries_into_lib(
 
 
 def test_no_elf_only_flags_reach_the_pe_linker(windows_build: Path) -> None:
-    link_lines = [
-        line
-        for line in (windows_build / "build.ninja").read_text().splitlines()
-        if line.strip().startswith(("LINK_FLAGS", "LINK_LIBRARIES", "LINK_PATH"))
-    ]
-    assert link_lines
-    for flag in (*ELF_ONLY_FLAGS, "$ORIGIN"):
-        assert not [line for line in link_lines if flag in line], flag
+    assert elf_only_link_flags(windows_build) == []
 
 
 def test_the_split_holds_on_windows(windows_build: Path) -> None:
@@ -350,16 +340,7 @@ def test_a_32_bit_module_in_a_win_amd64_wheel_fails_to_load_and_is_an_error(
 
 
 def test_a_damaged_dll_is_malformed_or_read_never_a_crash(windows_build: Path) -> None:
-    """Bytes of the headers and of the tables the initializer walk reads (the import
-    directory, the COFF symbols: the end of the file) changed at random, a fixed seed."""
-    rng = random.Random(20261204)
     for dll in sorted((windows_build / "bin").glob("*.dll")):
-        data = dll.read_bytes()
-        for _ in range(300):
-            damaged = bytearray(data)
-            for _ in range(rng.randint(1, 6)):
-                near_end = rng.random() < 0.3
-                at = len(data) - 1 - rng.randrange(8192) if near_end else rng.randrange(4096)
-                damaged[at] = rng.randrange(256)
+        for damaged in damaged_copies(dll.read_bytes()):
             with contextlib.suppress(MalformedPE):
-                read_pe_facts(bytes(damaged), dll.name)
+                read_pe_facts(damaged, dll.name)
