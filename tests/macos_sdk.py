@@ -1,7 +1,8 @@
 """A stand-in macOS SDK, so that clang and lld's Mach-O linker (``ld64.lld``) link real arm64
-dylibs and executables here, from Debian's packages only: ground truth for what the generated
-CMake gives a Mach-O linker. The binaries are never run (there is no dyld here); they are what
-ld64 writes: ``@rpath/`` install names, ``LC_RPATH``, two-level binds to libSystem and libc++.
+and x86_64 dylibs and executables here, from Debian's packages only: ground truth for what the
+generated CMake gives a Mach-O linker. The binaries are never run (there is no dyld here); they
+are what ld64 writes: ``@rpath/`` install names, ``LC_RPATH``, two-level binds to libSystem and
+libc++.
 
 The SDK is C headers, text stubs and a settings file:
 - ``usr/include``: the aarch64 glibc headers (Debian's cross libc), with the few Darwin spellings
