@@ -42,9 +42,11 @@ class CodeView(NamedTuple):
     read: Callable[[int, int], bytes]
     """Bytes at a virtual address in executable segments (fewer, or none, past their end)."""
     initializers: tuple[int, ...]
-    """Addresses of the functions ``DT_INIT_ARRAY`` runs, in order."""
+    """Addresses of the functions the loader runs at load time, in its order (``DT_INIT_ARRAY``,
+    ``__mod_init_func``, a PE file's static initializers)."""
     slot: Callable[[int], tuple[str, int] | None]
-    """GOT slot address -> (symbol name, its address here; 0 when imported), None for no
+    """Address of an import's slot (a GOT entry, a PE import address table entry, a Mach-O
+    stub or symbol pointer) -> (symbol name, its address here; 0 when imported), None for no
     symbol's slot."""
     constant: Callable[[int, int], bytes]
     """Bytes at a virtual address in any loaded segment: the read-only data the code points
@@ -111,20 +113,37 @@ class _Sweep:
         return _Function(len(shape), self.end, shape, calls, imports)
 
 
-def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
+def _sweep_function(
+    sweep: _Sweep,
+    cs: Any,
+    address: int,
+    step: Callable[[int, str, str], str],
+    stops: frozenset[str],
+) -> None:
+    """Decode from ``address`` to the first instruction whose shape starts with one of
+    ``stops`` (or ``MAX_FUNCTION_INSTRUCTIONS``); ``step(after, mnemonic, operands)`` follows
+    each instruction and gives its shape."""
     while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
         decoded = 0
         code = sweep.view.read(address, _CHUNK)
-        for at, size, prefixed, operands in cs.disasm_lite(code, address, _BATCH):
+        for at, size, mnemonic, operands in cs.disasm_lite(code, address, _BATCH):
             decoded += size
             sweep.end = at + size
-            mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
-            sweep.shape.append(f"{mnemonic} {_x86_operands(sweep, at + size, mnemonic, operands)}")
-            if mnemonic in _X86_STOP or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
+            shape = step(at + size, mnemonic, operands)
+            sweep.shape.append(shape)
+            if shape.split(" ", 1)[0] in stops or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
                 return
         if decoded == 0:
             return
         address += decoded
+
+
+def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
+    def step(after: int, prefixed: str, operands: str) -> str:
+        mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
+        return f"{mnemonic} {_x86_operands(sweep, after, mnemonic, operands)}"
+
+    _sweep_function(sweep, cs, address, step, _X86_STOP)
 
 
 def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> str:
@@ -174,24 +193,17 @@ _LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+)\]")
 def _arm_function(sweep: _Sweep, cs: Any, address: int) -> None:
     pages: dict[str, int] = {}
     loaded: dict[str, int] = {}
-    while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
-        decoded = 0
-        code = sweep.view.read(address, _CHUNK)
-        for at, size, mnemonic, operands in cs.disasm_lite(code, address, _BATCH):
-            decoded += size
-            sweep.end = at + size
-            sweep.shape.append(mnemonic)
-            _arm_instruction(sweep, (mnemonic, operands), pages, loaded)
-            if mnemonic in _ARM_STOP or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
-                return
-        if decoded == 0:
-            return
-        address += decoded
+
+    def step(_after: int, mnemonic: str, operands: str) -> str:
+        return _arm_instruction(sweep, (mnemonic, operands), pages, loaded)
+
+    _sweep_function(sweep, cs, address, step, _ARM_STOP)
 
 
 def _arm_instruction(
     sweep: _Sweep, insn: tuple[str, str], pages: dict[str, int], loaded: dict[str, int]
-) -> None:
+) -> str:
+    """Follow one instruction; its shape is its mnemonic (and the string it addresses)."""
     mnemonic, operands = insn
     if mnemonic == "adrp" and (page := _ADRP.fullmatch(operands)):
         pages[page.group(1)] = int(page.group(2), 16)
@@ -201,13 +213,14 @@ def _arm_instruction(
         address = pages[add.group(2)] + int(add.group(3), 16)
         literal = _literal(sweep.view.constant(address, MAX_LITERAL))
         if literal:
-            sweep.shape[-1] += f" {literal!r}"
+            return f"{mnemonic} {literal!r}"
     elif mnemonic in ("br", "blr") and operands in loaded:
         sweep.slot(loaded[operands])
     elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
         immediate = _IMMEDIATE.search(operands)
         if immediate:
             sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("bl", "b"))))
+    return mnemonic
 
 
 class _Functions:
