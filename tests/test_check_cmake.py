@@ -10,11 +10,8 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
-import jsonschema
 import pytest
 
 from buildtool.ci import pipeline
@@ -39,6 +36,7 @@ from buildtool.cmakecheck.rules import check_codemodel
 from buildtool.cmakecheck.starter import project_name, recipe_name, starter_recipe
 from buildtool.plan import make_plan
 from buildtool.recipe.load import load_recipe
+from tests.cmake_projects import SplitBuild, check_ids, findings_of, load_in_order
 from tests.conftest import PACKAGES, REPO, CliRunner, require
 
 SPLIT = PACKAGES / "cmake-split"
@@ -195,9 +193,6 @@ def configure_split(folder: Path, defect: str) -> Path:
     return build
 
 
-SplitBuild = Callable[[str], Path]
-
-
 @pytest.fixture(scope="session")
 def split_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
     """Builds a defect's copy of the project on first use, once per session."""
@@ -212,17 +207,6 @@ def split_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
         return builds[defect]
 
     return build
-
-
-SCHEMA = REPO / "buildtool" / "schemas" / "check-cmake.schema.json"
-
-
-def check_ids(run_cli: CliRunner, *argv: str) -> tuple[int, list[str]]:
-    result = run_cli(*argv, "--format", "json")
-    document = json.loads(result.stdout)
-    if argv[0] == "check-cmake":
-        jsonschema.validate(document, json.loads(SCHEMA.read_text(encoding="utf-8")))
-    return result.exit_code, [finding["id"] for finding in document["findings"]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -501,26 +485,6 @@ def test_starter_recipe_of_awkward_names_loads(tmp_path: Path) -> None:
     assert loaded.recipe.executables["app"].links == ("tvm_ffi",)
 
 
-def findings_of(run_cli: CliRunner, *argv: str) -> tuple[int, list[tuple[str, str]]]:
-    result = run_cli(*argv, "--format", "json")
-    document = json.loads(result.stdout)
-    jsonschema.validate(document, json.loads(SCHEMA.read_text(encoding="utf-8")))
-    return result.exit_code, [(f["id"], f["message"]) for f in document["findings"]]
-
-
-def load_in_order(*libraries: Path) -> subprocess.CompletedProcess[str]:
-    """A fresh interpreter loads ``libraries`` the way the split's loader does (the first
-    RTLD_GLOBAL)."""
-    script = (
-        "import ctypes, sys\n"
-        "ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
-        "for path in sys.argv[2:]:\n"
-        "    ctypes.CDLL(path)\n"
-    )
-    command = [sys.executable, "-c", script, *map(str, libraries)]
-    return subprocess.run(command, capture_output=True, text=True, check=False)
-
-
 @pytest.mark.integration
 def test_an_object_library_in_three_libraries_is_reported_per_loaded_pair(
     run_cli: CliRunner, split_build: SplitBuild
@@ -645,166 +609,3 @@ def test_the_rpath_judged_is_the_one_that_gets_installed(
     assert check_ids(run_cli, "verify-linkage", str(prefix), "--recipe", recipe)[0] == 1
     loaded = load_in_order(prefix / "lib" / "libcompiler.so")
     assert "libruntime.so: cannot open shared object file" in loaded.stderr
-
-
-PRESPLIT = PACKAGES / "cmake-presplit"
-
-
-@pytest.fixture(scope="session")
-def presplit_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
-    """tests/packages/cmake-presplit configured and built with one planted defect."""
-    require(shutil.which("c++") is not None, "no C++ compiler")
-    builds: dict[str, Path] = {}
-
-    def build(defect: str) -> Path:
-        if defect not in builds:
-            folder = tmp_path_factory.mktemp(f"presplit-{defect}") / "build"
-            subprocess.run(
-                [
-                    cmake_executable(), "-S", PRESPLIT, "-B", folder, "-G", "Ninja",
-                    f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DPRESPLIT_DEFECT={defect}",
-                ],
-                check=True,
-                capture_output=True,
-            )  # fmt: skip
-            subprocess.run([ninja_executable(), "-C", folder], check=True, capture_output=True)
-            builds[defect] = folder
-        return builds[defect]
-
-    return build
-
-
-@pytest.mark.integration
-def test_the_folder_of_the_projects_own_libraries_is_the_reference(
-    run_cli: CliRunner, presplit_build: SplitBuild
-) -> None:
-    """A vendored project's library in build/3rdparty/ (alphabetically first) is not the
-    layout; the folder most of the project's libraries share is."""
-    build = presplit_build("none")
-    assert (build / "3rdparty" / "vendor" / "libvendor.so").is_file()
-    assert check_ids(run_cli, "check-cmake", str(build)) == (0, [])
-    build = presplit_build("scattered")
-    code, found = findings_of(run_cli, "check-cmake", str(build))
-    assert code == 1
-    assert found == [
-        (
-            "BT206",
-            f"target runtime (CMakeLists.txt:37): built into {build / 'alone'}, not "
-            f"{build / 'lib'} with the others",
-        )
-    ]
-    # really broken: minrpc's RUNPATH $ORIGIN/../lib does not find the runtime
-    ran = subprocess.run([build / "bin" / "minrpc"], capture_output=True, text=True, check=False)
-    assert "libruntime.so: cannot open shared object file" in ran.stderr
-
-
-@pytest.mark.integration
-def test_init_leaves_an_alternative_monolith_out(
-    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
-) -> None:
-    """TVM before its split: libmono.so (nothing links it) holds the runtime's code; a
-    deployment loads one or the other, so the starter recipe must not load both."""
-    build = presplit_build("none")
-    recipe = tmp_path / "buildtool.toml"
-    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
-    text = recipe.read_text(encoding="utf-8")
-    assert "# decide: libmono.so (target mono) is left out. Nothing links it" in text
-    assert "# decide: left out as a vendored project's own: libvendor.so" in text
-    assert "# decide: OBJECT library gemm is linked into runtime and into the alternative" in text
-    loaded = load_recipe(recipe).recipe
-    assert sorted(loaded.libraries) == ["ffi", "runtime"]
-    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
-    assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
-    ran = subprocess.run([build / "bin" / "minrpc"], capture_output=True, text=True, check=False)
-    assert (ran.returncode, ran.stdout) == (0, "4\n")
-    # a recipe that loads both (what init wrote before) is caught: BT201
-    both = tmp_path / "both.toml"
-    both.write_text(text + '\n[libraries.mono]\nfile = "libmono.so"\n', encoding="utf-8")
-    code, found = check_ids(run_cli, "check-cmake", str(build), "--recipe", str(both))
-    assert (code, sorted(set(found))) == (1, ["BT201", "BT202"])
-
-
-@pytest.mark.integration
-def test_a_monolith_someone_links_beside_the_runtime_is_not_an_alternative(
-    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
-) -> None:
-    build = presplit_build("exe-links-both")
-    recipe = tmp_path / "buildtool.toml"
-    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
-    assert "mono" in load_recipe(recipe).recipe.libraries
-    for policy in ((), ("--recipe", str(recipe))):
-        code, found = check_ids(run_cli, "check-cmake", str(build), *policy)
-        assert (code, sorted(set(found))) == (1, ["BT201", "BT202"])
-    ran = subprocess.run([build / "bin" / "app"], capture_output=True, text=True, check=False)
-    assert ran.returncode != 0
-    assert "duplicate registration: contrib.gemm_fp16_int" in ran.stderr
-
-
-VENDORED_RECIPE = """\
-[project]
-name = "presplit"
-
-[libraries.vendor]
-file = "libvendor.so"
-
-[libraries.ffi]
-file = "libffi.so"
-
-[libraries.runtime]
-file = "libruntime.so"
-links = ["ffi", "vendor"]
-"""
-
-
-@pytest.mark.integration
-def test_a_vendored_library_its_own_cmake_places_is_not_blamed(
-    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
-) -> None:
-    """TVM before its split: tvm-ffi's own CMake builds libtvm_ffi.so into <build>/lib, TVM's
-    libraries sit in the build folder's root. The project can move its own libraries, not the
-    vendored one: the finding names the project's."""
-    recipe = tmp_path / "buildtool.toml"
-    recipe.write_text(VENDORED_RECIPE, encoding="utf-8")
-    build = presplit_build("vendor-in-lib")
-    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
-    assert load_in_order(build / "lib" / "libruntime.so").returncode == 0
-    build = presplit_build("own-in-root")
-    assert (build / "lib" / "libvendor.so").is_file()
-    code, found = findings_of(run_cli, "check-cmake", str(build), "--recipe", str(recipe))
-    beside = f"not {build / 'lib'} with libvendor.so, whose folder a vendored project's CMake sets"
-    assert (code, found) == (
-        1,
-        [
-            ("BT206", f"target ffi (CMakeLists.txt:34): built into {build}, {beside}"),
-            ("BT206", f"target runtime (CMakeLists.txt:37): built into {build}, {beside}"),
-        ],
-    )
-    # really broken: the runtime's RUNPATH $ORIGIN does not find the vendored library
-    loaded = load_in_order(build / "libruntime.so")
-    assert "libvendor.so: cannot open shared object file" in loaded.stderr
-    # without a recipe a vendored project's library is not the project's layout
-    assert check_ids(run_cli, "check-cmake", str(build)) == (0, [])
-
-
-@pytest.mark.integration
-def test_init_keeps_the_runtime_nothing_in_cmake_links(
-    run_cli: CliRunner, presplit_build: SplitBuild, tmp_path: Path
-) -> None:
-    """TVM's tree before its split: minrpc is built by Python, so nothing in CMake links
-    libtvm_runtime.so, and libtvm_allvisible.so copies the monolith. The monolith and its copy
-    hold all of the runtime's code and more: they are the alternatives, the runtime stays."""
-    build = presplit_build("python-minrpc")
-    recipe = tmp_path / "buildtool.toml"
-    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
-    text = recipe.read_text(encoding="utf-8")
-    assert "# decide: libmono.so (target mono) is left out." in text
-    assert "# decide: liballvisible.so (target allvisible) is left out." in text
-    assert sorted(load_recipe(recipe).recipe.libraries) == ["ffi", "runtime"]
-    assert check_ids(run_cli, "check-cmake", str(build), "--recipe", str(recipe)) == (0, [])
-    assert check_ids(run_cli, "verify-linkage", str(build), "--recipe", str(recipe)) == (0, [])
-    lib = build / "lib"
-    assert load_in_order(lib / "libruntime.so").returncode == 0
-    # and the copy really is an alternative: beside the runtime it registers everything twice
-    loaded = load_in_order(lib / "libruntime.so", lib / "liballvisible.so")
-    assert loaded.returncode != 0
-    assert "duplicate registration: contrib.gemm_fp16_int" in loaded.stderr

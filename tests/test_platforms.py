@@ -30,10 +30,10 @@ from buildtool.linkage.loaders.platform import (
 from buildtool.linkage.loaders.symbols import platform_may_define
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
+from tests.builders import gcc, lib, write_wheel
 from tests.conftest import require
 from tests.musl import MUSL_LOADER, musl_load_error
 from tests.test_resolve import fake, tree_reader
-from tests.test_verdicts import gcc, lib, write_wheel
 
 pytestmark = pytest.mark.integration
 

@@ -23,9 +23,9 @@ from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.tag_architecture import tag_machines
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
+from tests.builders import write_wheel
 from tests.conftest import require
 from tests.macos_sdk import clang_macos, write_sdk
-from tests.test_verdicts import write_wheel
 from tests.test_wheel import Venv
 
 pytestmark = pytest.mark.integration

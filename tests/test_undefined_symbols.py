@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_verdicts import check, gcc, ids
+from tests.builders import check, gcc, ids
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_verdicts import check, cxx, ids
+from tests.builders import check, cxx, ids
 
 pytestmark = pytest.mark.integration
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from buildtool.linkage.binaries.pe.decoder import MalformedPE, read_pe_facts
+from tests.builders import write_wheel
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, CliRunner, edited_example, require
 from tests.cross import (
     TOOLCHAINS,
@@ -32,7 +33,6 @@ from tests.cross import (
     source_without_runtime_anchor,
 )
 from tests.test_platforms import check
-from tests.test_verdicts import write_wheel
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,77 @@
+"""Binaries and wheels built for the verdict tests: gcc and g++ on a source text, a wheel whose
+RECORD agrees with its members, and the verdicts as (check, file) pairs."""
+
+from __future__ import annotations
+
+import subprocess
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs.wheel_archive import record_line
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.verify import verify_paths
+
+EXT = "cpython-311-x86_64-linux-gnu.so"
+
+
+def ids(report: Report) -> set[tuple[str, str]]:
+    """(check id, file name) of every finding."""
+    return {(f.check_id, Path(f.path.split("!/")[-1]).name) for f in report.findings}
+
+
+def errors(report: Report) -> set[tuple[str, str]]:
+    return {(f.check_id, f.path) for f in report.findings if f.severity == "error"}
+
+
+def check(*paths: Path) -> Report:
+    return verify_paths(list(paths), LinkagePolicy.empty(), jobs=1)
+
+
+def gcc(folder: Path, out: Path, source: str, *flags: str, cxx: bool = False) -> Path:
+    """Compile one C (or C++) source into ``out``; ``-shared -fPIC`` unless ``flags`` say
+    ``-exe``. Libraries to link are found in ``folder``."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    suffix = ".cc" if cxx else ".c"
+    src = folder / f"{out.name.split('.')[0]}{suffix}"
+    src.write_text(source)
+    kind = [] if "-exe" in flags else ["-shared", "-fPIC"]
+    rest = [flag for flag in flags if flag != "-exe"]
+    compiler = "g++" if cxx else "gcc"
+    command = [compiler, *kind, "-O1", "-o", str(out), str(src), f"-L{folder}", *rest]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+def lib(folder: Path, name: str, body: str, *flags: str) -> Path:
+    """``lib<name>.so`` with SONAME ``lib<name>.so`` in ``folder``."""
+    out = folder / f"lib{name}.so"
+    return gcc(folder, out, body, f"-Wl,-soname,lib{name}.so", *flags)
+
+
+def write_wheel(
+    path: Path, dist: str, members: dict[str, bytes], requires: Sequence[str] = ()
+) -> Path:
+    """A wheel with METADATA (Requires-Dist), WHEEL and a RECORD that agrees with it."""
+    info = f"{dist.replace('-', '_')}-1.0.dist-info"
+    metadata = f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n"
+    metadata += "".join(f"Requires-Dist: {name}>=1.0\n" for name in requires)
+    every = dict(members)
+    every[f"{info}/METADATA"] = metadata.encode()
+    every[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n"
+    rows = [record_line(name, data) for name, data in every.items()]
+    rows.append(f"{info}/RECORD,,")
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in every.items():
+            archive.writestr(name, data)
+        archive.writestr(f"{info}/RECORD", "\n".join(rows) + "\n")
+    return path
+
+
+def cxx(folder: Path, out: str, sources: dict[str, str], *flags: str) -> Path:
+    for name, text in sources.items():
+        (folder / name).write_text(text)
+    command = ["g++", "-O2", "-o", str(folder / out), *sources, f"-L{folder}", *flags]
+    subprocess.run(command, cwd=folder, check=True, capture_output=True)
+    return folder / out

@@ -1,0 +1,266 @@
+"""Duplicate code as verify-linkage judges it against the loader: code two co-loaded libraries
+share collides only when both copies register into one registry (BT103); a private static copy
+in each is a warning (BT124); header-guarded initializers and libstdc++'s helpers are neither.
+Each verdict is checked by running the program that loads both."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.builders import check, cxx, ids
+
+pytestmark = pytest.mark.integration
+
+
+# --- 4. duplicate code that can collide ----------------------------------------------------------
+
+REGISTRY = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+static std::set<std::string>& names() { static std::set<std::string> all; return all; }
+extern "C" void registry_add(const char* name) {
+  if (!names().insert(name).second) { std::fprintf(stderr, "duplicate %s\\n", name); std::abort(); }
+}
+"""
+
+SHARED_REGISTRATION = """extern "C" void registry_add(const char*);
+namespace {
+__attribute__((noipa)) int kernel(int x) { return x * 2 + 1; }
+struct Registerer { Registerer() { if (kernel(1) == 3) registry_add("gemm"); } } registerer;
+}  // namespace
+"""
+
+PRIVATE_LIBRARY = """#include <cstdlib>
+#include <set>
+#include <string>
+namespace proto {
+std::set<std::string>& registry() { static std::set<std::string> all; return all; }
+void add(const char* name) { if (!registry().insert(name).second) std::abort(); }
+__attribute__((noipa)) int encode(int x) { return x * 3; }
+__attribute__((noipa)) int decode(int x) { return x / 3; }
+}  // namespace proto
+namespace {
+struct Registerer {
+  Registerer() { if (proto::decode(proto::encode(3)) == 3) proto::add("message"); }
+};
+Registerer registerer;
+}  // namespace
+"""
+
+MAIN = """extern "C" int one(); extern "C" int two();
+int main() { return one() + two() == 2 ? 0 : 1; }
+"""
+
+
+def two_libraries(
+    folder: Path, shared_source: str, *flags: str
+) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so both linked with ``shared.cc``, and an executable that loads
+    both; returns the executable's run."""
+    folder.mkdir(parents=True)
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {
+            f"{name}.cc": f'extern "C" int {name}() {{ return 1; }}\n',
+            "shared.cc": shared_source,
+        }
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-lcore", *flags,
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo", "-lcore",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+def test_a_shared_registration_in_two_libraries_stays_bt103(tmp_path: Path) -> None:
+    run = two_libraries(tmp_path / "seed", SHARED_REGISTRATION)
+    assert run.returncode != 0  # the real abort
+    assert "duplicate gemm" in run.stderr
+    report = check(tmp_path / "seed")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "_GLOBAL__sub_I_shared.cc" in report.findings[0].evidence
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("-Wl,--version-script=api.map",), ("-fvisibility=hidden",)],
+    ids=["version-script", "hidden-visibility"],
+)
+def test_a_private_static_copy_in_each_library_is_a_warning(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    folder = tmp_path / "private"
+    folder.mkdir()
+    (folder / "api.map").write_text("{ global: one; two; local: *; };\n")
+    run = _private_build(folder, PRIVATE_LIBRARY, flags)
+    assert run.returncode == 0, run.stderr  # each library registers into its own registry
+    report = check(folder)
+    assert ids(report) == {("BT124", "libtwo.so")}
+    assert not report.failed
+    assert "_ZN5proto" in report.findings[0].evidence
+    assert "MB of code twice" in report.findings[0].message
+
+
+def _private_build(
+    folder: Path, source: str, flags: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
+    cxx(folder, "libcore.so", {"registry.cc": REGISTRY}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
+               "{ return 1; }\n", "shared.cc": source}  # fmt: skip
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", *flags,
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+REGISTRY_BOUND = """extern "C" void registry_add(const char*);
+namespace gemm {
+__attribute__((noipa)) int encode(int x) { return x * 3; }
+__attribute__((noipa)) int decode(int x) { return x / 3; }
+__attribute__((noipa)) void add(const char* name) { registry_add(name); }
+}  // namespace gemm
+namespace {
+struct Registerer { Registerer() { if (gemm::decode(gemm::encode(3)) == 3) gemm::add("gemm"); } };
+Registerer registerer;
+}  // namespace
+"""
+"""The seed's defect with hidden visibility: every function of the copy is bound inside each
+library, but its initializer registers into the registry library both load."""
+
+LOAD_BOTH = """import ctypes, sys
+for name in sys.argv[1:]:
+    ctypes.CDLL(name)
+"""
+
+
+def _hidden_pair(
+    folder: Path, source: str, strip: bool, registry: str = REGISTRY
+) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so, each with ``source`` (``NAME`` replaced by its name) built
+    -fvisibility=hidden and linked to libcore.so (the registry), loaded together by ctypes in a
+    child process."""
+    folder.mkdir()
+    cxx(folder, "libcore.so", {"registry.cc": registry}, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
+               "{ return 1; }\n", "shared.cc": source.replace("NAME", name)}  # fmt: skip
+        cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-fvisibility=hidden", "-lcore",
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    if strip:
+        subprocess.run(["strip", *(folder / n for n in ("libone.so", "libtwo.so", "main"))],
+                       check=True)  # fmt: skip
+    libraries = [str(folder / "libone.so"), str(folder / "libtwo.so")]
+    command = [sys.executable, "-c", LOAD_BOTH, *libraries]
+    return subprocess.run(command, check=False, capture_output=True, text=True)
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_hidden_copy_that_registers_into_a_shared_registry_is_bt103(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "bound", REGISTRY_BOUND, strip)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    assert "duplicate gemm" in run.stderr
+    report = check(tmp_path / "bound")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "both register through libcore.so:registry_add" in report.findings[0].evidence
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_hidden_copy_with_its_own_registry_loads_and_is_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "own", PRIVATE_LIBRARY, strip)
+    assert run.returncode == 0, run.stderr  # each copy registers into its own registry
+    report = check(tmp_path / "own")
+    assert not report.failed
+    # unstripped, the shared functions show the private copy; stripped, nothing tells it
+    assert ids(report) == ({("BT124", "libtwo.so")} if not strip else set())
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_the_same_code_registering_another_name_in_each_library_is_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    """apache-tvm's runtime and compiler: initializers of one shape (one registration macro)
+    that register different names into the shared registry; both load together."""
+    source = REGISTRY_BOUND.replace('"gemm"', '"gemm.NAME"')
+    run = _hidden_pair(tmp_path / "names", source, strip)
+    assert run.returncode == 0, run.stderr
+    assert not check(tmp_path / "names").failed
+
+
+TYPE_INDEX = """extern "C" int registry_type_index(const char*);
+namespace ffi {
+template <typename T> struct TypeIndex { static int value; };
+template <typename T> int TypeIndex<T>::value = registry_type_index(T::key);
+struct Object { static constexpr const char* key = "ffi.Object"; };
+struct Array { static constexpr const char* key = "ffi.Array"; };
+}  // namespace ffi
+extern "C" __attribute__((visibility("default"))) int NAME_types() {
+  return ffi::TypeIndex<ffi::Object>::value + ffi::TypeIndex<ffi::Array>::value;
+}
+"""
+"""A header's template static members (tvm-ffi's type indexes): every library that uses them
+carries a guarded initializer of the same code that asks the shared registry for the index."""
+
+TYPE_REGISTRY = (
+    REGISTRY
+    + """#include <map>
+extern "C" int registry_type_index(const char* name) {
+  static std::map<std::string, int> indexes;
+  return indexes.emplace(name, int(indexes.size())).first->second;  // got or allocated
+}
+"""
+)
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_headers_guarded_initializers_in_each_library_are_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "types", TYPE_INDEX, strip, TYPE_REGISTRY)
+    assert run.returncode == 0, run.stderr
+    report = check(tmp_path / "types")
+    assert not report.failed, report.findings
+    # the same libraries with an unguarded registration of one name still abort and are caught
+    bound = _hidden_pair(tmp_path / "bound", TYPE_INDEX + REGISTRY_BOUND, strip, TYPE_REGISTRY)
+    assert bound.returncode == -6, bound
+    assert ("BT103", "libtwo.so") in ids(check(tmp_path / "bound"))
+
+
+TOOLCHAIN_HELPERS = """#include <new>
+#include <stdexcept>
+namespace std {
+__attribute__((visibility("default"))) void __throw_bad_array_new_length() { throw bad_alloc(); }
+}
+extern "C" __attribute__((visibility("default"))) void __bss_start__() {}
+extern "C" __attribute__((visibility("default"))) int NAME() { return 1; }
+"""
+"""What a devtoolset g++ links into every library (libstdc++_nonshared.a's helpers, exported),
+and an aarch64 linker symbol, beside each library's own function."""
+
+
+def test_libstdcxx_helpers_in_two_libraries_are_no_duplicate_code(tmp_path: Path) -> None:
+    folder = tmp_path / "helpers"
+    folder.mkdir()
+    for name in ("one", "two"):
+        cxx(folder, f"lib{name}.so", {f"{name}.cc": TOOLCHAIN_HELPERS.replace("NAME", name)},
+            "-shared", "-fPIC", "-s")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    assert subprocess.run([folder / "main"], check=False).returncode == 0
+    assert check(folder).findings == ()
+    # the same two libraries sharing a function of the project's own are still caught
+    for name in ("one", "two"):
+        source = TOOLCHAIN_HELPERS.replace("NAME", name) + 'extern "C" int shared() { return 2; }\n'
+        cxx(folder, f"lib{name}.so", {f"{name}.cc": source}, "-shared", "-fPIC", "-s")
+    assert ids(check(folder)) == {("BT103", "libtwo.so")}
