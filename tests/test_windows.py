@@ -210,6 +210,27 @@ def test_verify_linkage_passes_the_windows_build_with_the_recipe(
     assert (code, report["findings"]) == (0, [])
 
 
+def test_a_dll_outside_lib_and_bin_fails_to_load_and_is_an_error(
+    windows_build: Path, wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """bin/ is where a DLL goes outside a wheel (no RPATH on Windows): one moved to plugins/
+    is not found by minrpc.exe."""
+    tree = tmp_path / "build"
+    shutil.copytree(windows_build / "bin", tree / "bin")
+    (tree / "plugins").mkdir()
+    (tree / "bin" / "libdemo_runtime.dll").rename(tree / "plugins" / "libdemo_runtime.dll")
+    completed = _run_under_wine(wine_env, tree / "bin" / "minrpc.exe")
+    assert completed.returncode != 0
+    assert "libdemo_runtime.dll" in completed.stderr
+    code, report = _verify_json(run_cli, tree, "--recipe", str(DEMO_RECIPE))
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    assert code == 1
+    placed = {(f["id"], f["message"]) for f in findings if f["id"] == "BT120"}
+    assert ("BT120", "a project library outside a lib/ or bin/ folder") in placed
+    assert any(f["severity"] == "error" and f["path"].endswith("minrpc.exe") for f in findings)
+
+
 def test_verify_linkage_reports_the_dropped_registration_dll(
     dropped_runtime_build: Path, run_cli: CliRunner
 ) -> None:
