@@ -11,10 +11,27 @@ from pathlib import Path
 
 import jsonschema
 
+from buildtool.cmake.run import ninja_executable
 from tests.conftest import REPO, CliRunner
 
 SplitBuild = Callable[[str], Path]
 """A build folder of the project with the planted defect it is given, built on first use."""
+
+
+def built_on_first_use(configure: Callable[[str], Path]) -> SplitBuild:
+    """Each defect's build folder, configured by ``configure(defect)`` and built with ninja the
+    first time it is asked for, then the same folder again."""
+    builds: dict[str, Path] = {}
+
+    def build(defect: str) -> Path:
+        if defect not in builds:
+            folder = configure(defect)
+            subprocess.run([ninja_executable(), "-C", folder], check=True, capture_output=True)
+            builds[defect] = folder
+        return builds[defect]
+
+    return build
+
 
 SCHEMA = REPO / "buildtool" / "schemas" / "check-cmake.schema.json"
 

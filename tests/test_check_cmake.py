@@ -36,7 +36,13 @@ from buildtool.cmakecheck.rules import check_codemodel
 from buildtool.cmakecheck.starter import project_name, recipe_name, starter_recipe
 from buildtool.plan import make_plan
 from buildtool.recipe.load import load_recipe
-from tests.cmake_projects import SplitBuild, check_ids, findings_of, load_in_order
+from tests.cmake_projects import (
+    SplitBuild,
+    built_on_first_use,
+    check_ids,
+    findings_of,
+    load_in_order,
+)
 from tests.conftest import PACKAGES, REPO, CliRunner, require
 
 SPLIT = PACKAGES / "cmake-split"
@@ -197,16 +203,9 @@ def configure_split(folder: Path, defect: str) -> Path:
 def split_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
     """Builds a defect's copy of the project on first use, once per session."""
     require(shutil.which("c++") is not None, "no C++ compiler")
-    builds: dict[str, Path] = {}
-
-    def build(defect: str) -> Path:
-        if defect not in builds:
-            folder = configure_split(tmp_path_factory.mktemp(f"split-{defect}"), defect)
-            subprocess.run([ninja_executable(), "-C", folder], check=True, capture_output=True)
-            builds[defect] = folder
-        return builds[defect]
-
-    return build
+    return built_on_first_use(
+        lambda defect: configure_split(tmp_path_factory.mktemp(f"split-{defect}"), defect)
+    )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,7 +12,13 @@ import pytest
 
 from buildtool.cmake.run import cmake_executable, ninja_executable
 from buildtool.recipe.load import load_recipe
-from tests.cmake_projects import SplitBuild, check_ids, findings_of, load_in_order
+from tests.cmake_projects import (
+    SplitBuild,
+    built_on_first_use,
+    check_ids,
+    findings_of,
+    load_in_order,
+)
 from tests.conftest import PACKAGES, CliRunner, require
 
 PRESPLIT = PACKAGES / "cmake-presplit"
@@ -22,24 +28,20 @@ PRESPLIT = PACKAGES / "cmake-presplit"
 def presplit_build(tmp_path_factory: pytest.TempPathFactory) -> SplitBuild:
     """tests/packages/cmake-presplit configured and built with one planted defect."""
     require(shutil.which("c++") is not None, "no C++ compiler")
-    builds: dict[str, Path] = {}
 
-    def build(defect: str) -> Path:
-        if defect not in builds:
-            folder = tmp_path_factory.mktemp(f"presplit-{defect}") / "build"
-            subprocess.run(
-                [
-                    cmake_executable(), "-S", PRESPLIT, "-B", folder, "-G", "Ninja",
-                    f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DPRESPLIT_DEFECT={defect}",
-                ],
-                check=True,
-                capture_output=True,
-            )  # fmt: skip
-            subprocess.run([ninja_executable(), "-C", folder], check=True, capture_output=True)
-            builds[defect] = folder
-        return builds[defect]
+    def configure(defect: str) -> Path:
+        folder = tmp_path_factory.mktemp(f"presplit-{defect}") / "build"
+        subprocess.run(
+            [
+                cmake_executable(), "-S", PRESPLIT, "-B", folder, "-G", "Ninja",
+                f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}", f"-DPRESPLIT_DEFECT={defect}",
+            ],
+            check=True,
+            capture_output=True,
+        )  # fmt: skip
+        return folder
 
-    return build
+    return built_on_first_use(configure)
 
 
 @pytest.mark.integration
