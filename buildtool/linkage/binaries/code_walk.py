@@ -1,11 +1,16 @@
-"""What a library's initializers reach: the imported functions the code its loader runs at load
-time can call, found by following direct calls inside the library with a disassembler
-(capstone), whatever the format (ELF's ``DT_INIT_ARRAY``, a PE file's static initializers).
+"""What a library's initializers reach: the functions the code its loader runs at load time
+calls by symbol (imports, and its own exports called through a slot the loader may bind to
+another library's copy), found by following calls and tail jumps inside the library with a
+disassembler (capstone), whatever the format (ELF's ``DT_INIT_ARRAY``, a PE file's static
+initializers).
 
 A duplicated static initializer collides only when both copies reach shared state: a function
-of a third library (a registry). The linkage of the shared code cannot tell; the code can.
-The walk is bounded (``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` per initializer) and knows
-x86-64 and aarch64; other machines read as having no initializers.
+of a third library (a registry), or one both export that the loader binds to one copy. The
+linkage of the shared code cannot tell; the code can. The walk is bounded (``MAX_DEPTH`` calls
+deep, ``MAX_INSTRUCTIONS`` per initializer) and knows x86-64 and aarch64; other machines read as
+having no initializers. What an initializer's own code addresses (a string, or a structure whose
+first pointers name one: protobuf's descriptor table and its ``.proto`` file) is part of its
+shape: the name it registers tells its copies from other registrations of the same code.
 
 ``CodeView`` is what the walk needs, decoded by each format's reader.
 """
@@ -35,6 +40,11 @@ _BATCH: Final = 24
 """Instructions decoded at a time: most sweeps end within a few dozen."""
 
 
+def no_pointer(_address: int) -> int | None:
+    """A ``CodeView.pointer`` for a format whose stored pointers the walk does not decode."""
+    return None
+
+
 class CodeView(NamedTuple):
     """A library's code, its initializers and its import slots, as the walk sees them."""
 
@@ -51,6 +61,9 @@ class CodeView(NamedTuple):
     constant: Callable[[int, int], bytes]
     """Bytes at a virtual address in any loaded segment: the read-only data the code points
     at (the string an initializer registers)."""
+    pointer: Callable[[int], int | None] = no_pointer
+    """The address the pointer stored at a virtual address points to (what the loader
+    relocates it to, less the load address); None where no pointer is stored."""
 
 
 def _capstone(machine: str) -> Any:
@@ -65,6 +78,10 @@ _RIP = re.compile(r"\[rip \+ (0x[0-9a-f]+)\]")
 _RIP_OFFSET = re.compile(r"\[rip ([+-]) (0x[0-9a-f]+)\]")
 MAX_LITERAL: Final = 64
 """Bytes of a string literal the shape keeps (its start tells two registrations apart)."""
+MAX_STRINGS: Final = 8
+"""Strings an initializer's reach lists (``InitializerReach.strings``)."""
+POINTER_WORDS: Final = 4
+"""Pointers at the start of an addressed structure the shape looks through for a string."""
 _RIP_ANY = re.compile(r"rip [+-] 0x[0-9a-f]+")
 _IMMEDIATE = re.compile(r"#?(0x[0-9a-f]+)$")
 _X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
@@ -81,7 +98,11 @@ class _Function(NamedTuple):
     calls: tuple[tuple[int, int], ...]
     """(address, 1 for a call, 0 for a branch within it) of its direct branch targets."""
     imports: tuple[str, ...]
-    """Imported functions it calls or jumps to through a GOT slot."""
+    """Functions it calls or jumps to through a slot (a GOT entry, a stub): imports, and its
+    own exported functions (which the loader may bind to another library's copy)."""
+    constants: tuple[tuple[int, int], ...] = ()
+    """(index in ``shape``, address) of each instruction that addresses data: what a string
+    there says is added to the shape when the function is an initializer's own."""
 
 
 _NOTHING: Final = _Function(0, 0, (), (), ())
@@ -95,22 +116,27 @@ class _Sweep:
         self.calls: list[tuple[int, int]] = []
         self.imports: list[str] = []
         self.shape: list[str] = []
+        self.constants: list[tuple[int, int]] = []
         self.end = 0
 
     def slot(self, address: int) -> None:
-        """A call through a GOT slot: an import, or (own exported function) its definition."""
+        """A call through a GOT slot: an import, or an own exported function, which is also
+        followed to its definition (the copy this library's loader binds it to when alone)."""
         entry = self.view.slot(address)
         if entry is None:
             return
         name, defined_at = entry
+        self.imports.append(name)
         if defined_at:
             self.calls.append((defined_at, 1))
-        else:
-            self.imports.append(name)
+
+    def addresses(self, address: int) -> None:
+        """The instruction being decoded addresses data at ``address``."""
+        self.constants.append((len(self.shape), address))
 
     def result(self) -> _Function:
         shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
-        return _Function(len(shape), self.end, shape, calls, imports)
+        return _Function(len(shape), self.end, shape, calls, imports, tuple(self.constants))
 
 
 def _sweep_function(
@@ -156,9 +182,7 @@ def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> st
         offset = _RIP_OFFSET.search(operands) if mnemonic == "lea" else None
         if offset:
             sign = -1 if offset.group(1) == "-" else 1
-            address = after + sign * int(offset.group(2), 16)
-            literal = _literal(sweep.view.constant(address, MAX_LITERAL))
-            return f"{shaped} {literal!r}" if literal else shaped
+            sweep.addresses(after + sign * int(offset.group(2), 16))
         return shaped
     return operands
 
@@ -210,10 +234,7 @@ def _arm_instruction(
     elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
         loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 16)
     elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
-        address = pages[add.group(2)] + int(add.group(3), 16)
-        literal = _literal(sweep.view.constant(address, MAX_LITERAL))
-        if literal:
-            return f"{mnemonic} {literal!r}"
+        sweep.addresses(pages[add.group(2)] + int(add.group(3), 16))
     elif mnemonic in ("br", "blr") and operands in loaded:
         sweep.slot(loaded[operands])
     elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
@@ -231,6 +252,7 @@ class _Functions:
         self.cs = _capstone(view.machine)
         self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
         self.known: dict[int, _Function] = {}
+        self.strings: dict[int, tuple[str, str] | None] = {}
         self.left = MAX_LIBRARY_INSTRUCTIONS
 
     def at(self, address: int) -> _Function:
@@ -244,6 +266,41 @@ class _Functions:
             self.left -= found.instructions
         return found
 
+    def string(self, address: int) -> tuple[str, str] | None:
+        """(what the shape keeps, the string) for data an instruction addresses: a string
+        there, else the first string one of the structure's first pointers names; None for
+        anything else."""
+        if address not in self.strings:
+            found = _literal(self.view.constant(address, MAX_LITERAL))
+            self.strings[address] = (repr(found), found) if found else self._pointed(address)
+        return self.strings[address]
+
+    def _pointed(self, address: int) -> tuple[str, str] | None:
+        """The first string a pointer among the ``POINTER_WORDS`` at ``address`` names: one
+        ended within ``MAX_LITERAL`` bytes, of two characters or more, outside the code (a
+        function pointer's bytes are no name)."""
+        for index in range(POINTER_WORDS):
+            target = self.view.pointer(address + 8 * index)
+            if not target or self.view.read(target, 1):
+                continue
+            data = self.view.constant(target, MAX_LITERAL)
+            found = _literal(data)
+            if found and len(found) > 1 and data.find(b"\0") == len(found):
+                return f"*{found!r}", found
+        return None
+
+    def own_shape(self, function: _Function) -> tuple[list[str], list[str]]:
+        """An initializer's own instructions as its shape keeps them, and the strings they
+        address."""
+        shape = list(function.shape)
+        strings: list[str] = []
+        for index, address in function.constants:
+            found = self.string(address)
+            if found is not None:
+                shape[index] = f"{shape[index]} {found[0]}"
+                strings.append(found[1])
+        return shape, strings
+
     def reach(self, address: int) -> InitializerReach:
         """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
         all; the shape is that of the initializer's own function and the branches within it."""
@@ -251,13 +308,16 @@ class _Functions:
         budget = MAX_INSTRUCTIONS
         reaches: set[str] = set()
         shape: list[str] = []
+        strings: list[str] = []
         while queue and budget > 0:
             current, depth = queue.pop(0)
             function = self.at(current)
             budget -= function.instructions
             reaches.update(function.imports)
             if depth == 0:
-                shape.extend(function.shape)
+                own, found = self.own_shape(function)
+                shape.extend(own)
+                strings.extend(found)
             for target, is_call in function.calls:
                 if current <= target < function.end:
                     continue  # a branch within what the sweep decoded already
@@ -265,7 +325,8 @@ class _Functions:
                     seen.add(target)
                     queue.append((target, depth + is_call))
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
-        return InitializerReach(digest, len(shape), frozenset(reaches), _guarded(shape))
+        named = tuple(dict.fromkeys(strings))[:MAX_STRINGS]
+        return InitializerReach(digest, len(shape), frozenset(reaches), _guarded(shape), named)
 
 
 _GUARD_SET: Final = "mov byte ptr [rip], 1"

@@ -165,11 +165,17 @@ class InitializerReach:
     instructions: int
     """How many instructions the walk decoded (within its budget)."""
     reaches: frozenset[str]
-    """Names of the imported functions it can call (directly or through the calls it makes)."""
+    """Names of the functions it can call by symbol (directly or through the calls it makes):
+    its imports, and its own exported functions called through a slot (an ELF PLT or GOT
+    entry), which the loader binds to another library's copy when that one was loaded first."""
     guarded: bool = False
     """Every call it makes is behind a guard byte it then sets: the initialization of C++
     inline variables and template static members, which every library using them carries and
     runs once for its own copy (a type index got or allocated), not a registration."""
+    strings: tuple[str, ...] = ()
+    """The strings its own code addresses, directly or through the first pointers of a
+    structure it addresses, in order (at most a few): what it registers (a gflags flag's name,
+    a ``.proto`` file's). Part of ``shape`` too."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +249,10 @@ class BinaryFacts:
     """``DT_TEXTREL`` or ``DF_TEXTREL``."""
     nodeflib: bool
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
+    symbolic: bool = False
+    """``DT_SYMBOLIC`` or ``DF_SYMBOLIC`` (``-Bsymbolic``): the loader binds the library's own
+    references to its own definitions before any other object's, so no other library's copy of
+    an exported function interposes on its callers."""
     format: str = "elf"
     """The file format: ``elf``, ``macho`` or ``pe`` (reports name them by ``FORMAT_NAMES``)."""
     platform: str = ""

@@ -14,7 +14,12 @@ from buildtool.linkage.checks.common import (
     listed,
     static_inits,
 )
-from buildtool.linkage.checks.initializer_reach import registry_callees, shape_groups, through
+from buildtool.linkage.checks.initializer_reach import (
+    registered_strings,
+    registry_callees,
+    shape_groups,
+    through,
+)
 from buildtool.linkage.checks.policy import LibraryRule, ObjectRule, recipe_spelling
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
@@ -124,6 +129,26 @@ def _exported_names(facts: BinaryFacts) -> frozenset[str]:
     return names
 
 
+def _via(subject: Subject, pair: Pair, bound: list[str]) -> str:
+    """The evidence of a shared registry: its functions, and what the copies register."""
+    return through(bound, registered_strings(subject, pair))
+
+
+def _binding(
+    subject: Subject, pair: Pair, functions: Sequence[str]
+) -> tuple[list[str], list[str], str]:
+    """(functions both export, so the loader binds both libraries' callers to one copy;
+    functions each binds inside itself; how it was told). Both linked ``-Bsymbolic``: each
+    binds its own calls first, exported or not."""
+    if all(subject.facts(binary).symbolic for binary in pair):
+        private = [name for name in functions if _bound_privately(name, frozenset())]
+        return [], private, "bound inside each library (both are linked -Bsymbolic)"
+    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
+    interposing = [name for name in functions if name in first and name in second]
+    private = [name for name in functions if _bound_privately(name, first | second)]
+    return interposing, private, "bound inside each library (not in .dynsym)"
+
+
 def _object_code_finding(
     subject: Subject, pair: Pair, initializers: Iterable[str], functions: Sequence[str]
 ) -> Finding:
@@ -133,18 +158,17 @@ def _object_code_finding(
     initializer, which then reaches state outside the file (the seed's registry): it collides.
     A statically linked library kept private (most of its external-linkage functions bound inside
     each library) registers into its own copies of its registries: each library works alone."""
-    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
-    interposing = [name for name in functions if name in first and name in second]
-    private = [name for name in functions if _bound_privately(name, first | second)]
+    interposing, private, how = _binding(subject, pair, functions)
     counts = (
         f"{len(functions)} defined functions in both: {len(private)} with external linkage "
-        f"bound inside each library (not in .dynsym), {len(interposing)} exported by both"
+        f"{how}, {len(interposing)} exported by both"
     )
     bound = registry_callees(subject, pair)
     if bound:
         return _duplicate_finding(
             pair,
-            f"unstripped: static initializers {listed(initializers)}; {through(bound)}; {counts}",
+            f"unstripped: static initializers {listed(initializers)}; "
+            f"{_via(subject, pair, bound)}; {counts}",
         )
     if private and len(private) > len(interposing) and not _recipe_registrations(subject, pair):
         return Finding(
@@ -190,7 +214,18 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
     bound = registry_callees(subject, pair)
     if bound:
         return _duplicate_finding(
-            pair, f"stripped: exported symbols defined in both: {listed(names)}; {through(bound)}"
+            pair,
+            f"stripped: exported symbols defined in both: {listed(names)}; "
+            f"{_via(subject, pair, bound)}",
+        )
+    if all(subject.facts(binary).symbolic for binary in pair):
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"exports code that {pair[0].display} exports too; both are linked -Bsymbolic, so "
+            "each binds its own callers to its own copy",
+            f"stripped: exported symbols defined in both: {listed(names)}; DT_SYMBOLIC in both; "
+            "their initializers call no function of a third library in common",
         )
     vendored = _both_grafted(subject, pair)
     if vendored:
@@ -205,9 +240,10 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
     return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {listed(names)}")
 
 
-def _stripped_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
-    """Stripped copies found by their initializers alone (hidden code exports nothing): the
-    same initializer in both, reaching one registry of a third library."""
+def _shared_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
+    """Copies found by their initializers alone (stripped hidden code exports nothing, and one
+    source compiled into two libraries may be named differently in each): the same initializer
+    in both, reaching one registry."""
     pairs: set[Pair] = set()
     for group in shape_groups(subject):
         pairs.update(_pairs(subject, group))
@@ -215,8 +251,10 @@ def _stripped_registrations(subject: Subject, reported: set[Pair]) -> Iterator[F
         bound = registry_callees(subject, pair)
         if bound:
             reported.add(pair)
+            kind = "unstripped" if all(subject.facts(b).has_symtab for b in pair) else "stripped"
             yield _duplicate_finding(
-                pair, f"stripped: an initializer with the same code in both; {through(bound)}"
+                pair,
+                f"{kind}: an initializer with the same code in both; {_via(subject, pair, bound)}",
             )
 
 
@@ -229,10 +267,11 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         if also:
             reported.add(pair)
             yield _object_code_finding(subject, pair, names, also)
-        elif _reach_is_the_evidence(subject, pair) and (bound := registry_callees(subject, pair)):
+        elif bound := registry_callees(subject, pair):
             reported.add(pair)
             yield _duplicate_finding(
-                pair, f"unstripped: static initializers {listed(names)}; {through(bound)}"
+                pair,
+                f"unstripped: static initializers {listed(names)}; {_via(subject, pair, bound)}",
             )
     exported = _stripped_exports(subject)
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
@@ -240,15 +279,7 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         if pair not in reported and stripped:
             reported.add(pair)
             yield _stripped_finding(subject, pair, names)
-    yield from _stripped_registrations(subject, reported)
-
-
-def _reach_is_the_evidence(subject: Subject, pair: Pair) -> bool:
-    """Whether, without functions in common, the same initializer in both files reaching one
-    registry is evidence enough: for PE and Mach-O, whose names show little of the code
-    (``BinaryFacts.symtab_functions``: none for PE, whose exports and COFF symbols carry no
-    COMDAT mark; a dylib's exported functions only, and hidden code exports nothing)."""
-    return all(subject.facts(binary).format in ("pe", "macho") for binary in pair)
+    yield from _shared_registrations(subject, reported)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

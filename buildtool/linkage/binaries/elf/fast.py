@@ -155,6 +155,7 @@ def _facts(
         exec_stack=not any(s.type == _PT_GNU_STACK and not s.flags & _PF_X for s in segments),
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
+        symbolic=flags.symbolic,
         initializers=read_initializers(img, segments, dyn, machine) if read_code else None,
     )
 

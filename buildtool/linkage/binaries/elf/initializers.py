@@ -22,7 +22,7 @@ from buildtool.linkage.binaries.elf.decoder import (
 from buildtool.linkage.binaries.facts import InitializerReach
 
 _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
-_DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 6, 25, 27
+_DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 6, 25, 27, 36
 _RELATIVE: Final = {"x86_64": 8, "aarch64": 1027}
 _SLOT_TYPES: Final = {"x86_64": (6, 7), "aarch64": (1025, 1026)}  # GLOB_DAT, JUMP_SLOT
 
@@ -77,6 +77,32 @@ def _slot_indexes(
     return {offsets[i]: info >> 32 for i, info in enumerate(infos) if info & 0xFFFFFFFF in kinds}
 
 
+def _pointers(
+    img: _Image, raw: bytes, machine: str, stored: Callable[[int, int], bytes] | None
+) -> Callable[[int], int | None]:
+    """``CodeView.pointer`` from the RELA table's bytes: the addend of the ``R_*_RELATIVE``
+    relocation of an address (searched in the table, not indexed: the walk asks a few times a
+    library, and a big library has millions of relocations). ``stored``: read the value in place
+    where no relocation names the address (DT_RELR tables keep the addends there)."""
+    kind = _RELATIVE[machine]
+    row = struct.Struct(img.layout.endian + "QQq")
+    key = struct.Struct(img.layout.endian + "Q")
+
+    def pointer(address: int) -> int | None:
+        at = raw.find(key.pack(address))
+        while at >= 0 and at % row.size:
+            at = raw.find(key.pack(address), at + 1)
+        if at >= 0:
+            _offset, info, addend = row.unpack_from(raw, at)
+            return addend if info & 0xFFFFFFFF == kind else None
+        if stored is None:
+            return None
+        value = stored(address, 8)
+        return key.unpack(value)[0] or None if len(value) == 8 else None
+
+    return pointer
+
+
 def _symbol(
     img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
 ) -> tuple[str, int]:
@@ -121,7 +147,8 @@ def read_code_view(
     count = min(dyn.values[_DT_INIT_ARRAYSZ], end - offset) // 8
     words = struct.unpack(f"{img.layout.endian}{count}Q", img.span(offset, 8 * count, "array"))
     tables = [(_DT_RELA, _DT_RELASZ), (_DT_JMPREL, _DT_PLTRELSZ)]
-    columns = [_relocations(img, _table(img, segments, dyn, *table)) for table in tables]
+    raw = [_table(img, segments, dyn, *table) for table in tables]
+    columns = [_relocations(img, table) for table in raw]
     relative: dict[int, int] = {}
     indexes: dict[int, int] = {}
     for column in columns:
@@ -134,8 +161,9 @@ def read_code_view(
         return _symbol(img, segments, dyn, index) if index and names else None
 
     targets = init_array_targets(words, base, relative, 8)
-    reader = _segment_reader(img, segments)
-    return CodeView(machine, reader, targets, slot, _segment_reader(img, segments, False))
+    data = _segment_reader(img, segments, False)
+    pointer = _pointers(img, raw[0], machine, data if _DT_RELR in dyn.values else None)
+    return CodeView(machine, _segment_reader(img, segments), targets, slot, data, pointer)
 
 
 class _LeftOut(Exception):

@@ -318,5 +318,6 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         exec_stack=segs.exec_stack,
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
+        symbolic=flags.symbolic,
         initializers=reference_initializers(elf, stream, values, machine),
     )

@@ -4,14 +4,14 @@ and dynamic symbols read independently of the fast decoder, then the same walk."
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
 from buildtool.linkage.binaries.elf.initializers import init_array_targets
 from buildtool.linkage.binaries.facts import InitializerReach
 
-_DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 25, 27
+_DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 25, 27, 36
 _RELATIVE = {"x86_64": 8, "aarch64": 1027}
 _SLOTS = {"x86_64": (6, 7), "aarch64": (1025, 1026)}
 
@@ -76,13 +76,31 @@ def reference_initializers(
     base, words = _array(elf, stream, values)
     relocations = _relocations(elf)
     end = base + 8 * len(words)
-    relative = {
+    every = {
         r["r_offset"]: r["r_addend"]
         for r in relocations
-        if r["r_info_type"] == _RELATIVE[machine] and base <= r["r_offset"] < end
+        if r["r_info_type"] == _RELATIVE[machine] and r.is_RELA()
     }
+    relative = {offset: addend for offset, addend in every.items() if base <= offset < end}
     slots = _slots(elf, relocations, machine)
     targets = init_array_targets(words, base, relative, 8)
     constant = _code_reader(elf, stream, executable=False)
-    view = CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant)
+    pointer = _pointer(every, constant if _DT_RELR in values else None, elf.little_endian)
+    view = CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant, pointer)
     return walk_initializers(view)
+
+
+def _pointer(
+    relative: Mapping[int, int], stored: Any, little_endian: bool
+) -> Callable[[int], int | None]:
+    """What a pointer at an address points to: its RELATIVE relocation's addend, else (with a
+    DT_RELR table, which keeps addends in place) the value stored there."""
+    fmt = "<Q" if little_endian else ">Q"
+
+    def pointer(address: int) -> int | None:
+        if address in relative:
+            return relative[address]
+        value = stored(address, 8) if stored is not None else b""
+        return struct.unpack(fmt, value)[0] or None if len(value) == 8 else None
+
+    return pointer
