@@ -84,6 +84,21 @@ POINTER_WORDS: Final = 4
 """Pointers at the start of an addressed structure the shape looks through for a string."""
 _RIP_ANY = re.compile(r"rip [+-] 0x[0-9a-f]+")
 _IMMEDIATE = re.compile(r"#?(0x[0-9a-f]+)$")
+_LOADS_POINTER: Final = tuple(
+    f"{register}, qword ptr [rip"
+    for register in (
+        "rax",
+        "rbx",
+        "rcx",
+        "rdx",
+        "rsi",
+        "rdi",
+        "rbp",
+        *(f"r{n}" for n in range(8, 16)),
+    )
+)
+"""``mov`` forms that load a pointer (a GOT entry's: the address of data another library, or
+this one's export, defines)."""
 _X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
 _ARM_STOP: Final = frozenset({"ret", "br", "b", "brk", "udf"})
 
@@ -100,9 +115,10 @@ class _Function(NamedTuple):
     imports: tuple[str, ...]
     """Functions it calls or jumps to through a slot (a GOT entry, a stub): imports, and its
     own exported functions (which the loader may bind to another library's copy)."""
-    constants: tuple[tuple[int, int], ...] = ()
-    """(index in ``shape``, address) of each instruction that addresses data: what a string
-    there says is added to the shape when the function is an initializer's own."""
+    constants: tuple[tuple[int, int, bool], ...] = ()
+    """(index in ``shape``, address, whether the address is that of a pointer loaded) of each
+    instruction that addresses data (or loads a pointer to it: a GOT entry): what a string there
+    says is added to the shape when the function is an initializer's own."""
 
 
 _NOTHING: Final = _Function(0, 0, (), (), ())
@@ -116,7 +132,7 @@ class _Sweep:
         self.calls: list[tuple[int, int]] = []
         self.imports: list[str] = []
         self.shape: list[str] = []
-        self.constants: list[tuple[int, int]] = []
+        self.constants: list[tuple[int, int, bool]] = []
         self.end = 0
 
     def slot(self, address: int) -> None:
@@ -130,9 +146,10 @@ class _Sweep:
         if defined_at:
             self.calls.append((defined_at, 1))
 
-    def addresses(self, address: int) -> None:
-        """The instruction being decoded addresses data at ``address``."""
-        self.constants.append((len(self.shape), address))
+    def addresses(self, address: int, loaded: bool = False) -> None:
+        """The instruction being decoded addresses data at ``address`` (``loaded``: loads the
+        pointer stored there)."""
+        self.constants.append((len(self.shape), address, loaded))
 
     def result(self) -> _Function:
         shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
@@ -179,10 +196,10 @@ def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> st
         return ""
     if "rip" in operands:  # an address relative to the instruction: not the shape
         shaped = _RIP_ANY.sub("rip", operands)
-        offset = _RIP_OFFSET.search(operands) if mnemonic == "lea" else None
-        if offset:
+        offset = _RIP_OFFSET.search(operands) if mnemonic in ("lea", "mov") else None
+        if offset and (mnemonic == "lea" or operands.startswith(_LOADS_POINTER)):
             sign = -1 if offset.group(1) == "-" else 1
-            sweep.addresses(after + sign * int(offset.group(2), 16))
+            sweep.addresses(after + sign * int(offset.group(2), 16), loaded=mnemonic == "mov")
         return shaped
     return operands
 
@@ -233,6 +250,7 @@ def _arm_instruction(
         pages[page.group(1)] = int(page.group(2), 16)
     elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
         loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 16)
+        sweep.addresses(loaded[load.group(1)], loaded=True)
     elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
         sweep.addresses(pages[add.group(2)] + int(add.group(3), 16))
     elif mnemonic in ("br", "blr") and operands in loaded:
@@ -277,15 +295,20 @@ class _Functions:
 
     def _pointed(self, address: int) -> tuple[str, str] | None:
         """The first string a pointer among the ``POINTER_WORDS`` at ``address`` names: one
-        ended within ``MAX_LITERAL`` bytes, of two characters or more, outside the code (a
-        function pointer's bytes are no name)."""
+        ended within ``MAX_LITERAL`` bytes, of three characters or more, not starting with a
+        space (other data seldom reads as one)."""
         for index in range(POINTER_WORDS):
             target = self.view.pointer(address + 8 * index)
-            if not target or self.view.read(target, 1):
+            if not target:
                 continue
             data = self.view.constant(target, MAX_LITERAL)
             found = _literal(data)
-            if found and len(found) > 1 and data.find(b"\0") == len(found):
+            if (
+                found
+                and len(found) > 2
+                and not found[0].isspace()
+                and data.find(b"\0") == len(found)
+            ):
                 return f"*{found!r}", found
         return None
 
@@ -294,8 +317,9 @@ class _Functions:
         address."""
         shape = list(function.shape)
         strings: list[str] = []
-        for index, address in function.constants:
-            found = self.string(address)
+        for index, address, loaded in function.constants:
+            target = self.view.pointer(address) if loaded else address
+            found = self.string(target) if target else None
             if found is not None:
                 shape[index] = f"{shape[index]} {found[0]}"
                 strings.append(found[1])

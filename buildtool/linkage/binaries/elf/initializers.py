@@ -25,6 +25,8 @@ _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
 _DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 6, 25, 27, 36
 _RELATIVE: Final = {"x86_64": 8, "aarch64": 1027}
 _SLOT_TYPES: Final = {"x86_64": (6, 7), "aarch64": (1025, 1026)}  # GLOB_DAT, JUMP_SLOT
+_SYMBOLIC: Final = {"x86_64": (1, 6), "aarch64": (257, 1025)}  # 64-bit absolute, GLOB_DAT
+_STT_OBJECT: Final = 1
 
 
 def init_array_targets(
@@ -78,23 +80,36 @@ def _slot_indexes(
 
 
 def _pointers(
-    img: _Image, raw: bytes, machine: str, stored: Callable[[int, int], bytes] | None
+    img: _Image,
+    raw: bytes,
+    machine: str,
+    data_symbol: Callable[[int], int | None],
+    stored: Callable[[int, int], bytes] | None,
 ) -> Callable[[int], int | None]:
-    """``CodeView.pointer`` from the RELA table's bytes: the addend of the ``R_*_RELATIVE``
-    relocation of an address (searched in the table, not indexed: the walk asks a few times a
-    library, and a big library has millions of relocations). ``stored``: read the value in place
-    where no relocation names the address (DT_RELR tables keep the addends there)."""
-    kind = _RELATIVE[machine]
+    """``CodeView.pointer`` from the RELA table's bytes: what the relocation of an address
+    makes of it, an ``R_*_RELATIVE`` addend, or the address of the defined data object a
+    GLOB_DAT or 64-bit absolute relocation names (``data_symbol``: a dynamic symbol's index ->
+    its address, None for anything but a defined object), plus its addend. Searched in the
+    table, not indexed: the walk asks a few times a library, and a big library has millions of
+    relocations. ``stored``: read the value in place where no relocation names the address
+    (DT_RELR tables keep the addends there)."""
+    relative, symbolic = _RELATIVE[machine], _SYMBOLIC[machine]
     row = struct.Struct(img.layout.endian + "QQq")
     key = struct.Struct(img.layout.endian + "Q")
 
     def pointer(address: int) -> int | None:
-        at = raw.find(key.pack(address))
+        packed = key.pack(address)
+        at = raw.find(packed)
         while at >= 0 and at % row.size:
-            at = raw.find(key.pack(address), at + 1)
+            at = raw.find(packed, at + 1)
         if at >= 0:
+            info: int
+            addend: int
             _offset, info, addend = row.unpack_from(raw, at)
-            return addend if info & 0xFFFFFFFF == kind else None
+            if info & 0xFFFFFFFF == relative:
+                return addend
+            target = data_symbol(info >> 32) if info & 0xFFFFFFFF in symbolic else None
+            return target + addend if target else None
         if stored is None:
             return None
         value = stored(address, 8)
@@ -103,15 +118,33 @@ def _pointers(
     return pointer
 
 
+def _symbol_row(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
+) -> tuple[int, int, int, int]:
+    """(name offset, st_info, st_shndx, st_value) of a dynamic symbol."""
+    offset, _end = _file_offset(segments, dyn.values[_DT_SYMTAB], "DT_SYMTAB", dyn.offset)
+    name, info, _other, shndx, value, _size = img.unpack(
+        struct.Struct(img.layout.endian + "IBBHQQ"), offset + 24 * index, "dynamic symbol"
+    )
+    return name, info, shndx, value
+
+
 def _symbol(
     img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
 ) -> tuple[str, int]:
-    offset, _end = _file_offset(segments, dyn.values[_DT_SYMTAB], "DT_SYMTAB", dyn.offset)
-    name, _info, _other, shndx, value, _size = img.unpack(
-        struct.Struct(img.layout.endian + "IBBHQQ"), offset + 24 * index, "dynamic symbol"
-    )
+    name, _info, shndx, value = _symbol_row(img, segments, dyn, index)
     assert dyn.strings is not None
     return dyn.strings.get(name), value if shndx else 0
+
+
+def _object_address(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
+) -> int | None:
+    """A dynamic symbol's address when it is a defined data object."""
+    if not index or _DT_SYMTAB not in dyn.values:
+        return None
+    _name, info, shndx, value = _symbol_row(img, segments, dyn, index)
+    return value if shndx and info & 0xF == _STT_OBJECT else None
 
 
 def _loaded(segments: Sequence[_Segment], executable: bool) -> list[_Segment]:
@@ -162,7 +195,12 @@ def read_code_view(
 
     targets = init_array_targets(words, base, relative, 8)
     data = _segment_reader(img, segments, False)
-    pointer = _pointers(img, raw[0], machine, data if _DT_RELR in dyn.values else None)
+    stored = data if _DT_RELR in dyn.values else None
+
+    def data_symbol(index: int) -> int | None:
+        return _object_address(img, segments, dyn, index)
+
+    pointer = _pointers(img, raw[0], machine, data_symbol, stored)
     return CodeView(machine, _segment_reader(img, segments), targets, slot, data, pointer)
 
 

@@ -14,6 +14,7 @@ from buildtool.linkage.binaries.facts import InitializerReach
 _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 25, 27, 36
 _RELATIVE = {"x86_64": 8, "aarch64": 1027}
 _SLOTS = {"x86_64": (6, 7), "aarch64": (1025, 1026)}
+_SYMBOLIC = {"x86_64": (1, 6), "aarch64": (257, 1025)}
 
 
 def _code_reader(elf: Any, stream: Any, executable: bool = True) -> Any:
@@ -56,6 +57,26 @@ def _slots(elf: Any, relocations: list[Any], machine: str) -> Mapping[int, tuple
     return slots
 
 
+def _data_pointers(elf: Any, relocations: list[Any], machine: str) -> dict[int, int]:
+    """Address -> what the pointer relocated there points to: a RELATIVE addend, or a defined
+    data object's address (GLOB_DAT, 64-bit absolute) plus the addend. The dynamic relocation
+    table's only (``.rela.dyn``), as the fast decoder's ``DT_RELA``."""
+    dynsym = elf.get_section_by_name(".dynsym")
+    pointers: dict[int, int] = {}
+    for rel in relocations:
+        kind = rel["r_info_type"]
+        if kind == _RELATIVE[machine]:
+            pointers.setdefault(rel["r_offset"], rel["r_addend"])
+        elif kind in _SYMBOLIC[machine] and rel["r_info_sym"] and dynsym is not None:
+            symbol = dynsym.get_symbol(rel["r_info_sym"])
+            defined = (
+                symbol["st_shndx"] != "SHN_UNDEF" and symbol["st_info"]["type"] == "STT_OBJECT"
+            )
+            if defined and symbol["st_value"]:
+                pointers.setdefault(rel["r_offset"], symbol["st_value"] + rel["r_addend"])
+    return pointers
+
+
 def _array(elf: Any, stream: Any, values: Mapping[int, Any]) -> tuple[int, list[int]]:
     base, size = values[_DT_INIT_ARRAY], values[_DT_INIT_ARRAYSZ]
     offset = next(iter(elf.address_offsets(base)))
@@ -76,12 +97,12 @@ def reference_initializers(
     base, words = _array(elf, stream, values)
     relocations = _relocations(elf)
     end = base + 8 * len(words)
-    every = {
+    every = _data_pointers(elf, relocations, machine)
+    relative = {
         r["r_offset"]: r["r_addend"]
         for r in relocations
-        if r["r_info_type"] == _RELATIVE[machine] and r.is_RELA()
+        if r["r_info_type"] == _RELATIVE[machine] and base <= r["r_offset"] < end
     }
-    relative = {offset: addend for offset, addend in every.items() if base <= offset < end}
     slots = _slots(elf, relocations, machine)
     targets = init_array_targets(words, base, relative, 8)
     constant = _code_reader(elf, stream, executable=False)
