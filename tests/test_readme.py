@@ -24,3 +24,12 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     assert "pytest" in test_command
     ci_lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert test_command in ci_lines
+
+
+def test_each_adoption_path_has_five_steps() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Adopt in five steps", 1)[1].split("\n## ", 1)[0]
+    paths = section.split("\n**")[1:]
+    assert len(paths) == 2
+    for path in paths:
+        assert re.findall(r"^(\d)\. ", path, flags=re.MULTILINE) == ["1", "2", "3", "4", "5"]
