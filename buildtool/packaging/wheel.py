@@ -24,7 +24,6 @@ import contextlib
 import dataclasses
 import logging
 import os
-import shutil
 import sys
 import sysconfig
 import zipfile
