@@ -28,10 +28,10 @@ BUILD_ENVIRONMENT = (
     "CMAKE_PREFIX_PATH",
     "PKG_CONFIG_PATH",
 )
-"""What a user sets to steer a build (the README lists them): compilers, their flags, extra CMake
-arguments (``CMAKE_ARGS``, split as a shell would) and where dependencies are found. CMake reads
-the compilers and flags when a build folder is first configured; a wheel build starts its folder
-afresh when any of them changed."""
+"""What a user sets to steer a build (docs/commands.md lists them): compilers, their flags,
+extra CMake arguments (``CMAKE_ARGS``, split as a shell would) and where dependencies are found.
+CMake reads the compilers and flags when a build folder is first configured; a wheel build
+starts its folder afresh when any of them changed."""
 
 PASSED_ENVIRONMENT = (
     "PATH",
@@ -53,7 +53,19 @@ PASSED_ENVIRONMENT = (
 need, nothing else (every other variable is left out, for builds that do not depend on who
 runs them)."""
 
-PASSED_PREFIXES = ("CCACHE_", "SCCACHE_", "DISTCC_", "PIP_", "NO_COLOR", "FORCE_COLOR")
+PASSED_PREFIXES = (
+    "CCACHE_",
+    "SCCACHE_",
+    "DISTCC_",
+    "PIP_",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    # a compile cache's remote store: sccache's S3 credentials, GitHub Actions' cache service
+    "AWS_",
+    "ACTIONS_CACHE_",
+    "ACTIONS_RESULTS_",
+    "ACTIONS_RUNTIME_",
+)
 """Families of variables that configure the tools buildtool runs on purpose."""
 
 TAIL_LINES = 40
