@@ -40,7 +40,7 @@ MIN_SHAPE_INSTRUCTIONS: Final = 8
 strings it registers (``InitializerReach.strings``)."""
 
 
-def _strong(facts: BinaryFacts) -> frozenset[str]:
+def _names(facts: BinaryFacts) -> frozenset[str]:
     """Strong dynamic definitions by name (a version suffix dropped); a DLL's every export
     (its facts call them weak only so that names are no duplicate-code evidence)."""
     if facts.format == "pe":
@@ -121,7 +121,7 @@ def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     found: set[str] = set()
     facts = [subject.facts(binary) for binary in pair]
     if not all(f.symbolic for f in facts):
-        exported = reached & _strong(facts[0]) & _strong(facts[1])
+        exported = reached & _names(facts[0]) & _names(facts[1])
         found.update(f"{base_name(pair[0])}:{name} (exported by both)" for name in exported)
     for path, other in sorted(_loaded_with(subject, pair).items()):
         if not _is_system(path, other):
