@@ -13,6 +13,7 @@ import functools
 import shutil
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -200,3 +201,117 @@ def test_a_registry_in_two_libraries_is_an_error_exactly_when_loading_both_fails
     assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.so")]
     evidence = errors[0][2]
     assert any(name in evidence for name in spec.named), evidence
+
+
+# --- extension modules of one package: the interpreter imports them into one process ---------
+
+PYTHON_INCLUDE = sysconfig.get_paths()["include"]
+SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
+IMPORT = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
+
+
+def _modules(root: Path, name: str, sources: list[Path], flags: tuple[str, ...]) -> Path:
+    """pkg/one and pkg/two under ``root / name``, each compiled from ``sources`` (``MODULE``
+    defined as its name); ``flags`` come after the sources (libraries to link)."""
+    require(Path(PYTHON_INCLUDE, "Python.h").exists(), "Python.h is missing (python3-dev)")
+    folder = root / name
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "__init__.py").write_text("")
+    for module in ("one", "two"):
+        command: list[str | Path] = [
+            "g++", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", f"-I{PYTHON_INCLUDE}",
+            f"-DMODULE={module}", *sources, *flags, "-o", folder / "pkg" / f"{module}{SUFFIX}",
+        ]  # fmt: skip
+        _run(command, folder)
+    return folder
+
+
+def _imports(folder: Path, *names: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-c", IMPORT, *names]
+    return subprocess.run(command, cwd=folder, check=False, capture_output=True, text=True)
+
+
+def _strip_modules(folder: Path) -> Path:
+    copy = folder.with_name(folder.name + "-stripped")
+    shutil.copytree(folder, copy)
+    for module in (copy / "pkg").glob(f"*{SUFFIX}"):
+        _run(["strip", module], copy)
+    return copy
+
+
+@pytest.fixture(scope="session")
+def protobuf_modules(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two C-API extension modules of one package, each with protobuf's generated code."""
+    spec = REGISTRIES["protobuf"]
+    require(spec.needs.exists(), f"{spec.needs} is missing (libprotobuf-dev)")
+    require(shutil.which("protoc") is not None, "protoc is missing (protobuf-compiler)")
+    root = tmp_path_factory.mktemp("package")
+    generated = root / "generated"
+    shutil.copytree(SOURCES / "protobuf", generated)
+    _run(["protoc", "--cpp_out=.", "point.proto"], generated)
+    sources = [SOURCES / "module.cc", generated / "point.pb.cc", generated / "work.cc"]
+    return _modules(root, "protobuf", sources, (f"-I{generated}", "-lprotobuf"))
+
+
+@pytest.mark.parametrize("stripped", [False, True], ids=["unstripped", "stripped"])
+def test_registering_code_in_two_modules_of_one_package_is_bt103(
+    protobuf_modules: Path, stripped: bool
+) -> None:
+    """No file NEEDs the other and nothing loads both, but importing the package's modules
+    registers point.proto twice in the one libprotobuf both load."""
+    folder = _strip_modules(protobuf_modules) if stripped else protobuf_modules
+    assert _imports(folder, "pkg.one").returncode == 0
+    both = _imports(folder, "pkg.one", "pkg.two")
+    assert both.returncode != 0
+    assert REGISTRIES["protobuf"].failure in both.stderr
+    errors = _errors(check(folder))
+    assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", f"two{SUFFIX}")]
+    assert "libprotobuf.so" in errors[0][2]
+    assert "point.proto" in errors[0][2]
+
+
+@pytest.fixture(scope="session")
+def pybind11_modules(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool], Path]:
+    """pkg/one and pkg/two, both binding Point with Debian's pybind11: globally, or
+    module-local (built on first use)."""
+    require(Path("/usr/include/pybind11/pybind11.h").exists(), "pybind11-dev is missing")
+    root = tmp_path_factory.mktemp("pybind11")
+    sources = [SOURCES / "pybind11" / "module.cc"]
+
+    @functools.cache
+    def built(local: bool) -> Path:
+        extra = ("-DPOINT_EXTRA=, pybind11::module_local()",) if local else ()
+        return _modules(root, "local" if local else "global", sources, extra)
+
+    return built
+
+
+@pytest.mark.parametrize("stripped", [False, True], ids=["unstripped", "stripped"])
+@pytest.mark.parametrize("local", [False, True], ids=["global", "module-local"])
+def test_one_type_bound_by_two_modules_of_a_package_is_bt126_unless_module_local(
+    pybind11_modules: Callable[[bool], Path], local: bool, stripped: bool
+) -> None:
+    folder = pybind11_modules(local)
+    folder = _strip_modules(folder) if stripped else folder
+    both = _imports(folder, "pkg.one", "pkg.two")
+    report = check(folder)
+    if local:
+        assert both.returncode == 0, both.stderr
+        assert _errors(report) == []
+        return
+    assert 'generic_type: type "Point" is already registered!' in both.stderr
+    assert [(f.check_id, Path(f.path).name) for f in report.findings] == [("BT126", f"two{SUFFIX}")]
+    assert "C++ type Point" in report.findings[0].message
+    assert "__pybind11_internals_" in report.findings[0].evidence
+
+
+def test_modules_of_different_packages_are_not_imported_together(
+    pybind11_modules: Callable[[bool], Path], tmp_path: Path
+) -> None:
+    """The same two modules in two top-level packages: importing one of each still fails
+    (one registry per process), but nothing says a process imports both packages."""
+    folder = tmp_path / "two-packages"
+    for module, package in (("one", "first"), ("two", "second")):
+        (folder / package).mkdir(parents=True)
+        shutil.copy(pybind11_modules(False) / "pkg" / f"{module}{SUFFIX}", folder / package)
+    assert check(folder).findings == ()

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
-from buildtool.linkage.binaries.facts import InitializerReach
+from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit, TypeRecord
 
 WALKED_MACHINES: Final = ("x86_64", "aarch64")
 MAX_DEPTH: Final = 2
@@ -99,6 +99,7 @@ _LOADS_POINTER: Final = tuple(
 )
 """``mov`` forms that load a pointer (a GOT entry's: the address of data another library, or
 this one's export, defines)."""
+_STACK_BYTE = re.compile(r"byte ptr \[rsp(?: \+ 0x[0-9a-f]+)?\], (0x[0-9a-f]+|[0-9]+)")
 _X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
 _ARM_STOP: Final = frozenset({"ret", "br", "b", "brk", "udf"})
 
@@ -115,6 +116,9 @@ class _Function(NamedTuple):
     imports: tuple[str, ...]
     """Functions it calls or jumps to through a slot (a GOT entry, a stub): imports, and its
     own exported functions (which the loader may bind to another library's copy)."""
+    flags: tuple[tuple[int, int], ...] = ()
+    """(index in ``shape``, value) of each byte-wide immediate stored or or-ed into a stack slot
+    (x86-64): the bit fields of a record built on the stack."""
     constants: tuple[tuple[int, int, bool], ...] = ()
     """(index in ``shape``, address, whether the address is that of a pointer loaded) of each
     instruction that addresses data (or loads a pointer to it: a GOT entry): what a string there
@@ -133,6 +137,7 @@ class _Sweep:
         self.imports: list[str] = []
         self.shape: list[str] = []
         self.constants: list[tuple[int, int, bool]] = []
+        self.flags: list[tuple[int, int]] = []
         self.end = 0
 
     def slot(self, address: int) -> None:
@@ -153,7 +158,8 @@ class _Sweep:
 
     def result(self) -> _Function:
         shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
-        return _Function(len(shape), self.end, shape, calls, imports, tuple(self.constants))
+        flags, constants = tuple(self.flags), tuple(self.constants)
+        return _Function(len(shape), self.end, shape, calls, imports, flags, constants)
 
 
 def _sweep_function(
@@ -201,6 +207,8 @@ def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> st
             sign = -1 if offset.group(1) == "-" else 1
             sweep.addresses(after + sign * int(offset.group(2), 16), loaded=mnemonic == "mov")
         return shaped
+    if mnemonic in ("or", "mov") and (byte := _STACK_BYTE.fullmatch(operands)):
+        sweep.flags.append((len(sweep.shape), int(byte.group(1), 0)))
     return operands
 
 
@@ -370,6 +378,71 @@ def _guarded(shape: Sequence[str]) -> bool:
                 return False
             armed, calls = False, calls + 1
     return calls > 0
+
+
+ENTRY_DEPTH: Final = 3
+"""Calls followed from a module's init function: the binding code is a few calls in
+(``PyInit_x`` -> ``pybind11_init_x`` -> the project's ``bind_*`` -> ``class_``'s constructor)."""
+ENTRY_INSTRUCTIONS: Final = 40_000
+"""Instructions decoded from a module's init function, at most."""
+_DUNDER = re.compile(r"__\w+__")
+"""The strings a module's init walk keeps: Python names and keys (``__init__``, pybind11's
+``__pybind11_internals_v4_..._``), not every message its code can print."""
+_TYPE_NAME = re.compile(r"(?:N|St|\d)[\w]*")
+"""A type's name as its ``std::type_info`` keeps it (Itanium: ``5Point``, ``N3geo5PointE``)."""
+
+
+def _registrations(
+    functions: _Functions, function: _Function
+) -> tuple[list[str], list[TypeRecord]]:
+    """The strings a function's code addresses, and each type record it fills: a type's
+    ``std::type_info`` addressed, then a byte of flags stored or or-ed into the record on the
+    stack (before the next type's)."""
+    events: list[tuple[int, int, str | int]] = []
+    strings: list[str] = []
+    for index, address, loaded in function.constants:
+        target = functions.view.pointer(address) if loaded else address
+        found = functions.string(target) if target else None
+        if found is not None:
+            strings.append(found[1])
+            if found[0].startswith("*") and _TYPE_NAME.fullmatch(found[1]):
+                events.append((index, 0, found[1]))
+    events += [(index, 1, value) for index, value in function.flags]
+    records: list[TypeRecord] = []
+    pending: str | None = None
+    for _index, kind, value in sorted(events, key=lambda event: (event[0], event[1])):
+        if kind == 0:
+            pending = str(value)
+        elif pending is not None:
+            records.append(TypeRecord(pending, int(value)))
+            pending = None
+    return strings, records
+
+
+def walk_entry(view: CodeView, address: int) -> ModuleInit:
+    """What a Python extension module's init function (``PyInit_<name>``) does, breadth first
+    ``ENTRY_DEPTH`` calls deep: the dunder strings its code addresses (pybind11's registry key
+    among them) and the type records it fills (x86-64's stack stores; none on aarch64)."""
+    if view.machine not in WALKED_MACHINES:
+        return ModuleInit((), ())
+    functions = _Functions(view)
+    functions.left = ENTRY_INSTRUCTIONS
+    queue, seen = [(address, 0)], {address}
+    strings: list[str] = []
+    records: list[TypeRecord] = []
+    while queue:
+        current, depth = queue.pop(0)
+        function = functions.at(current)
+        found, filled = _registrations(functions, function)
+        strings += found
+        records += filled
+        for target, is_call in function.calls:
+            inside = current <= target < function.end
+            if not inside and target not in seen and depth + is_call <= ENTRY_DEPTH:
+                seen.add(target)
+                queue.append((target, depth + is_call))
+    keys = (text for text in strings if _DUNDER.fullmatch(text))
+    return ModuleInit(tuple(dict.fromkeys(keys)), tuple(dict.fromkeys(records)))
 
 
 def walk_initializers(view: CodeView) -> tuple[InitializerReach, ...]:

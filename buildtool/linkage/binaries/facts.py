@@ -179,6 +179,30 @@ class InitializerReach:
 
 
 @dataclass(frozen=True)
+class TypeRecord:
+    """A record of a C++ type that a Python binding library registers (pybind11's
+    ``type_record``), as a module's init code fills it."""
+
+    type_name: str
+    """The type's name as its ``std::type_info`` keeps it (``5Point``, ``N3geo5PointE``)."""
+    flags: int
+    """The byte of flags stored into the record (pybind11 2.x: bit 3 the default holder,
+    bit 4 ``py::module_local()``)."""
+
+
+@dataclass(frozen=True)
+class ModuleInit:
+    """What a Python extension module's init function (``PyInit_<name>``) does when the
+    interpreter imports it."""
+
+    strings: tuple[str, ...]
+    """The ``__name__``-like strings its code addresses, in order met (pybind11's registry key
+    ``__pybind11_internals_v4_..._`` among them)."""
+    records: tuple[TypeRecord, ...]
+    """The type records it fills, in order met (x86-64)."""
+
+
+@dataclass(frozen=True)
 class BinaryFacts:
     """What verify-linkage knows about one binary, whatever its format: the loader's inputs
     (dependencies, search paths, exports and imports), initializers and sizes. The ELF reader
@@ -276,6 +300,9 @@ class BinaryFacts:
     minos: str | None = None
     """The oldest macOS release a Mach-O file loads on (``LC_BUILD_VERSION`` or
     ``LC_VERSION_MIN_MACOSX``, as ``major.minor``); None for other formats or platforms."""
+    module_init: ModuleInit | None = None
+    """A Python extension module's init function, walked (ELF x86-64 and aarch64); None for
+    anything else."""
     architectures: tuple[str, ...] = ()
     """A fat (universal) Mach-O file's slices by machine, in file order; the facts are those of
     the slice ``machine`` names (see ``binaries.macho``). Empty for a thin file."""

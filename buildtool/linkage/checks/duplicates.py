@@ -247,15 +247,25 @@ def _shared_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Fin
     pairs: set[Pair] = set()
     for group in shape_groups(subject):
         pairs.update(_pairs(subject, group))
+        pairs.update(_package_pairs(subject, group))
     for pair in sorted(pairs - reported, key=_pair_key):
         bound = registry_callees(subject, pair)
         if bound:
             reported.add(pair)
             kind = "unstripped" if all(subject.facts(b).has_symtab for b in pair) else "stripped"
-            yield _duplicate_finding(
-                pair,
-                f"{kind}: an initializer with the same code in both; {_via(subject, pair, bound)}",
-            )
+            evidence = f"{kind}: an initializer with the same code in both; "
+            yield _duplicate_finding(pair, evidence + _via(subject, pair, bound))
+
+
+def _package_pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[Pair]:
+    """Python extension modules of one package that no load context holds together: the
+    interpreter imports them into one process all the same (``RTLD_LOCAL``: each binds its own
+    exports, so only a registry of a third library they both load is shared)."""
+    for index, first in enumerate(files):
+        package = subject.package_of(first)
+        for second in files[index + 1 :] if package is not None else ():
+            if subject.package_of(second) == package and not subject.co_loaded(first, second):
+                yield first, second
 
 
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:

@@ -32,6 +32,22 @@ SYSTEM_LIBRARY: Final = re.compile(
 functions (``__cxa_atexit``, ``operator new``, ``atexit``) are what every initializer calls, no
 registry of a project's."""
 
+STARTUP_CALLEES: Final = frozenset(
+    {
+        "__register_frame_info",
+        "__register_frame_info_bases",
+        "__deregister_frame_info",
+        "__deregister_frame_info_bases",
+        "_ITM_registerTMCloneTable",
+        "_ITM_deregisterTMCloneTable",
+        "__cxa_finalize",
+        "_Jv_RegisterClasses",
+    }
+)
+"""What the toolchain's startup code in every library calls (crtstuff's ``frame_dummy`` and
+``register_tm_clones``, which the initializer array lists first): each library registers its own
+unwind tables there, never a name another library also registers."""
+
 SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
 
@@ -83,7 +99,9 @@ def _shared_reach(
     both = frozenset().union(
         *(mine[shape].reaches & theirs[shape].reaches for shape in mine.keys() & theirs)
     )
-    return frozenset(name for name in both if not is_toolchain_function(name))
+    return frozenset(
+        name for name in both if not is_toolchain_function(name) and name not in STARTUP_CALLEES
+    )
 
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
@@ -112,15 +130,16 @@ def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
 def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     """``library:function`` for each function the pair's duplicated initializers both reach that
     binds to one copy in a process loading both: one of a third, non-system library loaded with
-    them, or one both export (unless both bind their own calls first, ``-Bsymbolic``), which the
-    second one loaded binds to the first one's copy (sorted)."""
+    them, or, when one load context holds both, one both export (unless both bind their own
+    calls first, ``-Bsymbolic``), which the second one loaded binds to the first one's copy
+    (sorted). Modules the interpreter imports each ``RTLD_LOCAL`` bind their own."""
     first, second = (subject.initializers(binary) for binary in pair)
     reached = _shared_reach(first, second)
     if not reached:
         return []
     found: set[str] = set()
     facts = [subject.facts(binary) for binary in pair]
-    if not all(f.symbolic for f in facts):
+    if not all(f.symbolic for f in facts) and subject.co_loaded(*pair):
         exported = reached & _names(facts[0]) & _names(facts[1])
         found.update(f"{base_name(pair[0])}:{name} (exported by both)" for name in exported)
     for path, other in sorted(_loaded_with(subject, pair).items()):

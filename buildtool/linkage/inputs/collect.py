@@ -105,6 +105,9 @@ class InputSet:
     dll_directories: tuple[PurePosixPath, ...] = ()
     """Folders the input's packages add with ``os.add_dll_directory`` (``dll_directories``),
     located like ``files``."""
+    root: PurePosixPath | None = None
+    """Where the input's files lie, located like ``files``: the folder given, a wheel's install
+    root, a single file's folder (None: unknown)."""
 
     @property
     def in_wheel(self) -> bool:
@@ -264,7 +267,15 @@ def read_folder(
     owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
     scripts = _disk_scripts([candidate for candidate, _size in candidates])
     folders = dll_directories(scripts, [b.location for b in files])
-    return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders)
+    return InputSet(
+        kind,
+        str(path),
+        files,
+        aliases,
+        owners=owners,
+        dll_directories=folders,
+        root=_disk_location(path),
+    )
 
 
 def _disk_scripts(candidates: Collection[Path]) -> list[tuple[PurePosixPath, str]]:
@@ -434,7 +445,15 @@ def read_wheel(
             "no linkage to verify"
         )
     folders = dll_directories(scripts, [b.location for b in files], in_wheel=True)
-    return InputSet("wheel", str(path), tuple(files), {}, distribution, dll_directories=folders)
+    return InputSet(
+        "wheel",
+        str(path),
+        tuple(files),
+        {},
+        distribution,
+        dll_directories=folders,
+        root=PurePosixPath("/"),
+    )
 
 
 def read_input(
@@ -456,4 +475,4 @@ def read_input(
         raise InputError(
             f"{path}: not an ELF, Mach-O or PE file (expected a shared library or executable)"
         )
-    return InputSet("file", str(path), (binary,), {})
+    return InputSet("file", str(path), (binary,), {}, root=binary.location.parent)

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
 from buildtool.linkage.binaries.elf.constants import _PF_X, _PT_LOAD
 from buildtool.linkage.binaries.elf.decoder import (
     _Bad,
@@ -19,14 +19,15 @@ from buildtool.linkage.binaries.elf.decoder import (
     _Image,
     _Segment,
 )
-from buildtool.linkage.binaries.facts import InitializerReach
+from buildtool.linkage.binaries.elf.dynsym import _dynamic_symbol_count
+from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
 _DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 6, 25, 27, 36
 _RELATIVE: Final = {"x86_64": 8, "aarch64": 1027}
 _SLOT_TYPES: Final = {"x86_64": (6, 7), "aarch64": (1025, 1026)}  # GLOB_DAT, JUMP_SLOT
 _SYMBOLIC: Final = {"x86_64": (1, 6), "aarch64": (257, 1025)}  # 64-bit absolute, GLOB_DAT
-_STT_OBJECT: Final = 1
+_STT_OBJECT, _STT_FUNC = 1, 2
 
 
 def init_array_targets(
@@ -167,18 +168,31 @@ def _segment_reader(
     return read
 
 
-def read_code_view(
-    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
-) -> CodeView | None:
-    """The fast decoder's ``CodeView``; None without initializers or for another machine."""
-    if dyn is None or machine not in _RELATIVE or img.layout.elf_class != 64:
-        return None
-    if _DT_INIT_ARRAY not in dyn.values or not dyn.values.get(_DT_INIT_ARRAYSZ):
-        return None
+def _array(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic) -> tuple[int, tuple[int, ...]]:
+    """The initializer array's address and its words as stored."""
     base = dyn.values[_DT_INIT_ARRAY]
     offset, end = _file_offset(segments, base, "DT_INIT_ARRAY", dyn.offset)
     count = min(dyn.values[_DT_INIT_ARRAYSZ], end - offset) // 8
-    words = struct.unpack(f"{img.layout.endian}{count}Q", img.span(offset, 8 * count, "array"))
+    return base, struct.unpack(f"{img.layout.endian}{count}Q", img.span(offset, 8 * count, "array"))
+
+
+def read_code_view(
+    img: _Image,
+    segments: Sequence[_Segment],
+    dyn: _Dynamic | None,
+    machine: str,
+    *,
+    entry: bool = False,
+) -> CodeView | None:
+    """The fast decoder's ``CodeView``; None without initializers (unless ``entry``: for a
+    function the caller names) or for another machine."""
+    if dyn is None or machine not in _RELATIVE or img.layout.elf_class != 64:
+        return None
+    has_array = _DT_INIT_ARRAY in dyn.values and bool(dyn.values.get(_DT_INIT_ARRAYSZ))
+    if not has_array and not entry:
+        return None
+    base, words = _array(img, segments, dyn) if has_array else (0, ())
+    count = len(words)
     tables = [(_DT_RELA, _DT_RELASZ), (_DT_JMPREL, _DT_PLTRELSZ)]
     raw = [_table(img, segments, dyn, *table) for table in tables]
     columns = [_relocations(img, table) for table in raw]
@@ -244,6 +258,41 @@ def initializer_code_left_out(
     except _LeftOut:
         return True
     return False
+
+
+MODULE_INIT_PREFIX: Final = "PyInit_"
+
+
+def defines_module_init(defined: frozenset[str]) -> bool:
+    """Whether dynamic definitions include a ``PyInit_<name>`` (a Python extension module's)."""
+    return any(key.startswith(MODULE_INIT_PREFIX) for key in defined)
+
+
+def _module_init_address(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic) -> int | None:
+    """Where the defined function ``PyInit_<name>`` starts (the first one), by the dynamic
+    symbol table that the hash table sizes."""
+    count = _dynamic_symbol_count(img, segments, dyn)
+    if not count or _DT_SYMTAB not in dyn.values or dyn.strings is None:
+        return None
+    for index in range(1, count):
+        name, info, shndx, value = _symbol_row(img, segments, dyn, index)
+        defined = shndx and info & 0xF == _STT_FUNC and value
+        if defined and dyn.strings.get(name).startswith(MODULE_INIT_PREFIX):
+            return value
+    return None
+
+
+def read_module_init(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
+) -> ModuleInit | None:
+    """A Python extension module's init function, walked (``code_walk.walk_entry``); None
+    when the file defines none (or the tables it needs are damaged)."""
+    try:
+        view = read_code_view(img, segments, dyn, machine, entry=True)
+        address = _module_init_address(img, segments, dyn) if view and dyn else None
+    except _Bad:
+        return None
+    return walk_entry(view, address) if view and address else None
 
 
 def read_initializers(

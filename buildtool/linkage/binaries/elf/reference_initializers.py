@@ -7,9 +7,9 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
 from buildtool.linkage.binaries.elf.initializers import init_array_targets
-from buildtool.linkage.binaries.facts import InitializerReach
+from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 25, 27, 36
 _RELATIVE = {"x86_64": 8, "aarch64": 1027}
@@ -86,15 +86,16 @@ def _array(elf: Any, stream: Any, values: Mapping[int, Any]) -> tuple[int, list[
     return base, [value for (value,) in struct.iter_unpack(fmt, raw)]
 
 
-def reference_initializers(
-    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
-) -> tuple[InitializerReach, ...]:
-    """Each initializer's reach, as ``initializers.read_initializers`` finds it."""
-    if machine not in _RELATIVE or elf.elfclass != 64 or not values.get(_DT_INIT_ARRAYSZ):
-        return ()
-    if _DT_INIT_ARRAY not in values:
-        return ()
-    base, words = _array(elf, stream, values)
+def _view(
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str, entry: bool = False
+) -> CodeView | None:
+    """The walk's view, as ``initializers.read_code_view`` makes it."""
+    if machine not in _RELATIVE or elf.elfclass != 64:
+        return None
+    has_array = bool(values.get(_DT_INIT_ARRAYSZ)) and _DT_INIT_ARRAY in values
+    if not has_array and not entry:
+        return None
+    base, words = _array(elf, stream, values) if has_array else (0, [])
     relocations = _relocations(elf)
     end = base + 8 * len(words)
     every = _data_pointers(elf, relocations, machine)
@@ -107,8 +108,32 @@ def reference_initializers(
     targets = init_array_targets(words, base, relative, 8)
     constant = _code_reader(elf, stream, executable=False)
     pointer = _pointer(every, constant if _DT_RELR in values else None, elf.little_endian)
-    view = CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant, pointer)
-    return walk_initializers(view)
+    return CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant, pointer)
+
+
+def reference_initializers(
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
+) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach, as ``initializers.read_initializers`` finds it."""
+    view = _view(elf, stream, values, machine)
+    return walk_initializers(view) if view else ()
+
+
+def reference_module_init(
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
+) -> ModuleInit | None:
+    """A Python extension module's init function walked, as ``read_module_init`` finds it."""
+    dynsym = elf.get_section_by_name(".dynsym")
+    starts = [
+        symbol["st_value"]
+        for symbol in (dynsym.iter_symbols() if dynsym is not None else ())
+        if symbol.name.startswith("PyInit_")
+        and symbol["st_info"]["type"] == "STT_FUNC"
+        and symbol["st_shndx"] != "SHN_UNDEF"
+        and symbol["st_value"]
+    ]
+    view = _view(elf, stream, values, machine, entry=True) if starts else None
+    return walk_entry(view, starts[0]) if view else None
 
 
 def _pointer(
