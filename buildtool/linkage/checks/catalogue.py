@@ -411,6 +411,23 @@ CMAKE_CHECKS: tuple[Check, ...] = (
         "Compile the sources into one library only and link it from the other.",
     ),
     Check(
+        "BT212",
+        "cmake-static-library-twice",
+        "error",
+        "check-cmake: two shared libraries that one process loads both link the same static "
+        "library (built here or imported, like LLVM's archives) and export its symbols: each "
+        "holds a copy, and the library loaded second binds its calls into that code to the "
+        "first one's copy, so its registrations go to the first copy's registry and collide "
+        "(LLVM: 'CommandLine Error: Option ... registered more than once!'). Hidden "
+        "visibility where the archive is built, or a link that keeps its symbols private "
+        "(-Wl,--exclude-libs,ALL; -Bsymbolic and a version script are taken as doing so), "
+        "makes each copy private; a library that links the other one before the archive "
+        "takes no copy.",
+        "Link the static library into one shared library that the other links, or keep it "
+        "private in each: -Wl,--exclude-libs,ALL (imported archives) or "
+        "CXX_VISIBILITY_PRESET hidden (archives built here).",
+    ),
+    Check(
         "BT203",
         "cmake-forbidden-link",
         "error",
