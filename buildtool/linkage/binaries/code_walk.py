@@ -234,9 +234,10 @@ def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None
         sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("call", "jmp"))))
 
 
-_ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+)")
-_ADD = re.compile(r"(x\d+), (x\d+), #(0x[0-9a-f]+)")
-_LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+)\]")
+# capstone writes aarch64 immediates below ten in decimal (``#0``, ``[x16, #8]``)
+_ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+|\d+)")
+_ADD = re.compile(r"(x\d+), (x\d+), #(0x[0-9a-f]+|\d+)")
+_LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+|\d+)\]")
 
 
 def _arm_function(sweep: _Sweep, cs: Any, address: int) -> None:
@@ -255,12 +256,12 @@ def _arm_instruction(
     """Follow one instruction; its shape is its mnemonic (and the string it addresses)."""
     mnemonic, operands = insn
     if mnemonic == "adrp" and (page := _ADRP.fullmatch(operands)):
-        pages[page.group(1)] = int(page.group(2), 16)
+        pages[page.group(1)] = int(page.group(2), 0)
     elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
-        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 16)
+        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 0)
         sweep.addresses(loaded[load.group(1)], loaded=True)
     elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
-        sweep.addresses(pages[add.group(2)] + int(add.group(3), 16))
+        sweep.addresses(pages[add.group(2)] + int(add.group(3), 0))
     elif mnemonic in ("br", "blr") and operands in loaded:
         sweep.slot(loaded[operands])
     elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
