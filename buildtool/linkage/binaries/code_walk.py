@@ -237,7 +237,9 @@ def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None
 # capstone writes aarch64 immediates below ten in decimal (``#0``, ``[x16, #8]``)
 _ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+|\d+)")
 _ADD = re.compile(r"(x\d+), (x\d+), #(0x[0-9a-f]+|\d+)")
-_LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+|\d+)\]")
+_LDR = re.compile(r"(x\d+), \[(x\d+)(?:, #(0x[0-9a-f]+|\d+))?\]")
+"""A load from a page and an offset: ``ldr x17, [x16, #0x18]`` (ELF PLT); a Mach-O stub's
+offset may be none: ``ldr x16, [x16]``."""
 
 
 def _arm_function(sweep: _Sweep, cs: Any, address: int) -> None:
@@ -258,7 +260,7 @@ def _arm_instruction(
     if mnemonic == "adrp" and (page := _ADRP.fullmatch(operands)):
         pages[page.group(1)] = int(page.group(2), 0)
     elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
-        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 0)
+        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3) or "0", 0)
         sweep.addresses(loaded[load.group(1)], loaded=True)
     elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
         sweep.addresses(pages[add.group(2)] + int(add.group(3), 0))
