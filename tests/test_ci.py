@@ -469,7 +469,7 @@ def test_wheel_publishes_no_wheel_that_fails_verification(
     out_dir = untouched_out_dir(tmp_path / "dist")
     build_root = str(stale_monolith_project.parent.parent / "build")
     result = run_cli(
-        "wheel", "--recipe", str(stale_monolith_project), "--variant", "split",
+        "wheel", "--recipe", str(stale_monolith_project), "--split",
         "--build-root", build_root, "--out-dir", str(out_dir),
     )  # fmt: skip
     assert result.exit_code == 1, result.stdout + result.stderr

@@ -184,7 +184,9 @@ def step_check_cmake(workspace: Workspace) -> StepOutcome:
     from buildtool.cmakecheck.check import check_build_dir
     from buildtool.cmakecheck.report import render_text as render_cmake_text
 
-    report = check_build_dir(workspace.request.build_dir, workspace.request.loaded)
+    report = check_build_dir(
+        workspace.request.build_dir, workspace.request.loaded, "the recipe ci builds with"
+    )
     log.info("%s", render_cmake_text(report).rstrip("\n"))
     errors, warnings = report.count("error"), report.count("warning")
     detail = f"{report.targets} CMake targets checked: {errors} errors, {warnings} warnings"
@@ -223,7 +225,7 @@ def _outcome(report: Report) -> StepOutcome:
 def step_verify_build(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     values = cached_option_values(request.build_dir, [o.name for o in workspace.plan.options])
-    policy = policy_for_recipe(request.loaded, values)
+    policy = policy_for_recipe(request.loaded, values, "the recipe ci builds with")
     report = verify_paths([request.build_dir], policy, baseline=request.baseline, with_graph=True)
     return _outcome(report)  # the HTML report draws its graph
 

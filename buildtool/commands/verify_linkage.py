@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from buildtool.commands.common import add_recipe_option, append_step_summary
+from buildtool.commands.common import add_jobs_option, add_recipe_option, append_step_summary
 from buildtool.console import paint, use_colour
 from buildtool.errors import ChecksFailed, UsageError
 from buildtool.fsutil import write_atomic
@@ -19,7 +19,7 @@ from buildtool.linkage.report.json_report import render_json
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.linkage.verify import verify_paths
-from buildtool.verification import policy_for_recipe, recipe_covers
+from buildtool.verification import policy_for_recipe
 
 if TYPE_CHECKING:
     from buildtool.recipe.load import LoadedRecipe
@@ -70,12 +70,9 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         help="write the report to FILE instead of stdout (a temporary file renamed into place: "
         "never a half-written report)",
     )
-    parser.add_argument(
-        "--jobs",
-        type=_jobs,
-        default=None,
-        metavar="N",
-        help="processes that read ELF files (default: every CPU available; 1 reads them in "
+    add_jobs_option(
+        parser,
+        "read the files in N processes at once (default: every CPU available; 1 reads them in "
         "this process). Small inputs are always read in this process.",
     )
     parser.add_argument(
@@ -94,26 +91,16 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _jobs(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got {text!r}")
-    return int(text)
-
-
-def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
+def _recipe(args: argparse.Namespace, paths: list[Path]) -> tuple[LoadedRecipe | None, str]:
+    """The recipe applied to ``paths`` and why (``buildtool.recipe.choice``), or none and why."""
     if args.no_recipe:
         if args.recipe is not None:
             raise UsageError("--recipe and --no-recipe exclude each other")
-        return None
-    from buildtool.recipe.load import find_default_recipe, load_recipe  # only when there is one
+        return None, "--no-recipe"  # and the recipe modules are never imported
+    from buildtool.recipe.choice import named_recipe, searched_recipe
 
-    if args.recipe is not None:
-        return load_recipe(args.recipe, str(args.recipe))
-    path = find_default_recipe(Path.cwd())  # several candidates: a usage error
-    if path is None:
-        return None  # no recipe around: the generic checks still run
-    loaded = load_recipe(path, str(path))
-    return loaded if recipe_covers(loaded, args.paths or [Path("build")], Path.cwd()) else None
+    choice = named_recipe(args.recipe) if args.recipe else searched_recipe(paths, Path.cwd())
+    return choice.loaded, choice.reason
 
 
 def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, bool]:
@@ -153,8 +140,8 @@ def run(args: argparse.Namespace) -> int:
         from buildtool.linkage.checks.growth import load_baseline
 
         baseline = load_baseline(args.baseline)  # before the work: a bad file fails fast
-    loaded = _recipe(args)
-    policy = policy_for_recipe(loaded, _option_values(paths, loaded))
+    loaded, reason = _recipe(args, paths)
+    policy = policy_for_recipe(loaded, _option_values(paths, loaded), reason)
     report = verify_paths(
         paths,
         policy,

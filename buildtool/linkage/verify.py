@@ -332,6 +332,7 @@ def verify_inputs(
     return Report(
         inputs=tuple(entry.label for entry in inputs),
         recipe=policy.source,
+        recipe_reason=policy.source_reason,
         files_checked=len(every),
         findings=tuple(malformed) + checked,
         sizes=sizes,

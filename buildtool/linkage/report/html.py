@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from buildtool import __version__
+from buildtool.linkage.checks.catalogue import CHECKS, CMAKE_CHECKS
 from buildtool.linkage.checks.growth import file_name, percent
 from buildtool.linkage.report.model import (
     Report,
@@ -145,7 +146,7 @@ def _summary(report: Report) -> str:
         ("inputs", ", ".join(report.inputs) or "none"),
         ("files checked", report.files_checked),
     ]
-    facts.append(("recipe", report.recipe or "none (checks that need a policy were skipped)"))
+    facts.append(("recipe", recipe_fact(report.recipe, report.recipe_reason)))
     if report.baseline:
         facts.append(("baseline", report.baseline))
     if report.sizes:
@@ -153,6 +154,14 @@ def _summary(report: Report) -> str:
     facts.append(("checks run", " ".join(report.checks_run)))
     rows = "".join(f"<dt>{xml_text(k)}</dt><dd>{xml_text(str(v))}</dd>" for k, v in facts)
     return f'<div class="verdict {state}">{verdict}</div><dl class="facts">{rows}</dl>'
+
+
+def recipe_fact(recipe: str, reason: str) -> str:
+    """The recipe applied and why, or that none was and why."""
+    why = f" ({reason})" if reason else ""
+    if recipe:
+        return f"{recipe}{why}"
+    return f"none{why}: checks that need a policy were skipped"
 
 
 def _total(report: Report) -> str:
@@ -309,7 +318,8 @@ def _findings(anchors: Anchors) -> str:
         rows.append(
             f'<tr id="{anchors.finding(index)}" class="finding {check.severity}">'
             f'<td><span class="sev {check.severity}">{check.severity}</span></td>'
-            f"<td><code>{check.id}</code><br>{xml_text(check.name)}</td><td>{where}</td>"
+            f'<td><a href="#check-{check.id}"><code>{check.id}</code></a><br>'
+            f"{xml_text(check.name)}</td><td>{where}</td>"
             f"<td>{xml_text(finding.message)}{evidence}</td><td>{xml_text(check.hint)}</td></tr>"
         )
     return (
@@ -331,6 +341,40 @@ def _section(anchors: Anchors, heading: str) -> str:
     )
 
 
+def checks_reference(check_ids: Sequence[str]) -> str:
+    """The reference of the checks that ran (what each catches, its fix), each row the target
+    of the findings' check links: the page explains itself without a network."""
+    rows = []
+    for check in (c for c in (*CHECKS, *CMAKE_CHECKS) if c.id in set(check_ids)):
+        rows.append(
+            f'<tr id="check-{check.id}"><td><code>{check.id}</code><br>{xml_text(check.name)}'
+            f'</td><td><span class="sev {check.severity}">{check.severity}</span></td>'
+            f"<td>{xml_text(check.summary)}</td><td>{xml_text(check.hint)}</td></tr>"
+        )
+    return (
+        '<h2 id="checks">The checks that ran</h2><table class="checks"><thead><tr><th>check</th>'
+        "<th>severity</th><th>what it catches</th><th>fix</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def page(title: str, body: str) -> str:
+    """The whole document around ``body``: the policy that forbids every request, the style,
+    the title and the footer."""
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{xml_text(title)}</title><style>{STYLE}</style></head>"
+        f"<body><h1>{xml_text(title)}</h1>{body}"
+        f'<footer>buildtool {xml_text(__version__)} · <a href="#checks">the checks that ran</a>'
+        " (every check: docs/checks.md in buildtool's documentation)</footer>"
+        "</body></html>\n"
+    )
+
+
 def render_html(reports: Sequence[tuple[str, Report]], title: str = "verify-linkage report") -> str:
     """One page for one or more reports (``buildtool ci``: the build tree's and the wheels').
     Each report is ``(heading, report)``; a single report may have an empty heading."""
@@ -339,16 +383,8 @@ def render_html(reports: Sequence[tuple[str, Report]], title: str = "verify-link
         _section(Anchors(report, f"r{i}-" if several else ""), heading)
         for i, (heading, report) in enumerate(reports)
     ]
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{xml_text(title)}</title><style>{STYLE}</style></head>"
-        f"<body><h1>{xml_text(title)}</h1>{''.join(sections)}"
-        f"<footer>buildtool {xml_text(__version__)} · checks: docs/checks.md</footer>"
-        "</body></html>\n"
-    )
+    ran = sorted({check for _, report in reports for check in report.checks_run})
+    return page(title, "".join(sections) + checks_reference(ran))
 
 
 def render_report_html(report: Report) -> str:

@@ -55,6 +55,9 @@ class Report:
     """Libraries of the baseline that this run no longer has."""
     files_by_format: tuple[tuple[str, int], ...] = ()
     """Well-formed files read, by format name (``ELF``, ``Mach-O``, ``PE``), most first."""
+    recipe_reason: str = ""
+    """Why ``recipe`` applies, or why no recipe does ("named with --recipe", "none found in the
+    working folder ...")."""
 
     def count(self, severity: str) -> int:
         return sum(1 for finding in self.findings if finding.severity == severity)

@@ -76,9 +76,10 @@ def _identical_lines(report: Report) -> list[str]:
 
 def recipe_line(report: Report) -> str:
     """Which recipe the run applied, or that it applied none."""
+    why = f" ({report.recipe_reason})" if report.recipe_reason else ""
     if report.recipe:
-        return f"recipe: {report.recipe}"
-    return "no recipe: checks that need a linkage policy were skipped"
+        return f"recipe: {report.recipe}{why}"
+    return f"no recipe{why}: checks that need a linkage policy were skipped"
 
 
 SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
