@@ -166,5 +166,41 @@ def run(
             end_process_group(process)
             raise
     if process.returncode != 0:
-        raise ToolFailed(argv, process.returncode, "\n".join(tail), "\n".join(lines))
+        shown = stream and log.isEnabledFor(logging.INFO)  # -q hides the streamed lines
+        raise ToolFailed(
+            argv, process.returncode, "\n".join(tail), "\n".join(lines), output_shown=shown
+        )
     return "\n".join(lines)
+
+
+def filter_text(
+    command: Sequence[str | Path], text: str, *, timeout: float, env: Mapping[str, str]
+) -> str | None:
+    """Pass ``text`` through a filter program (``c++filt``) and return what it prints; None
+    when it cannot start, fails or outlives ``timeout`` (the caller does without it). Like
+    ``run``, the filter gets a process group of its own, ended with everything it started."""
+    argv = [str(part) for part in command]
+    log.debug("$ %s", format_command(argv))
+    try:
+        process = subprocess.Popen(
+            argv,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    with process:
+        try:
+            output, _ = process.communicate(text, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end_process_group(process)
+            return None
+        except BaseException:
+            end_process_group(process)
+            raise
+    return output if process.returncode == 0 else None

@@ -17,7 +17,7 @@ from buildtool.linkage.binaries import DECODERS
 from buildtool.linkage.report.github import render_github, render_markdown
 from buildtool.linkage.report.json_report import render_json
 from buildtool.linkage.report.model import Report
-from buildtool.linkage.report.text import demangled_names, render_text
+from buildtool.linkage.report.text import readable_report, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.verification import policy_for_recipe
 
@@ -117,17 +117,15 @@ def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, 
 
 def _render(report: Report, output_format: str, colour: bool, sizes: bool) -> str:
     if output_format == "json":
-        return render_json(report)
+        return render_json(report)  # the names as nm and the linker print them
+    report = readable_report(report)
     if output_format == "github":
         return render_github(report)
     if output_format == "html":
         from buildtool.linkage.report.html import render_report_html
 
         return render_report_html(report)
-    names = demangled_names(report)
-    return render_text(
-        report, lambda text, style: paint(text, style, colour), sizes=sizes, names=names
-    )
+    return render_text(report, lambda text, style: paint(text, style, colour), sizes=sizes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -152,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         with_graph=args.format == "html",
     )
     if args.format == "github":
-        append_step_summary(render_markdown(report))
+        append_step_summary(render_markdown(readable_report(report)))
     if args.output is None:
         sys.stdout.write(_render(report, args.format, use_colour(sys.stdout), args.sizes))
     else:
