@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -80,4 +81,46 @@ def test_no_module_asks_for_a_shell() -> None:
             if shell or name in ("os.system", "os.popen", "subprocess.getoutput",
                                  "subprocess.getstatusoutput"):  # fmt: skip
                 offenders.append(f"{path.relative_to(REPO)}:{call.lineno}: {ast.unparse(call)}")
+    assert offenders == []
+
+
+def test_a_streamed_failure_is_not_printed_twice(caplog: pytest.LogCaptureFixture) -> None:
+    """A compile error streamed as it happened is not repeated under the failure; with the
+    stream hidden (-q), the failure carries the tail instead."""
+    script = "import sys\nprint('main.cc:3:5: ' + 'err' + 'or: nope')\nsys.exit(1)"
+    command = [sys.executable, "-c", script]
+    with caplog.at_level("INFO", logger="buildtool"), pytest.raises(ToolFailed) as raised:
+        process.run(command)
+    streamed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("  ")]
+    assert streamed == ["  main.cc:3:5: error: nope"]
+    assert "error: nope" not in str(raised.value)
+    assert str(raised.value).endswith("(its output is above)")
+    with caplog.at_level("WARNING", logger="buildtool"), pytest.raises(ToolFailed) as hidden:
+        process.run(command)
+    assert "main.cc:3:5: error: nope" in str(hidden.value)
+
+
+def test_a_filter_that_hangs_is_ended_and_its_caller_does_without() -> None:
+    echo = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read().upper())"]
+    assert process.filter_text(echo, "abc\n", timeout=30, env={}) == "ABC\n"
+    hang = [sys.executable, "-c", "import time; time.sleep(60)"]
+    assert process.filter_text(hang, "x", timeout=0.5, env={}) is None
+    failing = [sys.executable, "-c", "raise SystemExit(3)"]
+    assert process.filter_text(failing, "x", timeout=30, env={}) is None
+    assert process.filter_text(["/nonexistent/filter"], "x", timeout=30, env={}) is None
+
+
+def test_only_the_process_module_starts_processes() -> None:
+    """Every child process goes through buildtool/process.py (its process group, its
+    environment, its logging): no other module calls subprocess or os.exec*/spawn*."""
+    starters = re.compile(
+        r"\b(subprocess\.(run|Popen|call|check_call|check_output)|os\.(exec|spawn|posix_spawn|fork)\w*)\("
+    )
+    offenders = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in sorted((REPO / "buildtool").rglob("*.py"))
+        if path.name != "process.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if starters.search(line)
+    ]
     assert offenders == []

@@ -176,7 +176,9 @@ def step_configure(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     targets = configure.configure(request.loaded, request.build_dir, "full", dict(request.defines))
     built = [t.name for t in targets if t.type in ("SHARED_LIBRARY", "EXECUTABLE")]
-    return StepOutcome(detail=f"configured {request.build_dir}: {', '.join(built)}")
+    return StepOutcome(
+        detail=f"configured the build folder {request.build_dir}/ for {', '.join(built)}"
+    )
 
 
 def step_check_cmake(workspace: Workspace) -> StepOutcome:
@@ -199,7 +201,7 @@ def step_check_cmake(workspace: Workspace) -> StepOutcome:
 
 def step_build(workspace: Workspace) -> StepOutcome:
     configure.build(workspace.request.build_dir, workspace.request.jobs)
-    return StepOutcome(detail=f"built {workspace.request.build_dir}")
+    return StepOutcome(detail=f"compiled in the build folder {workspace.request.build_dir}/")
 
 
 def step_ctest(workspace: Workspace) -> StepOutcome:

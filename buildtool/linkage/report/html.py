@@ -88,6 +88,7 @@ svg.graph { display: block; margin: 0 auto; font-size: 13px; width: 100%; height
 .node:target > rect:first-of-type, .node.group:target > a > rect:nth-of-type(2) {
   stroke: #000; stroke-width: 4; }
 .node text { fill: var(--ink); } .node .name { font-weight: 700; }
+.node .name.long { font-size: 11px; }
 .node .role { fill: var(--c, var(--muted)); font-size: 12px; }
 .node .detail { fill: var(--muted); font-size: 12px; }
 .badge circle { stroke: #fff; stroke-width: 2; fill: var(--error); }

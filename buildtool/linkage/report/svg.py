@@ -17,7 +17,7 @@ from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.report.graph import EXTENSION_SUFFIX, GraphEdge, GraphNode
 from buildtool.linkage.report.groups import FoldedGraph, Unit, fold
 from buildtool.linkage.report.layout import Box, Drawing, Route, clustered, layered
-from buildtool.linkage.report.model import Report, SizeEntry
+from buildtool.linkage.report.model import Report, SizeEntry, human_size
 
 SVG_NS = "http://www.w3.org/2000/svg"
 
@@ -27,7 +27,9 @@ bytes of a file name), which no UTF-8 file can hold."""
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
 NAME_CHARACTERS = 28
-"""File names longer than this are drawn narrower to fit a node, whole up to ``NAME_MOST``."""
+"""File names longer than this are drawn smaller to fit a node, whole up to ``NAME_MOST``."""
+NAME_SMALL_CHARACTERS = 34
+"""What fits in the smaller type; a longer name is also drawn narrower (``textLength``)."""
 NAME_MOST = 56
 """Longer names lose their end (the tooltip and the file lists have them whole)."""
 NAME_WIDTH = 208
@@ -66,19 +68,20 @@ def shown_name(node: GraphNode) -> str:
 
 
 def name_text(name: str, x: float, y: float) -> str:
-    """A node's name line; a long one drawn narrower (``textLength``) so it is never cut in the
-    middle, and only an extremely long one loses its end."""
+    """A node's name line: a long one in smaller type, a longer one also narrower
+    (``textLength``), so it is never cut in the middle; only an extremely long one loses its
+    end."""
     shown = shorten(name, NAME_MOST)
+    if len(shown) <= NAME_CHARACTERS:
+        return f'<text class="name" x="{x:.1f}" y="{y:.1f}">{xml_text(shown)}</text>'
     squeeze = ""
-    if len(shown) > NAME_CHARACTERS:
+    if len(shown) > NAME_SMALL_CHARACTERS:
         squeeze = f' textLength="{NAME_WIDTH}" lengthAdjust="spacingAndGlyphs"'
-    return f'<text class="name" x="{x:.1f}" y="{y:.1f}"{squeeze}>{xml_text(shown)}</text>'
+    return f'<text class="name long" x="{x:.1f}" y="{y:.1f}"{squeeze}>{xml_text(shown)}</text>'
 
 
-def megabytes(size: int) -> str:
-    if size >= 1_000_000:
-        return f"{size / 1_000_000:.2f} MB"
-    return f"{size / 1000:.1f} kB"
+megabytes = human_size
+"""The one way sizes are written (``model.human_size``)."""
 
 
 @dataclasses.dataclass(frozen=True)

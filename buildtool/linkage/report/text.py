@@ -12,18 +12,18 @@ from buildtool.linkage.report.folding import fold, tally
 from buildtool.linkage.report.model import (
     Report,
     SizeEntry,
-    as_megabytes,
     delta_text,
+    human_size,
     signed_bytes,
     signed_count,
 )
 
 
 def _size_line(entry: SizeEntry, baseline: bool) -> str:
-    budget = f" (budget {as_megabytes(entry.budget)})" if entry.budget else ""
+    budget = f" (budget {human_size(entry.budget)})" if entry.budget else ""
     line = (
-        f"  {entry.path}: {as_megabytes(entry.file_size)} file, "
-        f"{as_megabytes(entry.code_size)} code, {entry.exported_symbols} exported{budget}"
+        f"  {entry.path}: {human_size(entry.file_size)} file, "
+        f"{human_size(entry.code_size)} code, {entry.exported_symbols} exported{budget}"
     )
     if not baseline:
         return line
@@ -44,7 +44,7 @@ def _size_lines(report: Report) -> list[str]:
         shown = dataclasses.replace(entry, path=placed[1]) if placed else entry
         lines.append(_size_line(shown, bool(report.baseline)))
     for gone in report.gone:
-        lines.append(f"  {gone.path}: gone since the baseline (was {as_megabytes(gone.file_size)})")
+        lines.append(f"  {gone.path}: gone since the baseline (was {human_size(gone.file_size)})")
     return lines
 
 
@@ -67,12 +67,12 @@ def _identical_lines(report: Report) -> list[str]:
     """Byte-for-byte copies of one library under several names: ld.so maps one of them."""
     copies = [entry for entry in report.sizes if entry.identical_to]
     lines = [
-        f"  {entry.path}: identical to {entry.identical_to}, {as_megabytes(entry.file_size)} wasted"
+        f"  {entry.path}: identical to {entry.identical_to}, {human_size(entry.file_size)} wasted"
         for entry in copies
     ]
     wasted = sum(entry.file_size for entry in copies)
     if wasted:
-        lines.append(f"  identical copies of one library: {as_megabytes(wasted)} wasted")
+        lines.append(f"  identical copies of one library: {human_size(wasted)} wasted")
     return lines
 
 
