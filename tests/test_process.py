@@ -124,3 +124,20 @@ def test_only_the_process_module_starts_processes() -> None:
         if starters.search(line)
     ]
     assert offenders == []
+
+
+def test_a_quiet_tool_streams_at_debug_and_fails_with_its_tail(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A repair tool's chatter (auditwheel's INFO lines) is shown with -v only; when it fails,
+    the failure carries its last lines."""
+    import logging
+
+    script = "import sys\nprint('INFO:auditwheel.main_repair:' + 'repairing')\nsys.exit(2)"
+    with caplog.at_level("INFO", logger="buildtool"), pytest.raises(ToolFailed) as raised:
+        process.run([sys.executable, "-c", script], output_level=logging.DEBUG)
+    assert not [r for r in caplog.records if r.getMessage().startswith("  INFO:")]
+    assert "INFO:auditwheel.main_repair:repairing" in str(raised.value)
+    with caplog.at_level("DEBUG", logger="buildtool"):
+        process.run([sys.executable, "-c", "print('chatter')"], output_level=logging.DEBUG)
+    assert "  chatter" in [r.getMessage() for r in caplog.records]
