@@ -29,7 +29,7 @@ def test_arguments_reach_the_tool_literally(tmp_path: Path) -> None:
 
 def test_only_the_minimal_environment_reaches_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BUILDTOOL_TEST_SECRET", "do-not-leak")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
+    monkeypatch.setenv("GITHUB_TOKEN", "do-not-leak")  # AWS_* reach sccache on purpose
     monkeypatch.setenv("LD_PRELOAD", "/nonexistent/preload.so")
     monkeypatch.setenv("CCACHE_DIR", "/kept/on/purpose")
     seen = json.loads(process.run([sys.executable, "-c", PRINT_ENV], stream=False))
