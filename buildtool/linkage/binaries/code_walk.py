@@ -308,6 +308,8 @@ class _Functions:
         """The first string a pointer among the ``POINTER_WORDS`` at ``address`` names: one
         ended within ``MAX_LITERAL`` bytes, of three characters or more, not starting with a
         space (other data seldom reads as one)."""
+        if not self.view.constant(address, 8):
+            return None  # no bytes in the file (.bss): nothing the loader relocates is there
         for index in range(POINTER_WORDS):
             target = self.view.pointer(address + 8 * index)
             if not target:

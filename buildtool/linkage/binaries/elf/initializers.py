@@ -5,6 +5,7 @@ functions ``DT_INIT_ARRAY`` runs and the GOT slots of its imports, decoded by th
 
 from __future__ import annotations
 
+import bisect
 import struct
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +25,7 @@ from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
 _DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 6, 25, 27, 36
+_DT_RELACOUNT = 0x6FFFFFF9
 _RELATIVE: Final = {"x86_64": 8, "aarch64": 1027}
 _SLOT_TYPES: Final = {"x86_64": (6, 7), "aarch64": (1025, 1026)}  # GLOB_DAT, JUMP_SLOT
 _SYMBOLIC: Final = {"x86_64": (1, 6), "aarch64": (257, 1025)}  # 64-bit absolute, GLOB_DAT
@@ -80,33 +82,53 @@ def _slot_indexes(
     return {offsets[i]: info >> 32 for i, info in enumerate(infos) if info & 0xFFFFFFFF in kinds}
 
 
+class _RelaTable:
+    """The dynamic relocation table (``DT_RELA``) looked up by address: the rows ``DT_RELACOUNT``
+    says lead it are ``R_*_RELATIVE`` sorted by offset (bisected); the rest (a few per cent of
+    a big library's rows) indexed on the first lookup that needs them."""
+
+    def __init__(self, raw: bytes, offsets: Sequence[int], relative_count: int) -> None:
+        self.raw = raw
+        self.offsets = offsets
+        self.count = min(relative_count, len(offsets))
+        self._rest: dict[int, int] | None = None
+
+    def row(self, address: int) -> int | None:
+        """The index of the relocation of ``address``, None when there is none."""
+        index = bisect.bisect_left(self.offsets, address, 0, self.count)
+        if index < self.count and self.offsets[index] == address:
+            return index
+        if self._rest is None:
+            rest = range(self.count, len(self.offsets))
+            # reversed: the first row of an address is the one kept
+            self._rest = dict(
+                zip(reversed(self.offsets[self.count :]), reversed(rest), strict=True)
+            )
+        return self._rest.get(address)
+
+
 def _pointers(
     img: _Image,
-    raw: bytes,
+    table: _RelaTable,
     machine: str,
     data_symbol: Callable[[int], int | None],
     stored: Callable[[int, int], bytes] | None,
 ) -> Callable[[int], int | None]:
-    """``CodeView.pointer`` from the RELA table's bytes: what the relocation of an address
-    makes of it, an ``R_*_RELATIVE`` addend, or the address of the defined data object a
-    GLOB_DAT or 64-bit absolute relocation names (``data_symbol``: a dynamic symbol's index ->
-    its address, None for anything but a defined object), plus its addend. Searched in the
-    table, not indexed: the walk asks a few times a library, and a big library has millions of
-    relocations. ``stored``: read the value in place where no relocation names the address
-    (DT_RELR tables keep the addends there)."""
+    """``CodeView.pointer`` from the RELA table: what the relocation of an address makes of
+    it, an ``R_*_RELATIVE`` addend, or the address of the defined data object a GLOB_DAT or
+    64-bit absolute relocation names (``data_symbol``: a dynamic symbol's index -> its address,
+    None for anything but a defined object), plus its addend. ``stored``: read the value in
+    place where no relocation names the address (DT_RELR tables keep the addends there)."""
     relative, symbolic = _RELATIVE[machine], _SYMBOLIC[machine]
     row = struct.Struct(img.layout.endian + "QQq")
     key = struct.Struct(img.layout.endian + "Q")
 
     def pointer(address: int) -> int | None:
-        packed = key.pack(address)
-        at = raw.find(packed)
-        while at >= 0 and at % row.size:
-            at = raw.find(packed, at + 1)
-        if at >= 0:
+        index = table.row(address)
+        if index is not None:
             info: int
             addend: int
-            _offset, info, addend = row.unpack_from(raw, at)
+            _offset, info, addend = row.unpack_from(table.raw, index * row.size)
             if info & 0xFFFFFFFF == relative:
                 return addend
             target = data_symbol(info >> 32) if info & 0xFFFFFFFF in symbolic else None
@@ -214,7 +236,8 @@ def read_code_view(
     def data_symbol(index: int) -> int | None:
         return _object_address(img, segments, dyn, index)
 
-    pointer = _pointers(img, raw[0], machine, data_symbol, stored)
+    table = _RelaTable(raw[0], columns[0][0], dyn.values.get(_DT_RELACOUNT, 0))
+    pointer = _pointers(img, table, machine, data_symbol, stored)
     return CodeView(machine, _segment_reader(img, segments), targets, slot, data, pointer)
 
 
