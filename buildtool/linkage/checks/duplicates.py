@@ -277,7 +277,7 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         if also:
             reported.add(pair)
             yield _object_code_finding(subject, pair, names, also)
-        elif bound := registry_callees(subject, pair):
+        elif _reach_is_read(subject, pair) and (bound := registry_callees(subject, pair)):
             reported.add(pair)
             yield _duplicate_finding(
                 pair,
@@ -290,6 +290,17 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
             reported.add(pair)
             yield _stripped_finding(subject, pair, names)
     yield from _shared_registrations(subject, reported)
+
+
+def _reach_is_read(subject: Subject, pair: Pair) -> bool:
+    """Whether initializers of the same names, with no function in common, may be proven copies
+    by their code: when both files' initializers were read with the files (PE and Mach-O name
+    little of their code, so theirs are read again when left out). Same-named initializers are
+    weak evidence (``init.cpp`` is in many libraries), not worth reading a big wheel member
+    again for (libtorch_cpu.so's 434 MB)."""
+    if all(subject.facts(binary).format in ("pe", "macho") for binary in pair):
+        return True
+    return all(subject.facts(binary).initializers is not None for binary in pair)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:
