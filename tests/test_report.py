@@ -300,3 +300,11 @@ def test_small_libraries_have_sizes_a_person_can_read() -> None:
     ]
     small = Report(("build",), "", 1, (), (SizeEntry("build/lib/liba.so", 27_300, 7_200, 8, None),))
     assert "  lib/liba.so: 27.3 kB file, 7.2 kB code, 8 exported" in render_text(small, sizes=True)
+
+
+def test_only_paths_that_start_with_the_input_are_made_relative() -> None:
+    finding = Finding(
+        "BT124", "build/lib/libb.so", "a copy also in build/lib/liba.so, not in ../x/build/lib/c.so"
+    )
+    text = render_text(Report(("build",), "", 2, (finding,), ()))
+    assert "a copy also in lib/liba.so, not in ../x/build/lib/c.so" in text

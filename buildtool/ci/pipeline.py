@@ -22,7 +22,7 @@ from buildtool.cmake import configure
 from buildtool.cmake.launcher import LAUNCHER_VARIABLES, LAUNCHERS, CacheStats, read_cache_stats
 from buildtool.cmake.run import cached_option_values, ctest_command
 from buildtool.console import collecting_warnings, warnings_summary
-from buildtool.errors import BuildtoolError, ChecksFailed, TerminationRequested
+from buildtool.errors import BuildtoolError, ChecksFailed, TerminationRequested, ToolFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.growth import Baseline
@@ -88,6 +88,9 @@ class StepResult:
     findings: tuple[Finding, ...] = ()
     report: Report | None = None
     """The step's verify-linkage report, when it made one."""
+    output_tail: str = ""
+    """The last lines of a failed tool's output, which the console showed as it ran: the
+    reports read elsewhere (JUnit, HTML, the step summary) carry them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -403,15 +406,19 @@ def run_step(step: Step, workspace: Workspace) -> StepResult:
     """Run one step, timed; a ``BuildtoolError`` makes it a failed step."""
     start = time.monotonic()
     with collecting_warnings() as warnings:
+        tail = ""
         try:
             outcome = step.run(workspace)
         except BuildtoolError as error:
             outcome = StepOutcome("failed", str(error))
+            tail = error.output_tail if isinstance(error, ToolFailed) else ""
     seconds = round(time.monotonic() - start, 2)
     detail = with_warnings(outcome.detail, warnings.lines)
     if warnings.lines:
         log.warning("%s: %s", step.name, warnings_summary(warnings.lines))
-    return StepResult(step.name, outcome.status, seconds, detail, outcome.findings, outcome.report)
+    return StepResult(
+        step.name, outcome.status, seconds, detail, outcome.findings, outcome.report, tail
+    )
 
 
 def with_warnings(detail: str, warnings: Sequence[str]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
@@ -146,10 +147,11 @@ class _Shown:
     """The input the findings lie in; None for findings of no input (paths in full)."""
 
     def text(self, text: str) -> str:
-        """``text`` with names demangled and this input's paths in it made relative."""
+        """``text`` with names demangled and this input's paths in it made relative (a path
+        that starts with the input's, not one that merely contains it)."""
         if self.label is not None:
-            base = self.label.rstrip("/")
-            text = text.replace(base + "!/", "").replace(base + "/", "")
+            base = re.escape(self.label.rstrip("/"))
+            text = re.sub(rf"(?<![\w./-]){base}!?/(?=\S)", "", text)
         return readable(text, self.names)
 
     def path(self, path: str) -> str:
