@@ -39,11 +39,20 @@ def _size_line(entry: SizeEntry, baseline: bool) -> str:
 
 
 def _size_lines(report: Report) -> list[str]:
+    """Each library's sizes, by its path in its input; with several inputs, under each input's
+    name (a wheel's file name, not the staging folder it was checked in)."""
     lines = []
+    heading = None
+    several = len(report.inputs) > 1
     for entry in report.sizes:
-        placed = relative_path(entry.path, report.inputs) if len(report.inputs) == 1 else None
+        placed = relative_path(entry.path, report.inputs)
+        if several and placed is not None and placed[0] != heading:
+            heading = placed[0]
+            name = heading.rsplit("/", 1)[-1] if heading.endswith(".whl") else heading
+            lines.append(f"  {name}")
         shown = dataclasses.replace(entry, path=placed[1]) if placed else entry
-        lines.append(_size_line(shown, bool(report.baseline)))
+        line = _size_line(shown, bool(report.baseline))
+        lines.append(f"  {line}" if several and placed is not None else line)
     for gone in report.gone:
         lines.append(f"  {gone.path}: gone since the baseline (was {human_size(gone.file_size)})")
     return lines
