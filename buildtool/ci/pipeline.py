@@ -26,7 +26,7 @@ from buildtool.errors import BuildtoolError, ChecksFailed, TerminationRequested,
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.growth import Baseline
-from buildtool.linkage.report.model import Report
+from buildtool.linkage.report.model import Report, human_size
 from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import wheel
@@ -265,7 +265,7 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         detail = f"nothing published: verify-linkage failed on the staged wheels: {outcome.detail}"
         return dataclasses.replace(outcome, detail=detail)
     workspace.wheels = [artifact.path for artifact in built]
-    names = ", ".join(f"{a.path.name} ({a.size} bytes)" for a in built)
+    names = ", ".join(f"{a.path.name} ({human_size(a.size)})" for a in built)
     return StepOutcome(detail=f"{variant} wheels: {names}")
 
 
