@@ -39,3 +39,12 @@ def test_no_instruction_installs_pypis_unrelated_buildtool() -> None:
     assert not wrong
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert 'pip install "buildtool-split @ git+' in readme
+
+
+def test_each_adoption_path_has_five_steps() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Adopt in five steps", 1)[1].split("\n## ", 1)[0]
+    paths = section.split("\n**")[1:]
+    assert len(paths) == 2
+    for path in paths:
+        assert re.findall(r"^(\d)\. ", path, flags=re.MULTILINE) == ["1", "2", "3", "4", "5"]
