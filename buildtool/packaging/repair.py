@@ -259,8 +259,9 @@ def refuse_grafted_copies(wheel: Path, plan: LinkPlan) -> None:
     if grafted:
         listed = "".join(f"\n  {member}" for member in grafted)
         raise ChecksFailed(
-            f"{wheel.name}: the repair grafted a copy of the project's own libraries (a second "
-            f"runtime in the process aborts on duplicate registration):{listed}"
+            f"{wheel.name}: holds copies of the project's own libraries outside "
+            f"{plan.project.package}/lib/, grafted by a repair (a second runtime in the process "
+            f"aborts on duplicate registration):{listed}"
         )
 
 
@@ -295,8 +296,9 @@ def check_wheel_file(wheel: Path) -> None:
 
 
 def repair_into(request: RepairRequest, verify: Verifier) -> Path:
-    """Repair, refuse grafted copies, verify, then move the wheel into ``request.dest``; on any
-    failure ``dest`` gains nothing."""
+    """Repair, verify (the report is the verifier's to show), refuse grafted copies of the
+    project's libraries, then move the wheel into ``request.dest``; on any failure ``dest``
+    gains nothing."""
     wheel = request.wheel
     wheel_platforms(wheel)  # the name first: a bad one is bad input whatever the file holds
     check_wheel_file(wheel)
@@ -306,8 +308,12 @@ def repair_into(request: RepairRequest, verify: Verifier) -> Path:
         repaired = repair_wheel(
             wheel, staging, request.plan, request.platform_tag, repair_environment()
         )
+        try:
+            verify([repaired], request.plan)
+        except ChecksFailed:
+            refuse_grafted_copies(repaired, request.plan)  # the cause, when it is one
+            raise
         refuse_grafted_copies(repaired, request.plan)
-        verify([repaired], request.plan)
         target = request.dest / repaired.name
         repaired.replace(target)
     log.info("repaired: %s", target)
