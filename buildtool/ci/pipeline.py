@@ -446,6 +446,11 @@ def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver)
 
 
 def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STEPS) -> CiResult:
-    """The whole chain on ``request``'s recipe."""
+    """The whole chain on ``request``'s recipe (with a policy-only one: the project's own CMake
+    and pyproject.toml, ``policy_only.py``)."""
+    from buildtool.ci import policy_only
+
+    if policy_only.is_policy_only(request.loaded) and steps is STEPS:
+        return policy_only.run(request, observer)
     workspace = Workspace(request, configure.plan_recipe(request.loaded))
     return run_steps(steps, workspace, observer)

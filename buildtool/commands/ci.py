@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from buildtool.ci import pipeline, reports
+from buildtool.ci import pipeline, policy_only, reports
 from buildtool.cmake.launcher import chosen_launcher
 from buildtool.commands.common import (
     add_build_dir_option,
@@ -136,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
     for folder in (args.out_dir, args.build_dir):  # before any step: exit 2, nothing half-run
         check_folder_possible(folder)
+    if policy_only.is_policy_only(loaded):
+        policy_only.check_project(loaded)
     request = pipeline.CiRequest(
         loaded=loaded,
         out_dir=args.out_dir,

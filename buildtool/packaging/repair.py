@@ -281,6 +281,9 @@ class RepairRequest:
     """The recipe's plan: which libraries are the project's own."""
     platform_tag: str | None = None
     """auditwheel's ``--plat`` (None: its default, ``$AUDITWHEEL_PLAT`` else ``auto``)."""
+    environment: Mapping[str, str] | None = None
+    """The tool's environment; None: the caller's whole environment (``repair_environment``),
+    as cibuildwheel's repair command gets it."""
 
 
 STAGING_PREFIX = ".buildtool-repair-"
@@ -305,9 +308,8 @@ def repair_into(request: RepairRequest, verify: Verifier) -> Path:
     if request.dest.exists() and not request.dest.is_dir():
         raise UsageError(f"-w {request.dest}: exists and is not a folder")
     with owned_folder(request.dest, STAGING_PREFIX) as staging:
-        repaired = repair_wheel(
-            wheel, staging, request.plan, request.platform_tag, repair_environment()
-        )
+        env = request.environment if request.environment is not None else repair_environment()
+        repaired = repair_wheel(wheel, staging, request.plan, request.platform_tag, env)
         try:
             verify([repaired], request.plan)
         except ChecksFailed:
