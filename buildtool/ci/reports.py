@@ -58,6 +58,8 @@ def render_table(result: CiResult, paint: Paint = _plain) -> str:
         status = paint(f"{step.status:<7}", STATUS_STYLES[step.status])
         lines.append(f"{step.name:<{width}}  {status}  {step.seconds:>7.2f}")
     lines.append(f"{'total':<{width}}  {'':<7}  {result.seconds:>7.2f}")
+    if result.compile_cache is not None:
+        lines.append(f"compile cache: {result.compile_cache.summary(result.launcher)}")
     return "\n".join(lines) + "\n"
 
 
@@ -84,6 +86,21 @@ def report_json(result: CiResult) -> dict[str, Any]:
         "failed_step": failed.name if failed else None,
         "seconds": result.seconds,
         "steps": [_step_json(step) for step in result.steps],
+        "compile_cache": _cache_json(result),
+    }
+
+
+def _cache_json(result: CiResult) -> dict[str, Any] | None:
+    stats = result.compile_cache
+    if stats is None:
+        return None
+    rate = round(stats.hits / stats.lookups, 4) if stats.lookups else None
+    return {
+        "hits": stats.hits,
+        "misses": stats.misses,
+        "errors": stats.errors,
+        "hit_rate": rate,
+        "location": stats.location,
     }
 
 
@@ -132,6 +149,11 @@ def render_markdown(result: CiResult) -> str:
     for step in result.steps:
         status = f"{STATUS_ICONS[step.status]} {step.status}"
         lines.append(f"| `{step.name}` | {status} | {step.seconds:.2f} |")
+    if result.compile_cache is not None:
+        lines += [
+            "",
+            f"compile cache: {markdown_cell(result.compile_cache.summary(result.launcher))}",
+        ]
     findings = [(step.name, finding) for step in result.steps for finding in step.findings]
     if findings:
         lines += ["", "### verify-linkage findings", ""]

@@ -47,12 +47,14 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         "(default: dist)",
     )
     parser.add_argument(
-        "--build-root",
+        "--build-dir",
+        "--build-root",  # its name before the wheels came from `buildtool build`'s folder
+        dest="build_dir",
         type=Path,
         default=Path("build"),
         metavar="DIR",
-        help="wheel builds go in DIR/skb/<distribution>/<wheel tag>, apart from the CMake build "
-        "folder of `buildtool build` (default: build)",
+        help="the CMake build folder every wheel comes from, the one `buildtool build` compiles "
+        "(configured for the full build first when it is not; default: build)",
     )
     parser.add_argument(
         "--sdist", action="store_true", help="also build the sdist of the full distribution"
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         loaded=loaded,
         variant=args.variant,
         out_dir=args.out_dir,
-        build_root=args.build_root,
+        build_dir=args.build_dir,
         sdist=args.sdist,
         defines=tuple(sorted(configure_defines(args, loaded).items())),
         jobs=build_jobs(args),
