@@ -458,8 +458,9 @@ def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STE
     from buildtool.ci import policy_only
 
     if policy_only.is_policy_only(request.loaded) and steps is STEPS:
-        return policy_only.run(request, observer)
-    workspace = Workspace(request, configure.plan_recipe(request.loaded))
+        workspace, steps = policy_only.prepare(request)
+    else:
+        workspace = Workspace(request, configure.plan_recipe(request.loaded))
     before = _launcher_stats(request)
     result = run_steps(steps, workspace, observer)
     after = _launcher_stats(request) if before is not None else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import logging
+import os
 import sys
 import zipfile
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from buildtool import process
 from buildtool.ci import pipeline
 from buildtool.ci.pipeline import Step, StepOutcome, Workspace
 from buildtool.cmake import run as cmake
-from buildtool.errors import InputError
+from buildtool.errors import ChecksFailed, InputError
 from buildtool.fsutil import owned_folder
 from buildtool.linkage.report.model import Report
 from buildtool.packaging import repair
@@ -74,8 +75,6 @@ def configure_command(
 ) -> list[str | Path]:
     """Configure the project's own CMake in ``build_dir``: a new folder with Ninja (PyPI's) and
     a Release build unless ``-D``/``CMAKE_ARGS`` say otherwise; a configured one as it is."""
-    import os
-
     extra = cmake.environment_cmake_args(os.environ)
     if (build_dir / "CMakeCache.txt").is_file():
         command: list[str | Path] = [_cmake(build_dir), "-S", loaded.root, "-B", build_dir, *extra]
@@ -195,7 +194,7 @@ def build_own_wheel(workspace: Workspace, pyproject: dict[str, Any], staging: Pa
     process.run(command, env=process.tool_environment(wheel_build=True))
     wheels = sorted(staging.glob("*.whl"))
     if len(wheels) != 1:
-        raise InputError(f"{request.loaded.root}: pip wheel built {len(wheels)} wheels, not one")
+        raise ChecksFailed(f"{request.loaded.root}: pip wheel built {len(wheels)} wheels, not one")
     return wheels[0]
 
 
@@ -232,7 +231,7 @@ def step_smoke_import(workspace: Workspace) -> StepOutcome:
     """Every top-level package of the installed wheels, imported in the fresh environment (from
     a folder of its own: never the project's sources)."""
     if workspace.python is None:
-        raise InputError("no environment to import from: the install step did not run")
+        raise ChecksFailed("no environment to import from: the install step did not run")
     names = sorted({name for wheel in workspace.wheels for name in top_level_packages(wheel)})
     script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     folder = workspace.python.parent.parent
@@ -275,11 +274,11 @@ def steps_for(loaded: LoadedRecipe) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def run(request: pipeline.CiRequest, observer: pipeline.CiObserver) -> pipeline.CiResult:
-    """The policy-only chain on ``request``'s recipe."""
+def prepare(request: pipeline.CiRequest) -> tuple[Workspace, tuple[Step, ...]]:
+    """The policy-only run's workspace (the recipe's plan as the checks need it) and steps."""
     from buildtool.verification import plan_for_policy
 
     loaded = request.loaded
     check_project(loaded)
     plan: LinkPlan = plan_for_policy(loaded)
-    return pipeline.run_steps(steps_for(request.loaded), Workspace(request, plan), observer)
+    return Workspace(request, plan), steps_for(loaded)

@@ -303,7 +303,8 @@ def repair_into(request: RepairRequest, verify: Verifier) -> Path:
     project's libraries, then move the wheel into ``request.dest``; on any failure ``dest``
     gains nothing."""
     wheel = request.wheel
-    wheel_platforms(wheel)  # the name first: a bad one is bad input whatever the file holds
+    # the name first: a bad one is bad input whatever the file holds
+    require_host(tool_for(wheel, wheel_platforms(wheel)), wheel)
     check_wheel_file(wheel)
     if request.dest.exists() and not request.dest.is_dir():
         raise UsageError(f"-w {request.dest}: exists and is not a folder")
