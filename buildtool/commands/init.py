@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
         "split before anything compiles, builds, runs its tests, verifies the binaries and, "
         "with a pyproject.toml, builds, repairs, verifies and imports its wheel"
     )
+    _say_what_it_shadows(output)
     return 0
 
 
@@ -65,3 +66,18 @@ def next_command(output: Path, build_dir: Path) -> str:
     if build_dir.resolve() != (Path.cwd() / "build").resolve():
         command += ["--build-dir", str(build_dir)]
     return shlex.join(command)
+
+
+def _say_what_it_shadows(output: Path) -> None:
+    """A ``buildtool.toml`` in the working folder is the recipe every command here now finds
+    first: say so when it takes the place of another one."""
+    if output.resolve() != (Path.cwd() / DEFAULT_OUTPUT).resolve():
+        return
+    others = sorted(Path("recipes").glob("*.toml"))
+    if others:
+        log.warning(
+            "%s is now the recipe commands run here find first, before %s; "
+            "pass --recipe to use another",
+            output,
+            ", ".join(str(path) for path in others),
+        )

@@ -206,7 +206,9 @@ def repair_wheel(
     tool, command = repair_command(wheel, dest, plan, platform_tag)
     require_host(tool, wheel)
     dest.mkdir(parents=True, exist_ok=True)
-    process.run(command, env=dict(env) if env is not None else wheel_build_environment())
+    # the tool's INFO lines at DEBUG: -v shows them, a failure carries its last lines
+    env = dict(env) if env is not None else wheel_build_environment()
+    process.run(command, env=env, output_level=logging.DEBUG)
     produced = sorted(dest.glob("*.whl"))
     if len(produced) != 1:
         raise ChecksFailed(f"repairing {wheel.name} gave {len(produced)} wheels in {dest}")
