@@ -218,10 +218,17 @@ def test_the_seeds_mistake_really_aborts_a_process_that_loads_both(tmp_path: Pat
     assert "duplicate registration: contrib.gemm_fp16_int" in loaded.stderr
 
 
-def test_policy_only_runs_its_own_steps(tmp_path: Path) -> None:
-    """run_ci hands a policy-only recipe to policy_only's steps, never the generated build's."""
+def test_policy_only_prepares_its_own_steps(tmp_path: Path) -> None:
+    """A policy-only recipe gets policy_only's steps, never the generated build's, and a
+    workspace with the policy's plan (no sources to expand)."""
+    (tmp_path / "CMakeLists.txt").write_text("project(x)\n")
     recipe = tmp_path / "buildtool.toml"
     recipe.write_text('[project]\nname = "x"\n[libraries.rt]\nfile = "librt.so"\n')
     request = pipeline.CiRequest(load_recipe(recipe), tmp_path / "dist", tmp_path / "build")
+    workspace, steps = policy_only.prepare(request)
+    assert [library.file_name for library in workspace.plan.libraries] == ["librt.so"]
+    assert "generated" not in [step.name for step in steps]
+    assert next(s for s in steps if s.name == "configure").run is policy_only.step_configure
+    (tmp_path / "CMakeLists.txt").unlink()
     with pytest.raises(InputError, match=r"has no CMakeLists\.txt"):
-        pipeline.run_ci(request, observer=None)  # type: ignore[arg-type]
+        policy_only.prepare(request)

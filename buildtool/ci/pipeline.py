@@ -456,14 +456,15 @@ def _launcher_stats(request: CiRequest) -> CacheStats | None:
         return None
 
 
-def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STEPS) -> CiResult:
-    """The whole chain on ``request``'s recipe (with a policy-only one: the project's own CMake
-    and pyproject.toml, ``policy_only.py``)."""
-    from buildtool.ci import policy_only
-
-    if policy_only.is_policy_only(request.loaded) and steps is STEPS:
-        workspace, steps = policy_only.prepare(request)
-    else:
+def run_ci(
+    request: CiRequest,
+    observer: CiObserver,
+    steps: Sequence[Step] = STEPS,
+    workspace: Workspace | None = None,
+) -> CiResult:
+    """The whole chain on ``request``'s recipe; ``steps`` and ``workspace``: another chain's
+    (``policy_only.prepare``: the project's own CMake and pyproject.toml)."""
+    if workspace is None:
         workspace = Workspace(request, configure.plan_recipe(request.loaded))
     before = _launcher_stats(request)
     result = run_steps(steps, workspace, observer)

@@ -135,8 +135,6 @@ def run(args: argparse.Namespace) -> int:
     baseline = load_baseline(args.baseline) if args.baseline is not None else None
     for folder in (args.out_dir, args.build_dir):  # before any step: exit 2, nothing half-run
         check_folder_possible(folder)
-    if policy_only.is_policy_only(loaded):
-        policy_only.check_project(loaded)
     request = pipeline.CiRequest(
         loaded=loaded,
         out_dir=args.out_dir,
@@ -146,13 +144,19 @@ def run(args: argparse.Namespace) -> int:
         baseline=baseline,
         jobs=build_jobs(args),
     )
+    # A recipe without sources: the project's own CMake and pyproject.toml (bad input: exit 2)
+    own = policy_only.prepare(request) if policy_only.is_policy_only(loaded) else None
     # Usage errors above went to stderr; from here on one stream keeps folds and lines in order.
     stream = sys.stdout
     install_log_handler(stream, args.verbose - args.quiet)
     github = on_github()
     renderer_type = GitHubRenderer if github else ConsoleRenderer
     renderer = renderer_type(stream, use_colour(stream))
-    result = pipeline.run_ci(request, renderer)
+    if own is None:
+        result = pipeline.run_ci(request, renderer)
+    else:
+        workspace, steps = own
+        result = pipeline.run_ci(request, renderer, steps, workspace)
     written = write_reports(result, args.out_dir)
     if github:
         append_step_summary(reports.render_markdown(result))
