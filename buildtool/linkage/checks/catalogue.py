@@ -366,6 +366,31 @@ CHECKS: tuple[Check, ...] = (
         "scikit-build-core sets from ARCHFLAGS; universal2: both slices, or lipo -create), or "
         "tag the wheel for what its files are built for.",
     ),
+    Check(
+        "BT153",
+        "python-symbol-not-exported",
+        "error",
+        "A Python extension module (or a library one loads from its wheel) needs a C-API name "
+        "(Py*, _Py*) that the CPython it is built for does not export: the release its file "
+        "name (.cpython-311-...) or its wheel's tag (cp311) names, or, for abi3, a release from "
+        "the tag's (cp39-abi3: 3.9) on. pip installs it there and the import fails with "
+        '"undefined symbol". Judged against the export lists of CPython 3.6 to 3.13 '
+        "(loaders/cpython_exports.py) and the stable ABI (abi3info's data), never against the "
+        "interpreter that runs the check; a release without a list, a free-threaded or debug "
+        "build is not judged.",
+        "Build the module with the CPython its name and tag say (a cibuildwheel build per "
+        "release), or, for abi3, define Py_LIMITED_API to the tag's release.",
+    ),
+    Check(
+        "BT154",
+        "python-symbol-outside-stable-abi",
+        "warning",
+        "An abi3 extension module needs a C-API name outside the stable ABI: every CPython "
+        "release with an export list has it, so it imports today, but no later release promises "
+        "to keep it.",
+        "Compile with Py_LIMITED_API set to the tag's release, which hides what the stable ABI "
+        "does not hold, or tag the wheel for one CPython release.",
+    ),
 )
 
 CMAKE_CHECKS: tuple[Check, ...] = (
