@@ -1,0 +1,97 @@
+"""One verdict on every host, for every ABI (``--realwheels``): real wheels nobody tuned for,
+published and planted the ways wheels break in the wild, each verdict asserted, each broken
+copy shown to fail the way its finding says (``ctypes.CDLL`` of the member in this
+interpreter). docs/realwheels.md has the numbers per wheel.
+
+The wheels are pinned here and cached with the others (``test_realwheels.cache``)."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.verify import verify_paths
+from tests.test_realwheels import cache
+from tests.test_realwheels_planted import load_error, planted
+
+pytestmark = pytest.mark.realwheels
+
+
+def pinned(requirement: str, kind: str = "", *options: str) -> Path:
+    """The one wheel of ``requirement`` (``name==version``) that ``pip download`` picks with
+    ``options`` (``--platform``, ``--python-version``), cached in ``cache()/kind``."""
+    folder = cache() / kind if kind else cache()
+    folder.mkdir(exist_ok=True)
+    name, version = requirement.split("==")
+    stem = name.replace("-", "_").lower()
+
+    def found() -> list[Path]:
+        return [p for p in folder.glob("*.whl") if p.name.lower().startswith(f"{stem}-{version}-")]
+
+    if not found():
+        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
+                   ":all:", "-d", str(folder), requirement, *options]  # fmt: skip
+        subprocess.run(command, check=True)
+    wheels = found()
+    assert len(wheels) == 1, f"{requirement} {options}: expected one wheel, found {wheels}"
+    return wheels[0]
+
+
+def errors(report: Report) -> set[tuple[str, str]]:
+    return {(f.check_id, f.path.split("!/")[-1]) for f in report.findings if f.severity == "error"}
+
+
+def counts(report: Report, severity: str) -> dict[str, int]:
+    return dict(collections.Counter(f.check_id for f in report.findings if f.severity == severity))
+
+
+def check(*wheels: Path) -> Report:
+    return verify_paths(list(wheels), LinkagePolicy.empty())
+
+
+def member_bytes(archive: Path, member: str) -> bytes:
+    with zipfile.ZipFile(archive) as opened:
+        return opened.read(member)
+
+
+# --- an extension module built for another CPython --------------------------------------------
+
+PANDAS = "pandas==2.3.3"
+PROPERTIES = "pandas/_libs/properties.cpython-{}-x86_64-linux-gnu.so"
+
+
+def test_pandas_for_311_and_312_is_clean() -> None:
+    for python in ("3.11", "3.12"):
+        kind = "" if python == "3.11" else "cp312"
+        report = check(pinned(PANDAS, kind, "--python-version", python))
+        assert errors(report) == set(), python
+
+
+def test_pandas_with_a_module_of_its_312_build_is_an_error_and_fails_to_load(
+    tmp_path: Path,
+) -> None:
+    """The cp312 build of ``properties`` under its cp311 name: the 3.11 interpreter refuses it
+    ("undefined symbol: PyType_FromMetaclass"); before, every ``Py*`` name was taken on trust
+    (exit 0)."""
+    source = pinned(PANDAS, "", "--python-version", "3.11")
+    newer = member_bytes(
+        pinned(PANDAS, "cp312", "--python-version", "3.12"), PROPERTIES.format(312)
+    )
+    member = PROPERTIES.format(311)
+    (tmp_path / "planted").mkdir()
+    broken = planted(source, tmp_path / "planted" / source.name, {member: lambda _: newer}, {})
+    if sys.version_info[:2] == (3, 11):
+        assert "undefined symbol: Py" in load_error(broken, member, tmp_path / "broken")
+        assert load_error(source, member, tmp_path / "published") == ""
+    report = check(broken)
+    assert errors(report) == {("BT153", member)}
+    (finding,) = [f for f in report.findings if f.check_id == "BT153"]
+    assert "PyType_FromMetaclass" in finding.message
+    assert "cpython-311" in finding.evidence
