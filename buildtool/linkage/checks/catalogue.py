@@ -117,10 +117,15 @@ CHECKS: tuple[Check, ...] = (
         "BT109",
         "needed-not-shipped",
         "error",
-        "A DT_NEEDED entry found nowhere: no input ships it, this machine (for a foreign "
-        "platform's wheel: its platform) does not provide it, and it is no driver library or "
-        "host-provided library. Loading the file fails everywhere (a bundled library deleted "
-        "from the wheel, a library the build linked but nothing ships).",
+        "A DT_NEEDED entry found nowhere: no input ships it, its platform does not provide it, "
+        "and it is no driver library or host-provided library. A manylinux or musllinux wheel "
+        "is judged by its tag on every host: a library outside the tag's policy is this error "
+        "even where the checking machine has it (lightgbm's libgomp.so.1: it loads there, and "
+        "fails on a compliant system without it, such as a slim container); the evidence says "
+        "where this machine has it. An input without a policy tag (a build tree, a linux_* "
+        "wheel) is judged by the machine it was built for. Loading the file fails where the "
+        "library is absent (a bundled library deleted from the wheel, a library the build "
+        "linked but nothing ships).",
         "Bundle the library (auditwheel repair grafts it into <pkg>.libs/), ship the "
         "distribution that has it and require it, or, if the target machines provide it, list "
         "it in [verify] host-provided.",

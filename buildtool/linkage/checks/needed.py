@@ -276,12 +276,27 @@ def _missing_finding(
             f"it may ship in {listed(unchecked)} (required, not among the inputs); {evidence}"
         )
         return Finding("BT116", binary.display, message, evidence, needed=name)
-    message = f"needs {name}, which no input ships and nothing provides: loading it fails"
+    message, here = _not_shipped(subject, binary, name)
     if known is None and _unchecked_requirements(subject, binary):
         others = listed(_unchecked_requirements(subject, binary))
         known = f"none of its requirements not among the inputs ({others}) is named like it"
     evidence = f"{known}; {evidence}" if known else evidence
-    return Finding("BT109", binary.display, message, evidence, needed=name)
+    return Finding("BT109", binary.display, message, here + evidence, needed=name)
+
+
+def _not_shipped(subject: Subject, binary: BinaryFile, name: str) -> tuple[str, str]:
+    """BT109's message, and what this machine has, for a wheel judged by its tag: a library it
+    has beyond the tag's policy loads here and fails on a compliant system without it."""
+    platform = subject.platform_of(binary)
+    if platform is None or not (platform.portable or platform.foreign):
+        return f"needs {name}, which no input ships and nothing provides: loading it fails", ""
+    message = (
+        f"needs {name}, which no input ships and {platform.tag} does not provide: loading it "
+        "fails where it is not installed"
+    )
+    found = subject.on_this_machine(name, subject.facts(binary))
+    here = f"this machine has it ({found}), outside the tag's policy; " if found else ""
+    return message, here
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
