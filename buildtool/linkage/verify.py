@@ -28,7 +28,12 @@ from buildtool.linkage.checks.subject import (
     digests_as_names,
 )
 from buildtool.linkage.checks.suite import run_checks
-from buildtool.linkage.inputs.collect import BinaryFile, InputSet, read_input
+from buildtool.linkage.inputs.collect import (
+    BinaryFile,
+    InputSet,
+    binary_free_wheel,
+    read_input,
+)
 from buildtool.linkage.inputs.pool import FunctionNameLookup, InitializerLookup, wait_for_workers
 from buildtool.linkage.loaders.closure import (
     Closure,
@@ -380,6 +385,8 @@ def verify_paths(
     names = policy.registration_names
     try:
         inputs = [read_input(path, names, jobs, decoder) for path in paths]
+        if inputs and not any(entry.files for entry in inputs):
+            raise binary_free_wheel(inputs[0])
         return verify_inputs(
             inputs,
             policy,
