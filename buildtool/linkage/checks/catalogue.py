@@ -61,7 +61,11 @@ CHECKS: tuple[Check, ...] = (
         "copies can collide: its static initializers run twice against shared state (duplicate "
         "registration abort), or its exported definitions interpose. Unstripped, code whose "
         "functions have internal linkage only, or are mostly exported by both, collides; code "
-        "whose external-linkage functions are bound inside each library is BT124.",
+        "whose external-linkage functions are bound inside each library is BT124. Stripped, "
+        "exports in common count when an initializer of both reaches one registry; without "
+        "that they are BT124. The linker's own symbols (_end, even versioned by a catch-all "
+        "script) and the toolchain runtime's (devtoolset's libstdc++_nonshared) are no "
+        "evidence.",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
     ),
     Check(
@@ -229,8 +233,9 @@ CHECKS: tuple[Check, ...] = (
         "BT122",
         "duplicate-library-copy",
         "error",
-        "A second copy of a library (the same SONAME in two files), e.g. grafted by auditwheel "
-        "repair into <pkg>.libs/: loading both runs the registrations twice.",
+        "A second copy of a library (the same SONAME in two files) that runs static "
+        "initializers, e.g. grafted by auditwheel repair into <pkg>.libs/: loading both runs "
+        "the registrations twice. Copies without initializers are BT124.",
         "Repair with --exclude for the project's own libraries and give them RUNPATH $ORIGIN.",
     ),
     Check(
@@ -241,8 +246,10 @@ CHECKS: tuple[Check, ...] = (
         "statically linked library whose functions each library binds to its own copy (hidden, "
         "or localized by a version script) and whose static initializers reach no function of "
         "a shared registry library in common (each registers into its own copy of its "
-        "registry, like pyarrow's protobuf copies), or code that two libraries a repair tool "
-        "grafted both export. Both work; the copy costs space. Initializers of both copies "
+        "registry, like pyarrow's protobuf copies); code that two libraries export both "
+        "(stripped, so each binds to the copy loaded first) with no initializer reaching a "
+        "registry (tables' two LZ4 builds); or a second copy of a library (one SONAME) that "
+        "runs no initializers. Both work; the copy costs space. Initializers of both copies "
         "reaching one registry are BT103.",
         "Link the shared code into one library that both need, if the space matters.",
     ),

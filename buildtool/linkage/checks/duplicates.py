@@ -207,7 +207,16 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
             "of that code",
             f"stripped: exported symbols defined in both: {listed(names)}",
         )
-    return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {listed(names)}")
+    # one library binding to the other's exports works (tables' two LZ4 builds round-trip):
+    # without a registration the copies collide on, it costs space, not the load
+    return Finding(
+        "BT124",
+        pair[1].display,
+        f"exports code that {pair[0].display} exports too; one process binds both libraries' "
+        "callers to the copy loaded first",
+        f"stripped: exported symbols defined in both: {listed(names)}; no static initializer of "
+        "either reaches a registry of a third library",
+    )
 
 
 def _stripped_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
