@@ -44,8 +44,9 @@ def test_libraries_under_a_catch_all_version_script_are_clean_and_load(tmp_path:
         *version.split(),
         "-Wl,-rpath,$ORIGIN",
     )
-    widgets = lib(tmp_path, "widgets", "int core(void);\nint widgets(void) { return core() + 2; }\n",
-                  "-lcore", "-lgui", *version.split(), "-Wl,-rpath,$ORIGIN")  # fmt: skip
+    body = "int core(void);\nint widgets(void) { return core() + 2; }\n"
+    widgets = lib(tmp_path, "widgets", body, "-lcore", "-lgui", *version.split(),
+                  "-Wl,-rpath,$ORIGIN")  # fmt: skip
     for library in (core, gui, widgets):
         subprocess.run(["strip", str(library)], check=True)
     exported = subprocess.run(["nm", "-D", "--defined-only", str(gui)], capture_output=True,
