@@ -1,6 +1,6 @@
 """Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s browser``, ``nox -s demo``,
 ``nox -s schema``, ``nox -s fuzz``, ``nox -s bench``, ``nox -s realprojects``,
-``nox -s realwheels``."""
+``nox -s realwheels``, ``nox -s docs``."""
 
 from __future__ import annotations
 
@@ -61,6 +61,17 @@ def schema(session: nox.Session) -> None:
         "from buildtool.recipe.schema import render_recipe_doc as r; "
         "open('docs/recipe.md', 'w', encoding='utf-8').write(r())",
     )
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, built strictly into site/ (a broken link, a broken anchor or a page
+    missing from the nav fails); ``-- serve`` previews it instead."""
+    session.install("-e", ".[docs]")
+    if session.posargs[:1] == ["serve"]:
+        session.run("mkdocs", "serve", *session.posargs[1:])
+    else:
+        session.run("mkdocs", "build", "--strict", *session.posargs)
 
 
 @nox.session

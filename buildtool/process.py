@@ -28,10 +28,10 @@ BUILD_ENVIRONMENT = (
     "CMAKE_PREFIX_PATH",
     "PKG_CONFIG_PATH",
 )
-"""What a user sets to steer a build (the README lists them): compilers, their flags, extra CMake
-arguments (``CMAKE_ARGS``, split as a shell would) and where dependencies are found. CMake reads
-the compilers and flags when a build folder is first configured; a wheel build starts its folder
-afresh when any of them changed."""
+"""What a user sets to steer a build (docs/commands.md lists them): compilers, their flags,
+extra CMake arguments (``CMAKE_ARGS``, split as a shell would) and where dependencies are found.
+CMake reads the compilers and flags when a build folder is first configured; a wheel build
+starts its folder afresh when any of them changed."""
 
 PASSED_ENVIRONMENT = (
     "PATH",

@@ -7,11 +7,9 @@ failing run under a simulated GitHub Actions.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -21,10 +19,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-import yaml
 
 from buildtool.ci import pipeline, reports
-from buildtool.cli import make_parser
 from buildtool.cmake.configure import generated_files, plan_recipe, write_generated
 from buildtool.errors import ChecksFailed
 from buildtool.linkage.checks.catalogue import Finding
@@ -479,78 +475,3 @@ def test_wheel_publishes_no_wheel_that_fails_verification(
     assert result.exit_code == 1, result.stdout + result.stderr
     assert "BT121" in result.stderr
     assert [p.name for p in out_dir.iterdir()] == ["keep.txt"]
-
-
-# --- the ready-to-copy workflow -----------------------------------------------------------------
-
-WORKFLOW = REPO / "examples" / "github-workflow.yml"
-
-
-def cli_options() -> dict[str, set[str]]:
-    """Every subcommand of ``buildtool`` and the options it accepts, from the real parser."""
-    parser = make_parser()
-    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    global_options = {s for action in parser._actions for s in action.option_strings}
-    return {
-        name: global_options | {s for action in sub._actions for s in action.option_strings}
-        for name, sub in subparsers.choices.items()
-    }
-
-
-def load_workflow() -> dict[Any, Any]:
-    data: dict[Any, Any] = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
-    return data
-
-
-def workflow_steps(workflow: dict[Any, Any]) -> list[dict[str, Any]]:
-    return [step for job in workflow["jobs"].values() for step in job["steps"]]
-
-
-def buildtool_invocations(workflow: dict[Any, Any]) -> list[list[str]]:
-    """The arguments after ``buildtool`` in every ``run:`` line that calls it."""
-    invocations = []
-    for step in workflow_steps(workflow):
-        for line in str(step.get("run", "")).splitlines():
-            words = shlex.split(line, comments=True)
-            if "buildtool" in words and words[: words.index("buildtool")] != [
-                "python",
-                "-m",
-                "pip",
-                "install",
-            ]:
-                invocations.append(words[words.index("buildtool") + 1 :])
-    return invocations
-
-
-def test_workflow_calls_only_real_subcommands_and_options() -> None:
-    options = cli_options()
-    invocations = buildtool_invocations(load_workflow())
-    assert {words[0] for words in invocations} == {"ci", "verify-linkage"}
-    for words in invocations:
-        command, arguments = words[0], words[1:]
-        assert command in options, command
-        for argument in arguments:
-            if argument.startswith("-"):
-                assert argument.split("=", 1)[0] in options[command], (command, argument)
-
-
-def test_workflow_runs_ci_on_pull_requests_and_releases_with_cibuildwheel() -> None:
-    workflow = load_workflow()
-    triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert isinstance(triggers, dict)
-    assert "pull_request" in triggers
-    assert "release" in triggers
-    ci_job = workflow["jobs"]["ci"]
-    assert any(str(step.get("run", "")).startswith("buildtool ci") for step in ci_job["steps"])
-    wheels = workflow["jobs"]["wheels"]
-    systems = " ".join(wheels["strategy"]["matrix"]["os"])
-    assert all(system in systems for system in ("ubuntu", "macos", "windows"))
-    cibuildwheel = [
-        s for s in wheels["steps"] if str(s.get("uses", "")).startswith("pypa/cibuildwheel@")
-    ]
-    assert len(cibuildwheel) == 1
-    settings = cibuildwheel[0]["env"]
-    assert all(name.startswith("CIBW_") or name == "SOURCE_DATE_EPOCH" for name in settings)
-    # The repair tools must never graft a second copy of the project's own libraries.
-    assert "--exclude" in settings["CIBW_REPAIR_WHEEL_COMMAND_LINUX"]
-    assert "--exclude" in settings["CIBW_REPAIR_WHEEL_COMMAND_MACOS"]

@@ -1,4 +1,6 @@
-"""A non-editable install works: templates and schema ship inside buildtool's wheel."""
+"""A non-editable install works: templates and schema ship inside buildtool's wheel, which is the
+distribution ``buildtool-split`` (``buildtool`` on PyPI is another project) installing the
+``buildtool`` command and package."""
 
 from __future__ import annotations
 
@@ -41,3 +43,27 @@ def test_installed_wheel_carries_templates_and_schema(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert Path(location.stdout.strip()).is_relative_to(tmp_path / "venv")
+    installed = subprocess.run(
+        [python, "-c", INSTALLED_DISTRIBUTION],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+    )
+    assert json.loads(installed.stdout) == {
+        "name": "buildtool-split",
+        "scripts": ["buildtool"],
+        "package": str(tmp_path / "venv"),
+    }
+
+
+INSTALLED_DISTRIBUTION = """
+import importlib.metadata as metadata, json, pathlib, sys, buildtool
+dist = metadata.distribution("buildtool-split")
+package = pathlib.Path(buildtool.__file__).resolve()
+print(json.dumps({
+    "name": dist.metadata["Name"],
+    "scripts": sorted(e.name for e in dist.entry_points if e.group == "console_scripts"),
+    "package": sys.prefix if package.is_relative_to(sys.prefix) else str(package),
+}))
+"""

@@ -21,7 +21,7 @@ import pytest
 from buildtool import process
 from buildtool.cmake.configure import plan_recipe
 from buildtool.errors import ChecksFailed
-from buildtool.packaging import wheel
+from buildtool.packaging import repair, wheel
 from buildtool.packaging.distributions import (
     WheelVariant,
     all_distributions,
@@ -98,11 +98,11 @@ def test_generated_pyprojects_point_back_at_the_project_root() -> None:
 
 def test_auditwheel_excludes_every_own_library(tmp_path: Path) -> None:
     plan = demo_plan()
-    command = wheel.auditwheel_command(tmp_path / "w.whl", tmp_path / "out", plan, "auto")
+    command = repair.auditwheel_command(tmp_path / "w.whl", tmp_path / "out", plan, "auto")
     excluded = {command[i + 1] for i, part in enumerate(command) if part == "--exclude"}
     assert {lib.file_name for lib in plan.libraries} <= excluded
     assert "--only-plat" not in command
-    pinned = wheel.auditwheel_command(tmp_path / "w.whl", tmp_path, plan, "manylinux_2_34_x86_64")
+    pinned = repair.auditwheel_command(tmp_path / "w.whl", tmp_path, plan, "manylinux_2_34_x86_64")
     assert pinned[pinned.index("--plat") + 1] == "manylinux_2_34_x86_64"
     assert "--only-plat" in pinned
 

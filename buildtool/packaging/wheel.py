@@ -40,6 +40,7 @@ from buildtool.packaging.distributions import (
     variant_distributions,
 )
 from buildtool.packaging.loader import file_stem
+from buildtool.packaging.repair import repair_wheel
 from buildtool.packaging.sdist import stage_sdist_tree
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import LoadedRecipe
@@ -161,59 +162,6 @@ def build_raw_wheel(
             f"{BUILD_BACKEND} cannot be imported by {sys.executable}: pip install scikit-build-core"
         ) from None
     return dest / name
-
-
-def own_library_names(plan: LinkPlan) -> tuple[str, ...]:
-    """File names of the project's libraries on every platform the repair tools run on."""
-    names = [lib.file_name for lib in plan.libraries]
-    names += [f"{file_stem(lib)}.dylib" for lib in plan.libraries]
-    return tuple(dict.fromkeys(names))
-
-
-def auditwheel_command(wheel: Path, dest: Path, plan: LinkPlan, platform_tag: str) -> list[str]:
-    """``auditwheel repair`` that never grafts the project's own libraries.
-
-    The compiler add-on needs the runtime, which another wheel ships: without ``--exclude`` it
-    would get a private copy, and a process loading both copies aborts on duplicate registration.
-    ``auto`` lets auditwheel pick the most compatible tag the binaries allow; a pinned tag is
-    used alone (``--only-plat``) so the file name is exactly what the recipe says.
-    """
-    command = [sys.executable, "-m", "auditwheel", "repair", "--plat", platform_tag]
-    if platform_tag != "auto":
-        command.append("--only-plat")
-    for name in own_library_names(plan):
-        command += ["--exclude", name]
-    return [*command, "--wheel-dir", str(dest), str(wheel)]
-
-
-def delocate_command(wheel: Path, dest: Path, plan: LinkPlan) -> list[str]:
-    """macOS only (not exercised on Linux): ``delocate-wheel`` with the same excludes."""
-    tool = Path(sysconfig.get_path("scripts")) / "delocate-wheel"
-    command = [str(tool), "--wheel-dir", str(dest)]
-    for name in own_library_names(plan):
-        command += ["--exclude", name]
-    return [*command, str(wheel)]
-
-
-def repair_wheel(wheel: Path, dest: Path, plan: LinkPlan, platform_tag: str) -> Path:
-    """Repair ``wheel`` into the empty folder ``dest``; return the repaired wheel."""
-    dest.mkdir(parents=True, exist_ok=True)
-    if sys.platform.startswith("linux"):
-        process.run(
-            auditwheel_command(wheel, dest, plan, platform_tag),
-            env=process.tool_environment(wheel_build=True),
-        )
-    elif sys.platform == "darwin":
-        process.run(
-            delocate_command(wheel, dest, plan), env=process.tool_environment(wheel_build=True)
-        )
-    else:
-        log.warning("no repair tool for %s: %s is published as built", sys.platform, wheel.name)
-        shutil.copy2(wheel, dest / wheel.name)
-    produced = sorted(dest.glob("*.whl"))
-    if len(produced) != 1:
-        raise ChecksFailed(f"repairing {wheel.name} gave {len(produced)} wheels in {dest}")
-    return produced[0]
 
 
 def python_package_files(loaded: LoadedRecipe) -> frozenset[str]:
