@@ -95,3 +95,52 @@ def test_pandas_with_a_module_of_its_312_build_is_an_error_and_fails_to_load(
     (finding,) = [f for f in report.findings if f.check_id == "BT153"]
     assert "PyType_FromMetaclass" in finding.message
     assert "cpython-311" in finding.evidence
+
+
+# --- a bundled library of another architecture ----------------------------------------------
+
+AARCH64 = ("--platform", "manylinux_2_28_aarch64", "--platform", "manylinux2014_aarch64")
+SNDFILE = "_soundfile_data/libsndfile_x86_64.so"
+NETCDF = "netcdf4.libs/libnetcdf-3622e713.so.22"
+NETCDF_MODULE = "netCDF4/_netCDF4.abi3.so"
+
+
+def _swapped(
+    tmp_path: Path, requirement: str, member: str, foreign_member: str
+) -> tuple[Path, Path]:
+    """The x86_64 wheel with ``member`` replaced by the aarch64 wheel's ``foreign_member``."""
+    source = pinned(requirement)
+    arm = member_bytes(pinned(requirement, "aarch64", *AARCH64), foreign_member)
+    (tmp_path / "planted").mkdir()
+    return source, planted(source, tmp_path / "planted" / source.name, {member: lambda _: arm}, {})
+
+
+def test_soundfile_with_its_aarch64_libsndfile_is_an_error_and_fails_to_load(
+    tmp_path: Path,
+) -> None:
+    """cffi opens the library by path (no NEEDED entry): before, exit 0; the import fails on a
+    machine without the system's libsndfile (here cffi falls back to it silently)."""
+    source, broken = _swapped(tmp_path, "soundfile==0.14.0", SNDFILE,
+                              "_soundfile_data/libsndfile_arm64.so")  # fmt: skip
+    assert errors(check(source)) == set()
+    assert load_error(source, SNDFILE, tmp_path / "published") == ""
+    assert "cannot open shared object file" in load_error(broken, SNDFILE, tmp_path / "broken")
+    report = check(broken)
+    assert errors(report) == {("BT152", SNDFILE)}
+    assert "is built for aarch64" in report.findings[0].message
+
+
+def test_netcdf4_with_its_aarch64_libnetcdf_names_the_architecture(tmp_path: Path) -> None:
+    """Before, BT107/BT109 "not found" only; now the library is BT152 and the module's BT107
+    says why ld.so skips it."""
+    source, broken = _swapped(tmp_path, "netCDF4==1.7.5.1.post1", NETCDF,
+                              "netcdf4.libs/libnetcdf-084db265.so.22")  # fmt: skip
+    assert errors(check(source)) == set()
+    assert load_error(source, NETCDF_MODULE, tmp_path / "published") == ""
+    assert load_error(broken, NETCDF_MODULE, tmp_path / "broken") != ""
+    report = check(broken)
+    assert ("BT152", NETCDF) in errors(report)
+    (skipped,) = [
+        f for f in report.findings if f.check_id == "BT107" and f.path.endswith(NETCDF_MODULE)
+    ]
+    assert "is built for aarch64" in skipped.evidence

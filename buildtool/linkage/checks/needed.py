@@ -261,7 +261,8 @@ def _missing_finding(
     evidence = _searched(facts, subject.platform_of(binary)) + _context(binary, roots)
     message = f"needs {name}, which the dynamic loader would not find"
     if subject.ships(binary, name):
-        return Finding("BT107", binary.display, message, evidence, needed=name)
+        other = _other_machine(subject, binary, name)
+        return Finding("BT107", binary.display, message, other + evidence, needed=name)
     finding, evidence = _from_another_distribution(subject, binary, name, evidence)
     if finding is not None:
         return finding
@@ -297,6 +298,23 @@ def _not_shipped(subject: Subject, binary: BinaryFile, name: str) -> tuple[str, 
     found = subject.on_this_machine(name, subject.facts(binary))
     here = f"this machine has it ({found}), outside the tag's policy; " if found else ""
     return message, here
+
+
+def _other_machine(subject: Subject, binary: BinaryFile, name: str) -> str:
+    """Why a library the input ships is not found when it is built for another machine or
+    class (ld.so skips it as if absent): said, or ''."""
+    facts = subject.facts(binary)
+    own = subject.origin_of(binary)
+    for other in subject.files:
+        found = subject.facts(other)
+        if name not in (other.location.name, found.soname) or subject.origin_of(other) != own:
+            continue
+        if (found.machine, found.elf_class) != (facts.machine, facts.elf_class):
+            return (
+                f"{other.display} is built for {found.machine} ({found.elf_class}-bit), this "
+                f"file for {facts.machine} ({facts.elf_class}-bit): ld.so skips it; "
+            )
+    return ""
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
