@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
@@ -172,6 +172,22 @@ def _named_like(requirement: str, library: str) -> bool:
     return any(word in stem for word in words) or (len(stem) >= 3 and stem in joined)
 
 
+Providers = Callable[[BinaryFile], list[str]]
+"""``_possible_providers`` of one subject, remembered per file: computed once per file, not
+once per missing NEEDED entry (a file with 20,000 of them)."""
+
+
+def _providers_memo(subject: Subject) -> Providers:
+    known: dict[str, list[str]] = {}
+
+    def providers(binary: BinaryFile) -> list[str]:
+        if binary.display not in known:
+            known[binary.display] = _possible_providers(subject, binary)
+        return known[binary.display]
+
+    return providers
+
+
 def _possible_providers(subject: Subject, binary: BinaryFile) -> list[str]:
     """The unchecked requirements that may ship what ``binary`` needs and its own input lacks:
     those named like one of those libraries (torch for torchvision's libtorch.so; then its
@@ -255,7 +271,11 @@ def _from_another_distribution(
 
 
 def _missing_finding(
-    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
+    subject: Subject,
+    binary: BinaryFile,
+    name: str,
+    roots: Sequence[BinaryFile],
+    providers: Providers,
 ) -> Finding:
     facts = subject.facts(binary)
     evidence = _searched(facts, subject.platform_of(binary)) + _context(binary, roots)
@@ -270,7 +290,7 @@ def _missing_finding(
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
     known = _known_missing(subject, binary, name)
-    unchecked = _possible_providers(subject, binary) if known is None else []
+    unchecked = providers(binary) if known is None else []
     if unchecked:
         message = f"needs {name}, which no input ships"
         evidence = (
@@ -318,6 +338,7 @@ def _other_machine(subject: Subject, binary: BinaryFile, name: str) -> str:
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
+    providers = _providers_memo(subject)
     no_runpath: dict[str, tuple[BinaryFile, list[str], list[BinaryFile]]] = {}
     for (location, name), (binary, roots) in _missing_in_contexts(subject).items():
         facts = subject.facts(binary)
@@ -327,7 +348,7 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
             entry[1].append(name)
             entry[2].extend(roots)
             continue
-        yield _missing_finding(subject, binary, name, roots)
+        yield _missing_finding(subject, binary, name, roots, providers)
     for binary, names, roots in no_runpath.values():
         yield Finding(
             "BT112",
