@@ -144,3 +144,88 @@ def test_netcdf4_with_its_aarch64_libnetcdf_names_the_architecture(tmp_path: Pat
         f for f in report.findings if f.check_id == "BT107" and f.path.endswith(NETCDF_MODULE)
     ]
     assert "is built for aarch64" in skipped.evidence
+
+
+# --- the same verdict on every host -------------------------------------------------------
+
+LIGHTGBM = "lightgbm==4.7.0"
+MACOS_ARM64 = ("--platform", "macosx_12_0_arm64", "--platform", "macosx_14_0_arm64")
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "needed"),
+    [
+        ("", (), "libgomp.so.1"),
+        ("aarch64", AARCH64, "libgomp.so.1"),
+        ("macos", MACOS_ARM64, "@rpath/libomp.dylib"),
+    ],
+    ids=["x86_64", "aarch64", "macos"],
+)
+def test_lightgbm_needs_an_openmp_runtime_it_does_not_bundle_on_every_host(
+    kind: str, options: tuple[str, ...], needed: str
+) -> None:
+    """lightgbm NEEDs libgomp.so.1 (macOS: libomp), which no policy provides and it does not
+    bundle: "libgomp.so.1: cannot open shared object file" in a slim image. Before, the x86_64
+    wheel was clean on this machine (it has libgomp) and an error elsewhere."""
+    report = check(pinned(LIGHTGBM, kind, *options))
+    assert errors(report) == {
+        ("BT109", f"lightgbm/lib/lib_lightgbm.{'dylib' if kind == 'macos' else 'so'}")
+    }
+    (finding,) = [f for f in report.findings if f.check_id == "BT109"]
+    assert finding.needed == needed
+
+
+def test_lightgbm_loads_here_only_because_this_machine_has_libgomp(tmp_path: Path) -> None:
+    wheel = pinned(LIGHTGBM)
+    (finding,) = [f for f in check(wheel).findings if f.check_id == "BT109"]
+    assert "this machine has it (" in finding.evidence
+    assert load_error(wheel, "lightgbm/lib/lib_lightgbm.so", tmp_path) == ""
+
+
+# --- shared code that loads is no error ---------------------------------------------------------
+
+
+def test_pyqt6_with_pyqt6_qt6_has_no_bt103_on_linker_symbols() -> None:
+    """1,886 BT103 before: every pair of Qt libraries exports _end, _edata and __bss_start
+    under the catch-all Qt_6 version."""
+    report = check(pinned("PyQt6-Qt6==6.9.2"), pinned("PyQt6==6.9.1"))
+    duplicates = [f for f in report.findings if f.check_id == "BT103"]
+    assert not any("_end" in f.evidence or "__bss_start" in f.evidence for f in duplicates)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Qt's resource initializers (rcc's qRegisterResourceData boilerplate, the same code "
+    "registering different data) still read as one initializer registering twice: the "
+    "initializer walk's to tell",
+)
+def test_pyqt6_with_pyqt6_qt6_has_no_bt103() -> None:
+    report = check(pinned("PyQt6-Qt6==6.9.2"), pinned("PyQt6==6.9.1"))
+    assert counts(report, "error").get("BT103", 0) == 0
+
+
+def test_vtk_is_clean_of_the_toolchain_runtimes_code() -> None:
+    """BT103 before: libvtkfmt and libviskores_filter_core share only devtoolset's
+    libstdc++_nonshared (system_error48.cc, the _ZGTt clones)."""
+    assert errors(check(pinned("vtk==9.7.2"))) == set()
+
+
+def test_tables_two_lz4_builds_and_two_libblosc2_are_warnings() -> None:
+    """BT103 x4 + BT122 before; everything round-trips (blosc2 copies without initializers,
+    LZ4 1.9.4 and 1.10.0 exported by both)."""
+    report = check(pinned("tables==3.11.1"))
+    assert errors(report) == set()
+    assert counts(report, "warning").get("BT124", 0) == 5
+
+
+def test_scipys_windows_wheel_has_no_copies_of_its_modules() -> None:
+    """optimize/_zeros and optimize/cython_optimize/_zeros are two modules, loaded by path."""
+    wheel = pinned("scipy==1.17.1", "win", "--platform", "win_amd64", "--python-version", "3.11")
+    assert errors(check(wheel)) == set()
+
+
+def test_polars_pure_python_wheel_beside_its_runtime_is_valid_input() -> None:
+    """Exit 2 before: a wheel with no binary stopped the run."""
+    report = check(pinned("polars==2.1.0"), pinned("polars-runtime-32==2.1.0"))
+    assert report.inputs[0].endswith("polars-2.1.0-py3-none-any.whl")
+    assert errors(report) == set()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ctypes
 import subprocess
+import sys
 from pathlib import Path
 
 from tests.builders import check, gcc, ids, lib, write_wheel
@@ -113,15 +114,37 @@ def test_a_second_copy_of_a_c_library_without_initializers_is_a_warning(tmp_path
     assert ids(report) == {("BT124", graft.name)}
 
 
-def test_a_second_copy_that_runs_initializers_stays_an_error(tmp_path: Path) -> None:
-    body = "static int state;\n__attribute__((constructor)) static void init(void) { state = 7; }\n"
-    body += "int value(void) { return state; }\n"
-    first = lib(tmp_path / "pkg", "blosc2", body, "-Wl,-soname,libblosc2.so.7")
+REGISTRY = """
+#include <stdlib.h>
+#include <string.h>
+static const char* names[16];
+static int count;
+void reg(const char* name) {
+    for (int i = 0; i < count; ++i) if (!strcmp(names[i], name)) abort();
+    names[count++] = name;
+}
+"""
+
+
+def test_a_second_copy_whose_initializer_registers_stays_an_error(tmp_path: Path) -> None:
+    """The copies' constructor registers a name into a third library's registry, which aborts
+    on a duplicate: loading both aborts (auditwheel's grafted second runtime)."""
+    lib(tmp_path / "pkg", "registry", REGISTRY, "-Wl,-soname,libregistry.so")
+    body = "void reg(const char*);\n"
+    body += '__attribute__((constructor)) static void init(void) { reg("blosc2"); }\n'
+    body += "int value(void) { return 1; }\n"
+    link = ("-L" + str(tmp_path / "pkg"), "-lregistry", "-Wl,-rpath,$ORIGIN:$ORIGIN/../pkg")
+    first = lib(tmp_path / "pkg", "blosc2", body, "-Wl,-soname,libblosc2.so.7", *link)
     graft = tmp_path / "pkg.libs" / "libblosc2-a12ec544.so.7"
-    gcc(tmp_path / "pkg.libs", graft, body, "-Wl,-soname,libblosc2-a12ec544.so.7")
+    gcc(tmp_path / "pkg.libs", graft, body, "-Wl,-soname,libblosc2-a12ec544.so.7", *link)
     for library in (first, graft):
         subprocess.run(["strip", str(library)], check=True)
-    members = {"pkg/libblosc2.so": first.read_bytes(), f"pkg.libs/{graft.name}": graft.read_bytes()}
+    code = "import ctypes, sys; [ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL) for p in sys.argv[1:]]"
+    loads = [sys.executable, "-c", code, str(first)]
+    assert subprocess.run(loads, check=False).returncode == 0
+    assert subprocess.run([*loads, str(graft)], check=False).returncode != 0  # abort
+    members = {f"pkg/{p.name}": p.read_bytes() for p in (tmp_path / "pkg").glob("*.so*")}
+    members[f"pkg.libs/{graft.name}"] = graft.read_bytes()
     report = check(write_wheel(tmp_path / "pkg-1.0-py3-none-linux_x86_64.whl", "pkg", members))
     assert ids(report) == {("BT122", graft.name)}
 

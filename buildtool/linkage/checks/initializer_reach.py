@@ -111,3 +111,26 @@ def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
         for group in by_shape.values()
         if len(group) > 1 and not all(subject.facts(b).has_symtab for b in group)
     ]
+
+
+def registers_beyond_itself(subject: Subject, binary: BinaryFile) -> bool | None:
+    """Whether ``binary``'s initializers reach a function that a second copy of it would share
+    with the first: one it exports itself (called through its PLT, so the copy loaded second
+    binds to the first's: libtvm_ffi registering its types), or one of a non-system library it
+    loads (libtvm_runtime registering into libtvm_ffi). False when they reach only the C and C++
+    runtime (blosc2's constructor setting up its own tables); None when nothing was read."""
+    inits = subject.initializers(binary)
+    if not inits:
+        return None
+    reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
+    reached = frozenset(name for name in reached if not is_toolchain_function(name))
+    if reached & _names(subject.facts(binary)):
+        return True
+    closure = subject.closures.get(binary.location)
+    for path in closure.load_order[1:] if closure else ():
+        facts = closure.objects[path] if closure else None
+        if facts is None or SYSTEM_LIBRARY.match(GRAFT_SUFFIX.sub("", facts.soname or "")):
+            continue
+        if reached & _names(facts):
+            return True
+    return False

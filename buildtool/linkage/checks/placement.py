@@ -14,6 +14,7 @@ from buildtool.linkage.checks.common import (
     listed,
     static_inits,
 )
+from buildtool.linkage.checks.initializer_reach import registers_beyond_itself
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 
@@ -99,19 +100,27 @@ def _runs_initializers(facts: BinaryFacts) -> bool:
     return bool(static_inits(facts)) or (not facts.has_symtab and facts.init_array_size > pointer)
 
 
+def _copy_collides(subject: Subject, binary: BinaryFile) -> bool:
+    """Whether a second copy of ``binary`` collides with the first: it runs initializers that
+    reach beyond its own state (``registers_beyond_itself``; unknown counts as yes)."""
+    if not _runs_initializers(subject.facts(binary)):
+        return False
+    return registers_beyond_itself(subject, binary) is not False
+
+
 def _copy_finding(subject: Subject, first: BinaryFile, second: BinaryFile, key: str) -> Finding:
-    """BT122 when a copy runs initializers (registrations run twice); else BT124: two copies
-    of a library without them each keep their own state (tables' two libblosc2 builds)."""
+    """BT122 when a copy runs initializers that reach beyond its own state (registrations run
+    twice); else BT124: each copy keeps its own state (tables' two libblosc2 builds)."""
     a, b = subject.facts(first), subject.facts(second)
     names = f"both are {key} (SONAMEs {a.soname} and {b.soname})"
-    if _runs_initializers(a) or _runs_initializers(b):
+    if _copy_collides(subject, first) or _copy_collides(subject, second):
         return Finding("BT122", second.display, f"is a second copy of {first.display}", names)
     return Finding(
         "BT124",
         second.display,
-        f"is a second copy of {first.display}, without static initializers: each copy keeps "
-        "its own state",
-        f"{names}; neither runs initializers of its own when loaded",
+        f"is a second copy of {first.display} whose initializers set up its own state only: "
+        "each copy keeps its own",
+        f"{names}; neither runs an initializer that reaches beyond the C and C++ runtime",
     )
 
 
