@@ -537,6 +537,34 @@ class Finding:
         return self.check.severity
 
 
+PLATFORM_DECISION = """## Which machine a verdict is about
+
+A verdict does not depend on the machine that checks. Each input is judged for the platform it
+targets:
+
+- **A manylinux or musllinux wheel** (its platform tag names a policy): what the tag provides is
+  its policy's list of libraries (auditwheel's policy data: libc, libm, libstdc++, libgcc_s,
+  libGL, libX11, ...), the symbol versions the policy allows (BT150) and what the interpreter
+  has loaded (libm and libc); nothing the checking machine has beyond that counts. A library the
+  wheel needs, does not bundle and its policy does not provide is BT109 on every host, with the
+  evidence saying where this machine has it when it does (lightgbm's libgomp.so.1: it loads on
+  a CI runner with gcc installed and fails in a slim container). Another architecture's or
+  libc's wheel (an aarch64 or musl wheel checked on x86_64 glibc) is judged the same way.
+- **What a host may add**: GPU drivers' libraries (libcuda.so.1, libnvidia-ml.so.1,
+  libOpenCL.so.1, libvulkan.so.1, libEGL.so.1, libGLX.so.0) and whatever the recipe lists in
+  `[verify] host-provided`: not found, they are BT108 warnings, never errors. Nothing else.
+- **An extension module's interpreter**: the CPython its file name or wheel tag names (BT153,
+  BT154), never the interpreter that runs the check.
+- **An input without a policy tag** (a build tree, a folder, a `linux_*` wheel, which promises
+  nothing beyond the machine it was built on): the machine its ELF files were built for, with
+  that machine's ld.so.cache and default folders when it is this machine's kind; a
+  cross-built tree gets its platform's policy libraries only.
+- **macOS and Windows wheels**: dyld's and the Windows loader's rules (the system libraries and
+  DLLs those platforms have), whatever this machine is.
+
+"""
+
+
 def render_checks_doc() -> str:
     """docs/checks.md: the reference of every check, generated from ``CHECKS``."""
     lines = [
@@ -548,6 +576,7 @@ def render_checks_doc() -> str:
         "*hardening* only when the recipe says `[verify] hardening = true`; those marked",
         "*baseline* only with `--baseline` (the JSON report of an earlier run).",
         "",
+        *PLATFORM_DECISION.splitlines(),
     ]
     for check in (*CHECKS, *CMAKE_CHECKS):
         if check is CMAKE_CHECKS[0]:
