@@ -255,8 +255,7 @@ def _environments(
             env = Environment(system_dirs=(), platform=target, dll_directories=dlls)
         elif target is not None and target.portable:
             # a manylinux/musllinux wheel gets the same verdict here as on a slim container
-            env = Environment(system_dirs=(), ld_library_path=ld_library_path, platform=target,
-                              dll_directories=dlls)  # fmt: skip
+            env = Environment(cache, None, ld_library_path, target, dlls, policy_only=True)
         elif target is not None and target.tag != "host":
             env = Environment(cache, None, ld_library_path, target, dlls)
         else:

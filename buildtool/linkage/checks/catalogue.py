@@ -233,11 +233,11 @@ CHECKS: tuple[Check, ...] = (
         "BT122",
         "duplicate-library-copy",
         "error",
-        "A second copy of a library (the same SONAME in two files) whose initializers reach "
-        "beyond its own state (a function it exports, which the copy loaded second binds to the "
-        "first's, or one of a project library it loads), e.g. grafted by auditwheel repair into "
-        "<pkg>.libs/: loading both runs the registrations twice. Copies whose initializers "
-        "reach only the C and C++ runtime, or that have none, are BT124.",
+        "A second copy of a library (the same SONAME in two files) whose initializers build "
+        "state (they call imported functions: a registry, C++ objects allocated and "
+        "registered), e.g. grafted by auditwheel repair into <pkg>.libs/: loading both runs "
+        "the registrations twice or splits them between two registries. Copies whose "
+        "initializers call nothing imported, or that have none, are BT124.",
         "Repair with --exclude for the project's own libraries and give them RUNPATH $ORIGIN.",
     ),
     Check(

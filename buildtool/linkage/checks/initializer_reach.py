@@ -113,24 +113,22 @@ def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
     ]
 
 
-def registers_beyond_itself(subject: Subject, binary: BinaryFile) -> bool | None:
-    """Whether ``binary``'s initializers reach a function that a second copy of it would share
-    with the first: one it exports itself (called through its PLT, so the copy loaded second
-    binds to the first's: libtvm_ffi registering its types), or one of a non-system library it
-    loads (libtvm_runtime registering into libtvm_ffi). False when they reach only the C and C++
-    runtime (blosc2's constructor setting up its own tables); None when nothing was read."""
+STREAM_SETUP: Final = frozenset(
+    {"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "_ZSt21ios_base_library_initv",
+     "__cxa_atexit"}
+)  # fmt: skip
+"""What including <iostream> makes every C++ file's initializer call: no state of its own."""
+
+
+def initializers_build_state(subject: Subject, binary: BinaryFile) -> bool | None:
+    """Whether ``binary``'s initializers build state a second copy of it would split or
+    duplicate: they call some imported function (a registry in another library, libtvm_ffi's
+    own C++ objects allocated and registered, a function it exports, which the copy loaded
+    second binds to the first's), beyond <iostream>'s setup. False when they call nothing
+    imported (blosc2's constructor filling its own CPU dispatch tables); None when nothing was
+    read."""
     inits = subject.initializers(binary)
     if not inits:
         return None
     reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
-    reached = frozenset(name for name in reached if not is_toolchain_function(name))
-    if reached & _names(subject.facts(binary)):
-        return True
-    closure = subject.closures.get(binary.location)
-    for path in closure.load_order[1:] if closure else ():
-        facts = closure.objects[path] if closure else None
-        if facts is None or SYSTEM_LIBRARY.match(GRAFT_SUFFIX.sub("", facts.soname or "")):
-            continue
-        if reached & _names(facts):
-            return True
-    return False
+    return bool(reached - STREAM_SETUP)

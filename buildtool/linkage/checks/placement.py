@@ -14,7 +14,7 @@ from buildtool.linkage.checks.common import (
     listed,
     static_inits,
 )
-from buildtool.linkage.checks.initializer_reach import registers_beyond_itself
+from buildtool.linkage.checks.initializer_reach import initializers_build_state
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 
@@ -91,26 +91,27 @@ def _is_extension_module(facts: BinaryFacts) -> bool:
 
 
 def _runs_initializers(facts: BinaryFacts) -> bool:
-    """Whether loading the file runs code of its own: static initializers by name, or, stripped,
-    an init array longer than the C runtime's one entry (frame_dummy). Not known for another
-    format: assumed."""
+    """Whether loading the file runs code of its own: static initializers by name, or an init
+    array longer than the C runtime's one entry (frame_dummy; a C constructor has no name to
+    find). Not known for another format: assumed."""
     if facts.format != "elf":
         return True
     pointer = 8 if facts.elf_class == 64 else 4
-    return bool(static_inits(facts)) or (not facts.has_symtab and facts.init_array_size > pointer)
+    return bool(static_inits(facts)) or facts.init_array_size > pointer
 
 
 def _copy_collides(subject: Subject, binary: BinaryFile) -> bool:
     """Whether a second copy of ``binary`` collides with the first: it runs initializers that
-    reach beyond its own state (``registers_beyond_itself``; unknown counts as yes)."""
+    build state (``initializers_build_state``; unknown counts as yes)."""
     if not _runs_initializers(subject.facts(binary)):
         return False
-    return registers_beyond_itself(subject, binary) is not False
+    return initializers_build_state(subject, binary) is not False
 
 
 def _copy_finding(subject: Subject, first: BinaryFile, second: BinaryFile, key: str) -> Finding:
-    """BT122 when a copy runs initializers that reach beyond its own state (registrations run
-    twice); else BT124: each copy keeps its own state (tables' two libblosc2 builds)."""
+    """BT122 when a copy runs initializers that build state (registrations run twice, or split
+    between two registries); else BT124: each copy keeps its own state (tables' two libblosc2
+    builds)."""
     a, b = subject.facts(first), subject.facts(second)
     names = f"both are {key} (SONAMEs {a.soname} and {b.soname})"
     if _copy_collides(subject, first) or _copy_collides(subject, second):
@@ -118,9 +119,9 @@ def _copy_finding(subject: Subject, first: BinaryFile, second: BinaryFile, key: 
     return Finding(
         "BT124",
         second.display,
-        f"is a second copy of {first.display} whose initializers set up its own state only: "
-        "each copy keeps its own",
-        f"{names}; neither runs an initializer that reaches beyond the C and C++ runtime",
+        f"is a second copy of {first.display} whose initializers call nothing imported: each "
+        "copy keeps its own state",
+        f"{names}; neither copy's initializers call an imported function",
     )
 
 
