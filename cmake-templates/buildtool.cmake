@@ -261,6 +261,9 @@ function(bt_library name)
     BASE_NAME "${ARG_OUTPUT_NAME}"
     EXPORT_MACRO_NAME "${ARG_EXPORT_MACRO}"
     EXPORT_FILE_NAME "${BT_EXPORT_INCLUDE_DIR}/${ARG_OUTPUT_NAME}_export.h")
+  # bt_headers installs each export header with its library (one build tree makes every wheel)
+  set_property(GLOBAL APPEND PROPERTY BT_EXPORT_HEADERS "${ARG_OUTPUT_NAME}_export.h")
+  set_property(GLOBAL APPEND PROPERTY BT_EXPORT_COMPONENTS "${ARG_LIBRARY}")
   bt_settings(${name} PUBLIC
     DEFINITIONS ${ARG_DEFINITIONS}
     PRIVATE_DEFINITIONS ${ARG_PRIVATE_DEFINITIONS}
@@ -380,7 +383,18 @@ function(bt_headers)
     install(DIRECTORY "${BT_SOURCE_DIR}/${directory}/"
       DESTINATION "${prefix}include" COMPONENT python)
   endforeach()
-  install(DIRECTORY "${BT_EXPORT_INCLUDE_DIR}/" DESTINATION "${prefix}include" COMPONENT python)
+  # A library's export header goes with the library's component: a wheel made from a build tree
+  # that built every library holds the export headers of its own libraries only.
+  get_property(export_headers GLOBAL PROPERTY BT_EXPORT_HEADERS)
+  get_property(export_components GLOBAL PROPERTY BT_EXPORT_COMPONENTS)
+  set(excluded "")
+  foreach(header component IN ZIP_LISTS export_headers export_components)
+    list(APPEND excluded PATTERN "${header}" EXCLUDE)
+    install(FILES "${BT_EXPORT_INCLUDE_DIR}/${header}"
+      DESTINATION "${prefix}include" COMPONENT ${component})
+  endforeach()
+  install(DIRECTORY "${BT_EXPORT_INCLUDE_DIR}/" DESTINATION "${prefix}include" COMPONENT python
+    ${excluded})
   install(FILES "${BT_SOURCE_DIR}/${ARG_CONFIG}"
     DESTINATION "${prefix}lib/cmake/${BT_NAMESPACE}" COMPONENT python)
 endfunction()

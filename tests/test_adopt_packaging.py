@@ -23,7 +23,7 @@ import pytest
 from buildtool import process
 from buildtool.ci import pipeline
 from buildtool.cli import main
-from buildtool.cmake import configure
+from buildtool.cmake import configure, environment
 from buildtool.cmake import run as cmake_run
 from buildtool.commands import ci as ci_command
 from buildtool.console import collecting_warnings, warnings_summary
@@ -169,8 +169,8 @@ def adopter_run(tmp_path_factory: pytest.TempPathFactory) -> AdopterRun:
     common = ["--recipe", str(recipe), "--build-root", str(build_root), "--out-dir", str(out)]
     runs = [
         ["build", "--recipe", str(recipe), "--build-dir", str(build_root / "cm")],
-        ["wheel", "--variant", "split", *common],
-        ["wheel", "--variant", "full", "--sdist", "-D", "DEMO_GIT_COMMIT=from-cli", *common],
+        ["wheel", "--split", *common],
+        ["wheel", "--sdist", "-D", "DEMO_GIT_COMMIT=from-cli", *common],
     ]
     with pytest.MonkeyPatch.context() as patch:
         for name, value in STEERING.items():
@@ -284,19 +284,28 @@ def test_unsplittable_cmake_args_is_a_usage_error(
     assert not build_dir.exists()
 
 
-def test_changed_build_environment_starts_a_wheel_build_folder_afresh(
+def test_changed_build_environment_starts_a_build_folder_afresh(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folder = tmp_path / "skb" / "demo"
+    """CMake reads CXXFLAGS on a folder's first configure only: when it changed, the folder's
+    cache goes, so the next configure reads it (the objects are kept for ninja to judge)."""
+    folder = tmp_path / "build"
+    (folder / "CMakeFiles").mkdir(parents=True)
+    (folder / "CMakeCache.txt").write_text("CMAKE_CXX_FLAGS:STRING=-O1\n")
+    (folder / "lib").mkdir()
     monkeypatch.setenv("CXXFLAGS", "-O1")
-    wheel.start_afresh_if_environment_changed(folder)
-    (folder / "cp311").mkdir()
-    wheel.start_afresh_if_environment_changed(folder)
-    assert (folder / "cp311").is_dir()  # same environment: the folder is reused
+    environment.start_afresh_if_environment_changed(folder)  # never configured: kept
+    environment.record_environment(folder)
+    environment.start_afresh_if_environment_changed(folder)
+    assert (folder / "CMakeCache.txt").is_file()  # same environment: the cache is kept
     monkeypatch.setenv("CXXFLAGS", "-O3")
-    wheel.start_afresh_if_environment_changed(folder)
-    assert not (folder / "cp311").exists()
-    assert json.loads((folder / wheel.ENVIRONMENT_STAMP).read_text())["CXXFLAGS"] == "-O3"
+    assert environment.changed_variables(folder) == ["CXXFLAGS"]
+    environment.start_afresh_if_environment_changed(folder)
+    assert not (folder / "CMakeCache.txt").exists()
+    assert not (folder / "CMakeFiles").exists()
+    assert (folder / "lib").is_dir()
+    environment.record_environment(folder)
+    assert json.loads((folder / environment.ENVIRONMENT_STAMP).read_text())["CXXFLAGS"] == "-O3"
 
 
 @pytest.mark.parametrize("command", ["wheel", "ci"])

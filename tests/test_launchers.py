@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import signal
@@ -87,26 +86,21 @@ def test_missing_launcher_is_a_usage_error_naming_it(
     assert not (tmp_path / "build").exists()
 
 
-def test_wheel_builds_get_the_launcher_as_cmake_defines(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    seen: list[dict[str, str]] = []
-
-    class Hooks:
-        def build_wheel(self, _dest: str, settings: dict[str, str]) -> str:
-            seen.append(settings)
-            return "x.whl"
-
-    monkeypatch.setattr(wheel, "_hooks", lambda _project_dir: Hooks())
-    # An earlier in-process CLI run may have left its handler on a stream that is closed now.
-    monkeypatch.setattr(logging.getLogger("buildtool"), "handlers", [])
+def test_wheel_builds_get_the_launcher_as_cmake_defines(tmp_path: Path) -> None:
+    """scikit-build-core configures the shared build tree with the launcher too, and builds
+    only the wheel's targets in it."""
     loaded = load_recipe(DEMO_RECIPE)
-    dist = variant_distributions(plan_recipe(loaded), "full", ".")[0]
+    plan = plan_recipe(loaded)
+    dist = variant_distributions(plan, "full", ".")[0]
     defines = tuple(launcher_defines(Path("/usr/bin/ccache")).items())
-    wheel.build_raw_wheel(loaded, dist, tmp_path, tmp_path, defines)
-    assert seen[0]["cmake.define.CMAKE_CXX_COMPILER_LAUNCHER"] == "/usr/bin/ccache"
-    assert seen[0]["cmake.define.CMAKE_C_COMPILER_LAUNCHER"] == "/usr/bin/ccache"
-    assert seen[0]["build-dir"].endswith("{wheel_tag}")
+    tree = wheel.WheelTree(tmp_path, "Release", defines, {})
+    settings = wheel.wheel_settings(plan, dist, tree, jobs=3)
+    assert settings["cmake.define.CMAKE_CXX_COMPILER_LAUNCHER"] == "/usr/bin/ccache"
+    assert settings["cmake.define.CMAKE_C_COMPILER_LAUNCHER"] == "/usr/bin/ccache"
+    assert settings["build-dir"] == str(tmp_path)
+    assert settings["cmake.build-type"] == "Release"
+    assert settings["build.targets"] == "demo_ffi;demo_runtime;demo_compiler"
+    assert settings["build.tool-args"] == "-j3"
 
 
 # --- ccache: a second clean build is served from the cache --------------------------------------

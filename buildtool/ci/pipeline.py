@@ -12,8 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from buildtool import process
 from buildtool.cmake import configure
+from buildtool.cmake.launcher import LAUNCHER_VARIABLES, LAUNCHERS, CacheStats, read_cache_stats
 from buildtool.cmake.run import cached_option_values, ctest_command
 from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.errors import BuildtoolError, ChecksFailed, TerminationRequested
@@ -102,6 +101,9 @@ class CiResult:
     """Ctrl-C or SIGTERM stopped it during a step."""
     terminated: bool = False
     """It was SIGTERM (exit 143 rather than 130)."""
+    compile_cache: CacheStats | None = None
+    """What the launcher's cache did during the run, by its own statistics (ccache, sccache);
+    None without one."""
 
     @property
     def failed_step(self) -> StepResult | None:
@@ -176,7 +178,9 @@ def step_configure(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     targets = configure.configure(request.loaded, request.build_dir, "full", dict(request.defines))
     built = [t.name for t in targets if t.type in ("SHARED_LIBRARY", "EXECUTABLE")]
-    return StepOutcome(detail=f"configured {request.build_dir}: {', '.join(built)}")
+    return StepOutcome(
+        detail=f"configured the build folder {request.build_dir}/ for {', '.join(built)}"
+    )
 
 
 def step_check_cmake(workspace: Workspace) -> StepOutcome:
@@ -184,7 +188,9 @@ def step_check_cmake(workspace: Workspace) -> StepOutcome:
     from buildtool.cmakecheck.check import check_build_dir
     from buildtool.cmakecheck.report import render_text as render_cmake_text
 
-    report = check_build_dir(workspace.request.build_dir, workspace.request.loaded)
+    report = check_build_dir(
+        workspace.request.build_dir, workspace.request.loaded, "the recipe ci builds with"
+    )
     log.info("%s", render_cmake_text(report).rstrip("\n"))
     errors, warnings = report.count("error"), report.count("warning")
     detail = f"{report.targets} CMake targets checked: {errors} errors, {warnings} warnings"
@@ -197,7 +203,7 @@ def step_check_cmake(workspace: Workspace) -> StepOutcome:
 
 def step_build(workspace: Workspace) -> StepOutcome:
     configure.build(workspace.request.build_dir, workspace.request.jobs)
-    return StepOutcome(detail=f"built {workspace.request.build_dir}")
+    return StepOutcome(detail=f"compiled in the build folder {workspace.request.build_dir}/")
 
 
 def step_ctest(workspace: Workspace) -> StepOutcome:
@@ -223,7 +229,7 @@ def _outcome(report: Report) -> StepOutcome:
 def step_verify_build(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     values = cached_option_values(request.build_dir, [o.name for o in workspace.plan.options])
-    policy = policy_for_recipe(request.loaded, values)
+    policy = policy_for_recipe(request.loaded, values, "the recipe ci builds with")
     report = verify_paths([request.build_dir], policy, baseline=request.baseline, with_graph=True)
     return _outcome(report)  # the HTML report draws its graph
 
@@ -243,7 +249,7 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         loaded=request.loaded,
         variant=variant,
         out_dir=request.out_dir,
-        build_root=request.build_dir,
+        build_dir=request.build_dir,
         defines=request.defines,
         jobs=request.jobs,
     )
@@ -267,26 +273,19 @@ def step_verify_wheels(workspace: Workspace) -> StepOutcome:
     return _outcome(workspace.wheel_report)
 
 
-def venv_python(folder: Path) -> Path:
-    return folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-
-
 def step_install(workspace: Workspace) -> StepOutcome:
+    """The wheels in a fresh environment (made with uv where it is installed), or the
+    environment of an earlier run when it holds exactly these wheels already."""
+    from buildtool.ci import smoke_env
+
     request = workspace.request
     folder = (request.build_dir / "ci-venv").resolve()
-    process.run([sys.executable, "-m", "venv", "--clear", folder])
-    python = venv_python(folder)
-    pip: list[str | Path] = [
-        python,
-        "-m",
-        "pip",
-        "--disable-pip-version-check",
-        "install",
-        "--no-index",
-    ]
-    process.run([*pip, "--find-links", request.out_dir.resolve(), *workspace.wheels])
-    workspace.python = python
-    return StepOutcome(detail=f"installed {len(workspace.wheels)} wheels into {folder}")
+    made = smoke_env.prepare(folder, workspace.wheels, request.out_dir.resolve())
+    workspace.python = made.python
+    wheels = f"{len(workspace.wheels)} wheels"
+    if made.how == "reused":
+        return StepOutcome(detail=f"{folder} holds these {wheels} already (same bytes): reused")
+    return StepOutcome(detail=f"installed {wheels} into {folder} ({made.how})")
 
 
 SMOKE_SCRIPT = """\
@@ -445,7 +444,26 @@ def run_steps(steps: Sequence[Step], workspace: Workspace, observer: CiObserver)
     )
 
 
+def _launcher_stats(request: CiRequest) -> CacheStats | None:
+    """The launcher's statistics now (None: it keeps none, or cannot say)."""
+    executable = dict(request.defines).get(LAUNCHER_VARIABLES[1])
+    if request.launcher not in LAUNCHERS or executable is None:
+        return None
+    try:
+        return read_cache_stats(request.launcher, Path(executable))
+    except BuildtoolError as error:
+        log.warning("%s: no statistics: %s", request.launcher, error)
+        return None
+
+
 def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STEPS) -> CiResult:
     """The whole chain on ``request``'s recipe."""
     workspace = Workspace(request, configure.plan_recipe(request.loaded))
-    return run_steps(steps, workspace, observer)
+    before = _launcher_stats(request)
+    result = run_steps(steps, workspace, observer)
+    after = _launcher_stats(request) if before is not None else None
+    if before is None or after is None:
+        return result
+    used = after.since(before)
+    log.info("%s", used.summary(request.launcher))
+    return dataclasses.replace(result, compile_cache=used)

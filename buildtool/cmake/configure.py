@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from buildtool import process
+from buildtool.cmake import environment
 from buildtool.cmake import run as cmake
 from buildtool.cmake.collisions import claimed_targets, collision_message, collisions_in_output
 from buildtool.cmake.generate import (
@@ -328,12 +329,15 @@ def configure(
             str(loaded.path), variant, PENDING, previous.artifacts if previous else ()
         )
         write_stamp(build_dir, stamp)
+        environment.start_afresh_if_environment_changed(build_dir)
         cmake.write_file_api_query(build_dir)
+        command = cmake.configure_command(loaded.root, build_dir, defines, extra)
         try:
-            process.run(cmake.configure_command(loaded.root, build_dir, defines, extra))
+            process.run([*command, *cmake.WHEEL_BUILD_UNSET])
         except ToolFailed as failure:
             refuse_target_collisions(loaded, plan, failure.output)
             raise
+        environment.record_environment(build_dir)
         _remove_disabled_outputs(plan, build_dir, variant)
         targets = cmake.read_targets(build_dir)
         artifacts = _own_artifacts(plan, targets)
@@ -408,12 +412,41 @@ def remembered_recipe(build_dir: Path) -> Path | None:
     return path
 
 
+def why_configure(loaded: LoadedRecipe, build_dir: Path, defines: Mapping[str, str]) -> str:
+    """Why ``build_dir`` must be configured (again) for the full build with ``defines`` before
+    a wheel is built from it; empty when it is configured so already."""
+    if not is_configured(build_dir):
+        return "it is not configured"
+    reason = reconfiguration(loaded, build_dir)
+    if reason:
+        return reason
+    if folder_variant(build_dir) != "full":
+        return "it holds the runtime-only variant"
+    changed = environment.changed_variables(build_dir)
+    if changed:
+        return f"{', '.join(changed)} changed since it was configured"
+    cached = cmake.cached_values(build_dir, list(defines))
+    differing = sorted(name for name, value in defines.items() if cached.get(name) != value)
+    if differing:
+        return f"{', '.join(differing)} differ from its cache"
+    return ""
+
+
+def ensure_configured(loaded: LoadedRecipe, build_dir: Path, defines: Mapping[str, str]) -> None:
+    """Configure ``build_dir`` for the full build unless it is configured so already (what
+    ``wheel`` needs before it builds wheels from the folder ``build`` compiled)."""
+    reason = why_configure(loaded, build_dir, defines)
+    if reason:
+        log.info("configuring %s: %s", build_dir, reason)
+        configure(loaded, build_dir, "full", defines)
+
+
 def is_configured(build_dir: Path) -> bool:
     return (build_dir / "CMakeCache.txt").is_file() and (build_dir / "build.ninja").is_file()
 
 
-def build(build_dir: Path, jobs: int | None = None) -> None:
-    """Compile with ninja (``jobs`` at once; None: ninja's default), its progress lines streamed
-    to the log."""
+def build(build_dir: Path, jobs: int | None = None, targets: Sequence[str] = ()) -> None:
+    """Compile ``targets`` (none: every target) with ninja (``jobs`` at once; None: ninja's
+    default), its progress lines streamed to the log."""
     with folder_lock(build_dir, "build"):
-        process.run(cmake.build_command(build_dir, jobs=jobs))
+        process.run(cmake.build_command(build_dir, targets, jobs=jobs))

@@ -81,6 +81,12 @@ def configure_command(
     return command
 
 
+WHEEL_BUILD_UNSET: tuple[str, ...] = ("-USKBUILD*",)
+"""A plain configure of a folder that scikit-build-core built a wheel in removes the cache entries
+it left (``SKBUILD=2`` and the rest, which switch the install rules to the wheel's layout).
+Compiles do not read them: the compile commands stay the same, so ninja compiles nothing again."""
+
+
 def environment_cmake_args(environ: Mapping[str, str]) -> list[str]:
     """``CMAKE_ARGS`` split as a shell would (scikit-build-core reads it the same way for wheels).
 

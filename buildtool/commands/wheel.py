@@ -19,7 +19,6 @@ from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.packaging import wheel
-from buildtool.packaging.distributions import WHEEL_VARIANTS
 from buildtool.plan import option_values_from_defines
 from buildtool.verification import wheel_verifier
 
@@ -32,11 +31,13 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_define_option(parser)
     add_jobs_option(parser)
     parser.add_argument(
-        "--variant",
-        choices=WHEEL_VARIANTS,
+        "--split",
+        dest="variant",
+        action="store_const",
+        const="split",
         default="full",
-        help="full: one wheel with every library; split: <name>-runtime plus a <name>-compiler "
-        "add-on (default: full)",
+        help="build <name>-runtime (the package and the required libraries) plus a "
+        "<name>-compiler add-on (the optional ones) instead of one full wheel",
     )
     parser.add_argument(
         "--out-dir",
@@ -47,12 +48,14 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         "(default: dist)",
     )
     parser.add_argument(
-        "--build-root",
+        "--build-dir",
+        "--build-root",  # its name before the wheels came from `buildtool build`'s folder
+        dest="build_dir",
         type=Path,
         default=Path("build"),
         metavar="DIR",
-        help="wheel builds go in DIR/skb/<distribution>/<wheel tag>, apart from the CMake build "
-        "folder of `buildtool build` (default: build)",
+        help="the CMake build folder every wheel comes from, the one `buildtool build` compiles "
+        "(configured for the full build first when it is not; default: build)",
     )
     parser.add_argument(
         "--sdist", action="store_true", help="also build the sdist of the full distribution"
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         loaded=loaded,
         variant=args.variant,
         out_dir=args.out_dir,
-        build_root=args.build_root,
+        build_dir=args.build_dir,
         sdist=args.sdist,
         defines=tuple(sorted(configure_defines(args, loaded).items())),
         jobs=build_jobs(args),

@@ -1,27 +1,33 @@
 """``buildtool wheel``: build, repair, check and verify wheels, then publish them all or none.
 
-The wheels are built through scikit-build-core's PEP 517 hooks in buildtool's own environment
-(no build isolation: the same cmake, ninja and scikit-build-core every time, so a rebuild reuses
-the CMake build folder and compiles only what changed). Each distribution builds in
-``<build-root>/skb/<distribution>/<wheel tag>``, apart from the developer's own CMake build.
+Every wheel comes from one CMake build tree: the folder ``buildtool build`` compiles (one tree
+per wheel tag). Each distribution is a set of CMake install components of that tree, which
+scikit-build-core installs (``install.components``) after building only the targets the wheel
+ships (``build.targets``): a translation unit is compiled once, whichever wheels ship it, and
+nothing is built that no wheel ships. scikit-build-core configures the folder again with its own
+cache entries; buildtool hands it the folder's own build type and options, so its compile
+commands stay the ones the folder was built with and ninja compiles nothing again.
 
-Everything is produced in a hidden staging folder inside the output folder and renamed into it
-only when every wheel was built, repaired, checked and verified: a failure leaves the output
-folder as it was.
+The runtime wheel comes from the full build too, once ``runtime_proof`` has shown that
+switching the optional libraries off changes nothing it ships; when it does change something,
+the runtime wheel builds in a tree of its own with them switched off, and the log says why.
+
+The hooks run in buildtool's own environment (no build isolation: the same cmake, ninja and
+scikit-build-core every time). Everything is produced in a hidden staging folder inside the
+output folder and renamed into it only when every wheel was built, repaired, checked and
+verified: a failure leaves the output folder as it was.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import os
-import shutil
 import sys
 import sysconfig
 import zipfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -29,8 +35,10 @@ import pyproject_hooks
 
 from buildtool import process
 from buildtool.cmake import configure
+from buildtool.cmake import run as cmake_run
+from buildtool.cmake.runtime_proof import RuntimeProof, prove_runtime_unchanged
 from buildtool.errors import ChecksFailed, ToolFailed, UsageError
-from buildtool.fsutil import folder_lock, owned_folder, write_atomic
+from buildtool.fsutil import folder_lock, owned_folder
 from buildtool.packaging.distributions import (
     BUILD_BACKEND,
     Distribution,
@@ -42,7 +50,7 @@ from buildtool.packaging.distributions import (
 from buildtool.packaging.loader import file_stem
 from buildtool.packaging.repair import repair_wheel
 from buildtool.packaging.sdist import stage_sdist_tree
-from buildtool.plan import LinkPlan
+from buildtool.plan import LinkPlan, with_option_values
 from buildtool.recipe.load import LoadedRecipe
 
 log = logging.getLogger("buildtool")
@@ -72,8 +80,9 @@ class WheelRequest:
     """``full`` (one wheel) or ``split`` (runtime wheel plus compiler add-on)."""
     out_dir: Path
     """Where the finished wheels (and the sdist) go."""
-    build_root: Path
-    """Build folders go in ``<build_root>/skb/<distribution>/<wheel tag>``."""
+    build_dir: Path
+    """The CMake build tree every wheel comes from (``buildtool build``'s); configured first when
+    it is not configured for the full build with ``defines``."""
     sdist: bool = False
     """Also build the full distribution's sdist."""
     defines: tuple[tuple[str, str], ...] = ()
@@ -109,58 +118,70 @@ def _hooks(project_dir: Path) -> pyproject_hooks.BuildBackendHookCaller:
     )
 
 
-def skb_build_dir(build_root: Path, dist: Distribution) -> Path:
-    """scikit-build-core's build folder for ``dist`` (``{wheel_tag}`` is filled in by it)."""
-    return build_root.resolve() / "skb" / dist.name / "{wheel_tag}"
+@dataclasses.dataclass(frozen=True)
+class WheelTree:
+    """A configured CMake build tree and the configuration wheels built from it must keep."""
+
+    folder: Path
+    """The build tree."""
+    build_type: str
+    """Its ``CMAKE_BUILD_TYPE`` (scikit-build-core's ``cmake.build-type``)."""
+    defines: tuple[tuple[str, str], ...]
+    """The cache entries it was configured with that scikit-build-core must set the same way
+    (the optional libraries' switches, the launcher's, ``-D NAME=VALUE``)."""
+    option_values: Mapping[str, bool]
+    """The recipe options' values in its cache: which targets exist."""
 
 
-ENVIRONMENT_STAMP = ".buildtool-environment.json"
-"""Beside a distribution's wheel build folders: the build environment they were configured in."""
+def read_wheel_tree(folder: Path, plan: LinkPlan, defines: Mapping[str, str]) -> WheelTree:
+    """``folder`` (configured) as wheels see it."""
+    options = [option.name for option in plan.options] + list(plan.build_switches)
+    build_type = cmake_run.cached_values(folder, ["CMAKE_BUILD_TYPE"]).get("CMAKE_BUILD_TYPE")
+    return WheelTree(
+        folder=folder.resolve(),
+        build_type=build_type or "Release",
+        defines=tuple(sorted(defines.items())),
+        option_values=cmake_run.cached_option_values(folder, options),
+    )
 
 
-def start_afresh_if_environment_changed(folder: Path) -> None:
-    """Empty a distribution's wheel build ``folder`` when the build environment changed.
+def wheel_targets(plan: LinkPlan, dist: Distribution, tree: WheelTree) -> tuple[str, ...]:
+    """The CMake targets ``dist``'s wheel ships that ``tree`` builds: its libraries and
+    extension modules (never the executables and tests, which no wheel ships)."""
+    built = with_option_values(plan, tree.option_values)
+    names = {lib.name for lib in built.libraries}
+    targets = [built.library(name).target for name in dist.libraries if name in names]
+    targets += [module.target for module in extensions_of(built, dist)]
+    return tuple(targets)
 
-    CMake reads the compilers and their flags (``CXXFLAGS``...) only when a build folder is first
-    configured, and keeps what ``CMAKE_ARGS`` once set in its cache: a rebuild in the same folder
-    would silently keep the old ones.
+
+def wheel_settings(
+    plan: LinkPlan, dist: Distribution, tree: WheelTree, jobs: int | None = None
+) -> dict[str, str]:
+    """scikit-build-core's config settings for building ``dist`` from ``tree`` (pure).
+
+    The tree's own build type and cache entries (``cmake.define.<NAME>`` wins over the
+    distribution's ``[tool.scikit-build.cmake.define]``) keep its compile commands; only the
+    wheel's targets are built; ``jobs`` limits ninja's parallel compiles.
     """
-    current = {name: os.environ.get(name, "") for name in process.BUILD_ENVIRONMENT}
-    stamp = folder / ENVIRONMENT_STAMP
-    try:
-        previous = json.loads(stamp.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        previous = None
-    if previous is not None and previous != current:
-        changed = sorted(name for name in current if previous.get(name, "") != current[name])
-        log.info("%s changed: building in %s from scratch", ", ".join(changed), folder)
-        shutil.rmtree(folder)
-    write_atomic(stamp, json.dumps(current, indent=2, sort_keys=True) + "\n")
+    settings = {
+        "build-dir": str(tree.folder),
+        "cmake.build-type": tree.build_type,
+        "build.targets": ";".join(wheel_targets(plan, dist, tree)),
+    }
+    settings.update({f"cmake.define.{name}": value for name, value in tree.defines})
+    if jobs is not None:  # scikit-build-core has no jobs setting: ninja's own -j, after --
+        settings["build.tool-args"] = f"-j{jobs}"
+    return settings
 
 
 def build_raw_wheel(
-    loaded: LoadedRecipe,
-    dist: Distribution,
-    build_root: Path,
-    dest: Path,
-    defines: Iterable[tuple[str, str]] = (),
-    *,
-    jobs: int | None = None,
+    loaded: LoadedRecipe, dist: Distribution, settings: Mapping[str, str], dest: Path
 ) -> Path:
-    """Run the ``build_wheel`` hook of ``dist``; return the unrepaired wheel.
-
-    ``defines`` become ``cmake.define.<NAME>`` config settings, which scikit-build-core merges
-    with the distribution's own ``cmake.define`` table; ``jobs`` limits ninja's parallel compiles.
-    """
-    build_dir = skb_build_dir(build_root, dist)
-    start_afresh_if_environment_changed(build_dir.parent)
-    settings = {"build-dir": str(build_dir)}
-    settings.update({f"cmake.define.{name}": value for name, value in defines})
-    if jobs is not None:  # scikit-build-core has no jobs setting: ninja's own -j, after --
-        settings["build.tool-args"] = f"-j{jobs}"
-    log.info("building the %s wheel", dist.name)
+    """Run the ``build_wheel`` hook of ``dist`` with ``settings``; return the unrepaired wheel."""
+    log.info("building the %s wheel from %s", dist.name, settings.get("build-dir"))
     try:
-        name = _hooks(loaded.root / dist.project_dir).build_wheel(str(dest), settings)
+        name = _hooks(loaded.root / dist.project_dir).build_wheel(str(dest), dict(settings))
     except pyproject_hooks.BackendUnavailable:
         raise UsageError(
             f"{BUILD_BACKEND} cannot be imported by {sys.executable}: pip install scikit-build-core"
@@ -189,20 +210,21 @@ def python_package_files(loaded: LoadedRecipe) -> frozenset[str]:
 
 
 def built_package_files(plan: LinkPlan, dist: Distribution) -> set[str]:
-    """What the build adds to the package of a wheel that ships it: extension modules (for this
-    interpreter), and with ``project.headers`` the export headers of its libraries and the CMake
-    package config."""
+    """What the build adds to the package: extension modules (for this interpreter), and with
+    ``project.headers`` the export headers of the wheel's libraries, and (in the wheel that ships
+    the package) the configured headers and the CMake package config."""
     package = plan.project.package
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
     files = {f"{package}/{module.name}{suffix}" for module in extensions_of(plan, dist)}
-    if not dist.ships_package:
+    if not plan.project.headers:
         return files
-    if plan.project.headers:
+    # each library's export header goes with the library (the add-on's with the add-on)
+    files.update(
+        f"{package}/include/{plan.library(lib).output_name}_export.h" for lib in dist.libraries
+    )
+    if dist.ships_package:
         name = plan.project.name
         files.add(f"{package}/lib/cmake/{name}/{name}Config.cmake")
-        files.update(
-            f"{package}/include/{plan.library(lib).output_name}_export.h" for lib in dist.libraries
-        )
         files.update(f"{package}/include/{path}" for path, _ in plan.configured_headers)
     return files
 
@@ -260,8 +282,8 @@ def _check_request(request: WheelRequest, plan: LinkPlan) -> None:
         )
     if request.variant == "split" and not has_split(plan):
         raise UsageError(
-            f"{recipe.source}: --variant split needs an optional library to leave out of the "
-            "runtime wheel (set optional = true on one); use --variant full"
+            f"{recipe.source}: --split needs an optional library to leave out of the runtime "
+            "wheel (set optional = true on one); without --split, one full wheel is built"
         )
 
 
@@ -277,12 +299,13 @@ def staging_folder(out_dir: Path) -> Iterator[Path]:
         yield staging
 
 
-def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, staging: Path) -> Path:
+def _build_one(
+    request: WheelRequest, plan: LinkPlan, dist: Distribution, tree: WheelTree, staging: Path
+) -> Path:
     raw_dir = staging / "raw" / dist.name
+    settings = wheel_settings(plan, dist, tree, request.jobs)
     try:
-        raw = build_raw_wheel(
-            request.loaded, dist, request.build_root, raw_dir, request.defines, jobs=request.jobs
-        )
+        raw = build_raw_wheel(request.loaded, dist, settings, raw_dir)
     except ToolFailed as failure:  # the backend's configure: a target the project has too
         configure.refuse_target_collisions(request.loaded, plan, failure.output)
         raise
@@ -293,13 +316,72 @@ def _build_one(request: WheelRequest, plan: LinkPlan, dist: Distribution, stagin
     return repaired
 
 
+def full_tree(request: WheelRequest, plan: LinkPlan) -> WheelTree:
+    """The build tree of the full build, configured for it first when it is not."""
+    defines = {**configure.variant_defines(plan, "full"), **dict(request.defines)}
+    configure.ensure_configured(request.loaded, request.build_dir, dict(request.defines))
+    return read_wheel_tree(request.build_dir, plan, defines)
+
+
+RuntimeProofSink = Callable[[RuntimeProof], None]
+"""Told the runtime proof of a split build (the ci step reports it)."""
+
+
+def runtime_tree(
+    request: WheelRequest, plan: LinkPlan, runtime: Distribution, full: WheelTree
+) -> tuple[WheelTree, RuntimeProof]:
+    """The tree the runtime wheel comes from: the full build's when switching the optional
+    libraries off changes none of its targets (``runtime_proof``), else a tree of its own."""
+    defines = {**dict(request.defines), **configure.variant_defines(plan, "runtime")}
+    configured = {**defines, **configure.python_defines(plan)}
+    extra = cmake_run.environment_cmake_args(os.environ)
+    roots = wheel_targets(plan, runtime, full)
+    # built first (nothing to do after `buildtool build`): ninja's log says which headers they read
+    configure.build(full.folder, request.jobs, roots)
+    proof = prove_runtime_unchanged(request.loaded.root, full.folder, configured, roots, extra)
+    if proof.holds:
+        log.info(
+            "the %s wheel comes from the full build: switching %s off changes none of %s",
+            runtime.name,
+            ", ".join(plan.build_switches),
+            ", ".join(roots),
+        )
+        return full, proof
+    log.warning(
+        "the %s wheel builds apart, in %s (every runtime source compiled a second time): "
+        "switching %s off changes what it ships: %s",
+        runtime.name,
+        proof.runtime_tree,
+        ", ".join(plan.build_switches),
+        "; ".join(proof.differences),
+    )
+    return read_wheel_tree(proof.runtime_tree, plan, defines), proof
+
+
+def wheel_trees(
+    request: WheelRequest,
+    plan: LinkPlan,
+    dists: Sequence[Distribution],
+    on_proof: RuntimeProofSink | None = None,
+) -> dict[str, WheelTree]:
+    """The build tree of each distribution (by name)."""
+    full = full_tree(request, plan)
+    trees = {dist.name: full for dist in dists}
+    if request.variant == "split":
+        runtime = dists[0]
+        trees[runtime.name], proof = runtime_tree(request, plan, runtime, full)
+        if on_proof is not None:
+            on_proof(proof)
+    return trees
+
+
 def build_sdist(request: WheelRequest, plan: LinkPlan, staging: Path) -> Path:
     """The full distribution's sdist (what ``pip install <sdist>`` builds everything from),
     built from a staged copy of the project (``sdist.py``): the project's own files are never
     modified, and the build and output folders stay out of it."""
     dest = staging / "sdist"
     dest.mkdir(parents=True, exist_ok=True)
-    skip = [request.build_root, request.out_dir]
+    skip = [request.build_dir, request.out_dir]
     tree = stage_sdist_tree(request.loaded, plan, staging / "sdist-tree", skip)
     log.info("building the %s sdist", plan.project.name)
     return dest / _hooks(tree).build_sdist(str(dest), {})
@@ -316,20 +398,25 @@ def _publish(artifacts: Sequence[tuple[str, Path]], out_dir: Path) -> list[Built
     return published
 
 
-def build_wheels(request: WheelRequest, verify: WheelVerifier | None = None) -> list[BuiltArtifact]:
+def build_wheels(
+    request: WheelRequest,
+    verify: WheelVerifier | None = None,
+    on_proof: RuntimeProofSink | None = None,
+) -> list[BuiltArtifact]:
     """Build, repair, check and verify every wheel of the variant; publish all or none."""
     loaded = request.loaded
     plan = configure.plan_recipe(loaded)
     _check_request(request, plan)
-    configure.write_generated(loaded, configure.generated_files(loaded, plan))
     full_dir = configure.full_distribution_dir(loaded, plan)
+    dists = variant_distributions(plan, request.variant, full_dir)
     staged: list[tuple[str, Path]] = []
-    with (
-        folder_lock(request.build_root / "skb", "wheel"),
-        staging_folder(request.out_dir) as staging,
-    ):
-        for dist in variant_distributions(plan, request.variant, full_dir):
-            staged.append((dist.name, _build_one(request, plan, dist, staging)))
+    with staging_folder(request.out_dir) as staging:
+        trees = wheel_trees(request, plan, dists, on_proof)  # configures: before the lock below
+        with folder_lock(request.build_dir, "wheel"):
+            for dist in dists:
+                staged.append(
+                    (dist.name, _build_one(request, plan, dist, trees[dist.name], staging))
+                )
         if verify is None:
             log.warning("verify-linkage skipped: the wheels were checked for contents only")
         else:
