@@ -309,9 +309,11 @@ def test_repair_as_cibuildwheel_runs_it_grafts_nothing_and_the_wheels_import(
         assert "manylinux_" in wheels[name].name
         assert not any(".libs/" in member for member in members(wheels[name])), name
         assert "0 errors" in result.stdout  # verify-linkage's report on the repaired wheel
+        assert repair.STAGING_PREFIX not in result.stdout
     compiler_report = repaired["compiler"][0].stdout
     assert "BT116" in compiler_report  # the runtime ships in demo-runtime: a warning, no error
     assert "the recipe ships it in demo-runtime" in compiler_report
+    assert compiler_report.startswith(f"{wheels['compiler']}\n")  # named where it is published
     environment = Venv(tmp_path / "venv")
     environment.install(wheels["runtime"], wheels["compiler"])
     imported = environment.run("-c", IMPORT)

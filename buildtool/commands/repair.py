@@ -17,7 +17,7 @@ from buildtool.commands.common import add_recipe_option, append_step_summary, re
 from buildtool.errors import ChecksFailed
 from buildtool.linkage.report.github import render_github, render_markdown
 from buildtool.linkage.report.json_report import render_json
-from buildtool.linkage.report.model import Report
+from buildtool.linkage.report.model import Report, renamed_inputs
 from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import repair
@@ -77,13 +77,15 @@ def _render(report: Report, output_format: str) -> str:
 
 
 def _verifier(loaded: LoadedRecipe, output_format: str, dest: Path) -> repair.Verifier:
-    def verify(wheels: Sequence[Path], plan: LinkPlan) -> None:
+    def verify(wheels: Sequence[Path], plan: LinkPlan, /, published: Sequence[Path] = ()) -> None:
         report = verify_paths(wheels, policy_from_plan(plan, loaded.recipe.verify))
+        shown = {str(old): str(new) for old, new in zip(wheels, published, strict=False)}
+        report = renamed_inputs(report, shown)
         sys.stdout.write(_render(report, output_format))
         if report.failed:
-            names = ", ".join(wheel.name for wheel in wheels)
+            repaired = ", ".join(wheel.name for wheel in wheels)
             raise ChecksFailed(
-                f"verify-linkage failed on the repaired {names}; nothing was written to {dest}"
+                f"verify-linkage failed on the repaired {repaired}; nothing was written to {dest}"
             )
 
     return verify

@@ -22,9 +22,9 @@ import re
 import sys
 import sysconfig
 import zipfile
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Literal
+from typing import Literal, Protocol
 
 from buildtool import process
 from buildtool.errors import ChecksFailed, InputError, UsageError
@@ -267,8 +267,14 @@ def refuse_grafted_copies(wheel: Path, plan: LinkPlan) -> None:
         )
 
 
-Verifier = Callable[[Sequence[Path], LinkPlan], None]
-"""verify-linkage on the repaired wheel; raises ``ChecksFailed`` to reject it."""
+class Verifier(Protocol):
+    """verify-linkage on the repaired wheel; raises ``ChecksFailed`` to reject it."""
+
+    def __call__(
+        self, wheels: Sequence[Path], plan: LinkPlan, /, published: Sequence[Path] = ()
+    ) -> None:
+        """``published``: where each wheel goes when it passes, for the report to name (not
+        the staging folder, which is gone after the run)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -314,7 +320,7 @@ def repair_into(request: RepairRequest, verify: Verifier) -> Path:
         env = request.environment if request.environment is not None else repair_environment()
         repaired = repair_wheel(wheel, staging, request.plan, request.platform_tag, env)
         try:
-            verify([repaired], request.plan)
+            verify([repaired], request.plan, published=[request.dest / repaired.name])
         except ChecksFailed:
             refuse_grafted_copies(repaired, request.plan)  # the cause, when it is one
             raise
