@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import functools
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +25,7 @@ from buildtool.errors import BuildtoolError, ChecksFailed, UsageError
 if TYPE_CHECKING:
     from buildtool.linkage.report.model import Report
     from buildtool.packaging.distributions import Distribution, WheelVariant
+    from buildtool.packaging.wheel import WheelTree
     from buildtool.plan import LinkPlan
     from buildtool.recipe.load import LoadedRecipe
 
@@ -174,24 +177,52 @@ def _build_wheel(wheel_directory: Path, settings: BackendSettings) -> str:
         loaded, variant, wheel_directory, Path.cwd() / settings.build_dir, defines=settings.defines,
         jobs=jobs,
     )  # fmt: skip
-    trees = wheel.wheel_trees(request, plan, variant_distributions(plan, variant, full_dir))
-    tree = trees[dist.name]
+    dists = variant_distributions(plan, variant, full_dir)
+    trees = wheel.wheel_trees(request, plan, dists)
+    make = functools.partial(_scikit_build, plan, root=loaded.root, jobs=jobs, settings=settings)
+    built = make(dist, trees[dist.name], dest=wheel_directory)
+    if dist.ships_package:
+        verify_built(loaded, plan, dist, built, [built])
+        return built.name
+    # the add-on is verified as it is installed: beside the runtime wheel (made from the same
+    # tree, nothing compiled), which ships the libraries it needs
+    runtime = dists[0]
+    with tempfile.TemporaryDirectory(prefix="buildtool-runtime-") as scratch:
+        beside = make(runtime, trees[runtime.name], dest=Path(scratch))
+        verify_built(loaded, plan, dist, built, [beside, built])
+    return built.name
+
+
+def _scikit_build(
+    plan: LinkPlan,
+    dist: Distribution,
+    tree: WheelTree,
+    *,
+    root: Path,
+    jobs: int | None,
+    settings: BackendSettings,
+    dest: Path,
+) -> Path:
+    """scikit-build-core's own ``build_wheel`` for ``dist``, from ``tree``."""
+    from scikit_build_core.build import build_wheel as scikit_build_wheel
+
+    from buildtool.packaging import wheel
+
     # buildtool's own stamp already says the folder was configured from this project
     (tree.folder / SKBUILD_INFO).unlink(missing_ok=True)
     skb_settings: dict[str, str | list[str]] = {
         **wheel.wheel_settings(plan, dist, tree, jobs),
         **dict(settings.passed),
     }
-    from scikit_build_core.build import build_wheel as scikit_build_wheel
-
     log.info("building the %s wheel from %s", dist.name, tree.folder)
-    with working_directory(loaded.root / dist.project_dir):
-        name = scikit_build_wheel(str(wheel_directory), skb_settings)
-    verify_built(loaded, plan, dist, wheel_directory / name)
-    return name
+    with working_directory(root / dist.project_dir):
+        name = scikit_build_wheel(str(dest), skb_settings)
+    return dest / name
 
 
-def verify_built(loaded: LoadedRecipe, plan: LinkPlan, dist: Distribution, built: Path) -> None:
+def verify_built(
+    loaded: LoadedRecipe, plan: LinkPlan, dist: Distribution, built: Path, together: list[Path]
+) -> None:
     """The wheel's files (``<package>/lib/`` laid out) and verify-linkage on it; a wheel that
     fails either is deleted and the report printed."""
     from buildtool.linkage.report.text import demangled_names, render_text
@@ -204,7 +235,7 @@ def verify_built(loaded: LoadedRecipe, plan: LinkPlan, dist: Distribution, built
         wheel.check_wheel_contents(built, wheel.expected_files(plan, dist, package_files), plan)
         reports: list[Report] = []
         verify = wheel_verifier(loaded, reports.append, option_values_from_defines(()))
-        verify([built], plan)
+        verify(together, plan)
     except WheelsRejected as rejected:
         built.unlink(missing_ok=True)
         text = render_text(rejected.report, names=demangled_names(rejected.report))
