@@ -114,7 +114,17 @@ def test_pip_wheel_makes_each_half_of_the_split_in_generated_mode(
     src, out = example / "src", tmp_path / "wheels"
     recipe = "-Cbuildtool.recipe=../recipes/demo.toml"
     for half in ("runtime", "addon"):
-        pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", out, src, recipe]
+        pip: list[str | Path] = [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "-w",
+            out,
+            src,
+            recipe,
+        ]
         run([*pip, f"-Cbuildtool.distribution={half}"], example, env)
     runtime = next(out.glob("demo_runtime-0.1.0-*.whl"))
     addon = next(out.glob("demo_compiler-0.1.0-*.whl"))
