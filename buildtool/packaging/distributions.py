@@ -30,7 +30,7 @@ WheelVariant = Literal["full", "split"]
 WHEEL_VARIANTS: tuple[WheelVariant, ...] = ("full", "split")
 
 BUILD_BACKEND = "scikit_build_core.build"
-"""The engine: scikit-build-core builds every distribution (``buildtool wheel`` calls it directly)."""
+"""The engine: scikit-build-core builds every distribution (``buildtool wheel`` calls it)."""
 BUILDTOOL_BACKEND = "buildtool.backend"
 """buildtool's PEP 517 backend: what the project's root pyproject.toml names, so that pip, build
 and uv make every distribution (``-C buildtool.distribution=runtime|addon``)."""
