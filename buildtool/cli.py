@@ -16,7 +16,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, ModuleType
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from buildtool import __version__
 from buildtool.console import install_log_handler
@@ -49,26 +49,71 @@ def command_module(name: str) -> ModuleType:
     return importlib.import_module(f"buildtool.commands.{COMMANDS[name][0]}")
 
 
+class ArgumentsRejected(UsageError):
+    """argparse refused the command line; ``usage`` is the usage line of the parser that did
+    (a subcommand's own, for its options)."""
+
+    def __init__(self, message: str, usage: str) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is a ``UsageError`` (exit 2 through ``main``)."""
 
+    commands: dict[str, argparse.ArgumentParser]
+    """The top parser's subcommand parsers, by name (empty on theirs)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.commands = {}
+
+    def parse_args_strictly(self, arguments: list[str]) -> argparse.Namespace:
+        """``parse_args``, but an argument no parser took is refused by the subcommand's parser,
+        so the message carries that command's usage line, not the top one's."""
+        args, extra = self.parse_known_args(arguments)
+        if extra:
+            self.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+        return args
+
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}")
+        raise ArgumentsRejected(f"{self.prog}: {message}", self.format_usage())
 
 
-def make_parser(only: str | None = None) -> argparse.ArgumentParser:
+def _add_verbosity(parser: argparse.ArgumentParser, dest_prefix: str = "") -> None:
+    """``-v``/``-q``, before the command or after it (``buildtool build -v``): a command's own
+    count under another name, as argparse lets a subcommand's defaults overwrite the top's."""
+    parser.add_argument(
+        "-v", "--verbose", dest=f"{dest_prefix}verbose", action="count", default=0,
+        help="show debug output (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "-q", "--quiet", dest=f"{dest_prefix}quiet", action="count", default=0,
+        help="only warnings and errors (repeatable)",
+    )  # fmt: skip
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """The ``-v`` count less the ``-q`` count, wherever on the command line they were."""
+    loud: int = args.verbose + getattr(args, "command_verbose", 0)
+    quiet: int = args.quiet + getattr(args, "command_quiet", 0)
+    return loud - quiet
+
+
+def make_parser(only: str | None = None) -> _Parser:
     """The whole parser; with ``only``, that command's options and the others' names."""
     parser = _Parser(
         prog="buildtool",
         description="Declarative runtime/compiler library splits: generate, package, prove.",
     )
     parser.add_argument("--version", action="version", version=f"buildtool {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="show debug output")
-    parser.add_argument("-q", "--quiet", action="count", default=0, help="only warnings and errors")
+    _add_verbosity(parser)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     subparsers.required = True
     for name, (_module, summary) in COMMANDS.items():
         sub = subparsers.add_parser(name, help=summary, description=summary)
+        _add_verbosity(sub, "command_")
+        parser.commands[name] = sub
         if only is None or name == only:
             module = command_module(name)
             populate: Callable[[argparse.ArgumentParser], None] = module.populate_parser
@@ -118,9 +163,9 @@ def _parse(arguments: list[str]) -> argparse.Namespace | int:
     """The parsed arguments, or the exit code of a usage error."""
     parser = make_parser(_requested_command(arguments))
     try:
-        return parser.parse_args(arguments)
-    except UsageError as error:
-        sys.stderr.write(f"{parser.format_usage()}error: {error}\n")
+        return parser.parse_args_strictly(arguments)
+    except ArgumentsRejected as error:
+        sys.stderr.write(f"{error.usage}error: {error}\n")
         return 2
 
 
@@ -136,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return Interrupted.exit_code
         if isinstance(args, int):
             return args
-        install_log_handler(sys.stderr, args.verbose - args.quiet)
+        install_log_handler(sys.stderr, verbosity(args))
         try:
             return _run_command(args)
         except BuildtoolError as error:

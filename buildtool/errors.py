@@ -47,7 +47,13 @@ class ToolFailed(BuildtoolError):
     exit_code = 1
 
     def __init__(
-        self, command: list[str], returncode: int, output_tail: str = "", output: str = ""
+        self,
+        command: list[str],
+        returncode: int,
+        output_tail: str = "",
+        output: str = "",
+        *,
+        output_shown: bool = False,
     ) -> None:
         self.command = command
         self.returncode = returncode
@@ -56,7 +62,9 @@ class ToolFailed(BuildtoolError):
         self.output = output or output_tail
         shown = " ".join(command)
         message = f"command failed with exit code {returncode}: {shown}"
-        if output_tail:
+        if output_shown:  # streamed as it ran: a compile error is printed once
+            message += " (its output is above)"
+        elif output_tail:
             message += f"\n--- last lines of its output ---\n{output_tail}"
         super().__init__(message)
 

@@ -113,7 +113,7 @@ def end_process_group(process: subprocess.Popen[str]) -> None:
 
 
 def _stream_output(
-    process: subprocess.Popen[str], stream: bool, tail: collections.deque[str]
+    process: subprocess.Popen[str], level: int | None, tail: collections.deque[str]
 ) -> list[str]:
     assert process.stdout is not None
     lines: list[str] = []
@@ -121,8 +121,8 @@ def _stream_output(
         text = line.rstrip("\n")
         tail.append(text)
         lines.append(text)
-        if stream:
-            log.info("  %s", text)
+        if level is not None:
+            log.log(level, "  %s", text)
     return lines
 
 
@@ -133,10 +133,13 @@ def run(
     env: Mapping[str, str] | None = None,
     stream: bool = True,
     quiet: bool = False,
+    output_level: int = logging.INFO,
 ) -> str:
     """Run ``command``; log it and (when ``stream``) each output line; return the output.
     ``quiet``: the command is logged at DEBUG only (a lookup, such as which files git tracks,
-    rather than a step of the work).
+    rather than a step of the work). ``output_level``: the level of the streamed lines (DEBUG
+    for a tool whose chatter nobody reads unless something goes wrong: ``-v`` shows it, and a
+    failure carries its last lines).
 
     Raises ``ToolFailed`` with the command line and the last lines of output on a non-zero exit.
     """
@@ -161,10 +164,46 @@ def run(
         raise ToolFailed(argv, 127, str(error)) from None
     with process:
         try:
-            lines = _stream_output(process, stream, tail)
+            lines = _stream_output(process, output_level if stream else None, tail)
         except BaseException:
             end_process_group(process)
             raise
     if process.returncode != 0:
-        raise ToolFailed(argv, process.returncode, "\n".join(tail), "\n".join(lines))
+        shown = stream and log.isEnabledFor(output_level)  # -q hides the streamed lines
+        raise ToolFailed(
+            argv, process.returncode, "\n".join(tail), "\n".join(lines), output_shown=shown
+        )
     return "\n".join(lines)
+
+
+def filter_text(
+    command: Sequence[str | Path], text: str, *, timeout: float, env: Mapping[str, str]
+) -> str | None:
+    """Pass ``text`` through a filter program (``c++filt``) and return what it prints; None
+    when it cannot start, fails or outlives ``timeout`` (the caller does without it). Like
+    ``run``, the filter gets a process group of its own, ended with everything it started."""
+    argv = [str(part) for part in command]
+    log.debug("$ %s", format_command(argv))
+    try:
+        process = subprocess.Popen(
+            argv,
+            env=dict(env),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    with process:
+        try:
+            output, _ = process.communicate(text, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            end_process_group(process)
+            return None
+        except BaseException:
+            end_process_group(process)
+            raise
+    return output if process.returncode == 0 else None

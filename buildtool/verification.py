@@ -6,6 +6,7 @@ This module sits above both ``linkage`` (which knows nothing of recipes or plans
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -118,29 +119,16 @@ def plan_for_policy(loaded: LoadedRecipe) -> LinkPlan:
 
 
 def policy_for_recipe(
-    loaded: LoadedRecipe | None, option_values: Mapping[str, bool] | None = None
+    loaded: LoadedRecipe | None,
+    option_values: Mapping[str, bool] | None = None,
+    reason: str = "",
 ) -> LinkagePolicy:
-    """The recipe's policy; no recipe gives the empty policy (generic checks only)."""
+    """The recipe's policy; no recipe gives the empty policy (generic checks only). ``reason``
+    says why this recipe applies, or why none does; the report carries it."""
     if loaded is None:
-        return LinkagePolicy.empty()
-    return policy_from_plan(plan_for_policy(loaded), loaded.recipe.verify, option_values)
-
-
-def recipe_covers(loaded: LoadedRecipe, paths: Sequence[Path], project: Path) -> bool:
-    """Whether every input lies under ``project``, the folder a recipe was found in by search
-    (its ``pyproject.toml``'s, or the checkout's): such a recipe is the policy of its own
-    project's binaries only, never of a system library or another project's wheel checked from
-    inside a checkout."""
-    top = project.resolve()
-    outside = [path for path in paths if not path.resolve().is_relative_to(top)]
-    if outside:
-        log.warning(
-            "recipe %s not applied: %s lies outside its project %s (--recipe applies it)",
-            loaded.source,
-            outside[0],
-            top,
-        )
-    return not outside
+        return dataclasses.replace(LinkagePolicy.empty(), source_reason=reason)
+    policy = policy_from_plan(plan_for_policy(loaded), loaded.recipe.verify, option_values)
+    return dataclasses.replace(policy, source_reason=reason)
 
 
 def wheel_verifier(
@@ -156,7 +144,10 @@ def wheel_verifier(
     ``WheelsRejected`` raised when any check failed."""
 
     def verify(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
-        policy = policy_from_plan(plan, loaded.recipe.verify, option_values)
+        policy = dataclasses.replace(
+            policy_from_plan(plan, loaded.recipe.verify, option_values),
+            source_reason="the recipe the wheels were built from",
+        )
         report = verify_paths(wheels, policy, with_graph=with_graph)
         on_report(report)
         if report.failed:

@@ -175,9 +175,7 @@ def test_wheel_with_the_option_off_leaves_the_object_library_out(
     acme: AcmeRun, tmp_path: Path
 ) -> None:
     out = tmp_path / "dist"
-    result = buildtool(
-        acme.root, "wheel", "--variant", "full", "-D", "ACME_WITH_FAST=OFF", "--out-dir", str(out)
-    )
+    result = buildtool(acme.root, "wheel", "-D", "ACME_WITH_FAST=OFF", "--out-dir", str(out))
     assert result.returncode == 0, result.stdout + result.stderr
     assert digests(acme.root) == acme.before
     (built,) = out.glob(f"acme-{VERSION}-*.whl")

@@ -169,8 +169,8 @@ def adopter_run(tmp_path_factory: pytest.TempPathFactory) -> AdopterRun:
     common = ["--recipe", str(recipe), "--build-root", str(build_root), "--out-dir", str(out)]
     runs = [
         ["build", "--recipe", str(recipe), "--build-dir", str(build_root / "cm")],
-        ["wheel", "--variant", "split", *common],
-        ["wheel", "--variant", "full", "--sdist", "-D", "DEMO_GIT_COMMIT=from-cli", *common],
+        ["wheel", "--split", *common],
+        ["wheel", "--sdist", "-D", "DEMO_GIT_COMMIT=from-cli", *common],
     ]
     with pytest.MonkeyPatch.context() as patch:
         for name, value in STEERING.items():

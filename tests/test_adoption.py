@@ -463,8 +463,6 @@ def test_wheel_with_an_extension_is_tagged_for_the_interpreter_and_serves_downst
         "wheel",
         "--recipe",
         acme.root / "buildtool.toml",
-        "--variant",
-        "full",
         "--out-dir",
         out,
         cwd=acme.root,

@@ -188,3 +188,47 @@ def test_the_format_rule_sees_an_elf_import(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("from buildtool.linkage.binaries.elf import facts\n", encoding="utf-8")
     assert "buildtool.linkage.binaries.elf" in imported_modules(sample)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Each module of the package -> the modules of the package it imports (lazy and
+    ``TYPE_CHECKING`` imports included; a package's ``__init__`` counted as the package)."""
+    modules = {module_name(path): path for path in SOURCES}
+    return {
+        name: {m for m in imported_modules(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(graph[module])
+    return seen
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other (through others or directly), each
+    sorted."""
+    reach = {module: reachable(graph, module) for module in graph}
+    groups = {
+        frozenset({module, *(other for other in reach[module] if module in reach[other])})
+        for module in graph
+        if module in reach[module]
+    }
+    return sorted(sorted(group) for group in groups)
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    """No import cycle, lazy imports included: each module can be read (and replaced) knowing
+    only what it imports."""
+    assert import_cycles(import_graph()) == []
+
+
+def test_the_cycle_check_sees_a_cycle() -> None:
+    assert import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

@@ -236,8 +236,9 @@ def test_growth_beyond_the_budget_fails_with_bt131(
     )
     assert result.exit_code == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    bt131 = [line for line in lines if "BT131" in line]
+    bt131 = [line for line in lines if "BT131" in line and "grew" in line]
     assert len(bt131) == 1
+    assert "  error   BT131 size-growth-exceeded: 1 finding in 1 file" in lines  # the tally
     assert "error BT131 size-growth-exceeded: grew " in bt131[0]
     assert f"against {baseline}, more than the 10% allowed" in bt131[0]
     assert lines[lines.index(bt131[0]) - 1].endswith("libdemo_runtime.so")

@@ -608,3 +608,51 @@ def test_the_rpath_judged_is_the_one_that_gets_installed(
     assert check_ids(run_cli, "verify-linkage", str(prefix), "--recipe", recipe)[0] == 1
     loaded = load_in_order(prefix / "lib" / "libcompiler.so")
     assert "libruntime.so: cannot open shared object file" in loaded.stderr
+
+
+@pytest.mark.integration
+def test_the_working_folders_recipe_applies_and_the_html_page_explains_itself(
+    run_cli: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """check-cmake finds the recipe as verify-linkage does: the working folder's, when the
+    build folder lies inside it; the report says which and why, in every format."""
+    configure_split(tmp_path, "runtime-links-compiler")  # configured only: tmp_path/build
+    shutil.copy2(SPLIT_RECIPE, tmp_path / "buildtool.toml")
+    monkeypatch.chdir(tmp_path)
+    found = run_cli("check-cmake", "build")
+    assert found.exit_code == 1
+    assert "BT203" in found.stdout  # a check that needs the recipe
+    reason = "found in the working folder: ./buildtool.toml comes first"
+    assert f"recipe: buildtool.toml ({reason})" in found.stdout
+    assert (
+        json.loads(run_cli("check-cmake", "build", "--format", "json").stdout)["recipe_reason"]
+        == reason
+    )
+    without = run_cli("check-cmake", "build", "--no-recipe")
+    assert "BT203" not in without.stdout
+    assert "no recipe (--no-recipe)" in without.stdout
+    page = tmp_path / "check-cmake.html"
+    assert run_cli("check-cmake", "build", "--format", "html", "--output", str(page)).exit_code == 1
+    html = page.read_text(encoding="utf-8")
+    assert '<a href="#check-BT203"><code>BT203</code></a>' in html
+    assert '<tr id="check-BT203">' in html
+    assert f"buildtool.toml ({reason})" in html
+    assert "<script" not in html
+    assert "Content-Security-Policy" in html
+
+
+def test_init_says_when_its_recipe_takes_the_place_of_the_recipes_folders(
+    run_cli: CliRunner, split_build: SplitBuild, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build = split_build("none")
+    (tmp_path / "recipes").mkdir()
+    shutil.copy2(SPLIT_RECIPE, tmp_path / "recipes" / "split.toml")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("init", "--from-cmake", str(build))
+    assert result.exit_code == 0
+    assert (
+        "buildtool.toml is now the recipe commands run here find first, before "
+        "recipes/split.toml; pass --recipe to use another" in result.stderr
+    )
+    elsewhere = run_cli("init", "--from-cmake", str(build), "--output", "other.toml")
+    assert "find first" not in elsewhere.stderr

@@ -121,7 +121,7 @@ def sample_result() -> pipeline.CiResult:
         recipe="recipes/demo.toml",
         launcher="ccache",
         steps=(
-            pipeline.StepResult("build", "passed", 1.5, "built build"),
+            pipeline.StepResult("build", "passed", 1.5, "compiled in the build folder build/"),
             pipeline.StepResult("verify-build", "failed", 0.25, "1 error", (FINDING,)),
             pipeline.StepResult("wheels", "skipped", 0.0, pipeline.SKIPPED_AFTER_FAILURE),
         ),
@@ -161,6 +161,23 @@ def test_markdown_summary_has_the_table_and_the_findings() -> None:
     assert "| `verify-build` | ❌ failed | 0.25 |" in markdown
     assert "| `wheels` | ⏭️ skipped | 0.00 |" in markdown
     assert "`BT101` required-needed-missing in `build/bin/minrpc`" in markdown
+
+
+def test_the_html_page_has_the_table_of_the_steps_and_their_outcomes() -> None:
+    page = reports.render_html(sample_result())
+    steps = page.split('<table class="steps">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(
+        r'<tr class="step (\w+)"><td><code>([\w-]+)</code></td>.*?<td class="num">([\d.]+)</td>',
+        steps,
+    )
+    assert rows == [
+        ("passed", "build", "1.50"),
+        ("failed", "verify-build", "0.25"),
+        ("skipped", "wheels", "0.00"),
+    ]
+    assert "buildtool ci: failed at step verify-build: 1 error" in page
+    assert '<td class="num">1.75</td>' in steps  # the total
+    assert 'href="#checks"' not in page  # no verify-linkage report: nothing to link to
 
 
 def test_summary_table_lists_every_step_and_the_total() -> None:
@@ -469,7 +486,7 @@ def test_wheel_publishes_no_wheel_that_fails_verification(
     out_dir = untouched_out_dir(tmp_path / "dist")
     build_root = str(stale_monolith_project.parent.parent / "build")
     result = run_cli(
-        "wheel", "--recipe", str(stale_monolith_project), "--variant", "split",
+        "wheel", "--recipe", str(stale_monolith_project), "--split",
         "--build-root", build_root, "--out-dir", str(out_dir),
     )  # fmt: skip
     assert result.exit_code == 1, result.stdout + result.stderr

@@ -89,6 +89,60 @@ def test_quiet_hides_info(run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch) -
     assert quiet.stderr == ""
 
 
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_verbosity_options_go_before_or_after_the_command(
+    run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    monkeypatch.chdir(REPO)
+    command = ["configure", "--check"]
+    quiet = run_cli(*(["-q", *command] if where == "before" else [*command, "-q"]))
+    loud = run_cli(*(["-v", *command] if where == "before" else [*command, "-v"]))
+    assert quiet.exit_code == loud.exit_code == 0
+    assert quiet.stderr == ""
+    assert "generated files are current" in loud.stderr
+
+
+def test_verbosity_counts_add_up_across_both_places() -> None:
+    from buildtool.cli import make_parser, verbosity
+
+    parser = make_parser("build")
+    assert verbosity(parser.parse_args_strictly(["-v", "build", "-v"])) == 2
+    assert verbosity(parser.parse_args_strictly(["-v", "build", "-q", "-q"])) == -1
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (("build", "--bogus"), "usage: buildtool build "),
+        (("verify-linkage", "--format", "pdf"), "usage: buildtool verify-linkage "),
+        (("check-cmake",), "usage: buildtool check-cmake "),
+        (("frobnicate",), "usage: buildtool [-h] [--version]"),
+    ],
+)
+def test_a_usage_error_prints_the_usage_of_the_command_it_is_in(
+    run_cli: CliRunner, argv: tuple[str, ...], usage: str
+) -> None:
+    result = run_cli(*argv)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(usage)
+    assert result.stderr.count("usage:") == 1
+
+
+@pytest.mark.parametrize("command", ["build", "wheel", "ci", "verify-linkage"])
+def test_jobs_is_spelled_and_checked_alike_on_every_command(
+    run_cli: CliRunner, command: str
+) -> None:
+    from buildtool.cli import make_parser
+
+    parser = make_parser(command)
+    for spelling in ("-j", "--jobs"):
+        argv = [command, spelling, "3"] + (["BUILD"] if command == "check-cmake" else [])
+        assert parser.parse_args_strictly(argv).jobs == 3
+    result = run_cli(command, "-j", "0")
+    assert result.exit_code == 2
+    assert "argument -j/--jobs: expected a whole number >= 1, found '0'" in result.stderr
+
+
 def test_a_command_loads_only_its_own_module(good_build: Path) -> None:
     """verify-linkage starts without importing the build, wheel and ci machinery."""
     program = (

@@ -149,7 +149,7 @@ def test_sigterm_during_a_wheel_build(demo: Path, tmp_path: Path) -> None:
     stale.mkdir()
     (stale / OWNER_LOCK).write_text("12345\n")
     build = tmp_path / "build"
-    running = _start("wheel", "--recipe", str(demo), "--variant", "full",
+    running = _start("wheel", "--recipe", str(demo),
                      "--out-dir", str(out_dir), "--build-root", str(build))  # fmt: skip
     below = _wait_for_descendant(running, "cmake")
     staging = [p.name for p in out_dir.iterdir()]

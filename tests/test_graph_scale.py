@@ -258,7 +258,7 @@ def findings_and_groups(page: str) -> tuple[list[tuple[str, str, bool]], dict[st
         )
     }
     rows = re.findall(
-        r'<tr id="[^"]*finding-\d+" class="finding (\w+)">.*?class="path small">([^<]+)<', page
+        r'<tr id="[^"]*finding-\d+" class="finding (\w+)">.*?<span title="([^"]+)">', page
     )
     findings = [
         (severity, path, path in drawn or listed.get(path) in groups)

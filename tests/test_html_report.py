@@ -435,3 +435,147 @@ def test_two_reports_on_one_page_keep_their_anchors_apart() -> None:
         assert f'href="#{prefix}finding-0"' in page
         assert f'marker-end="url(#{prefix}arrow)"' in page
     assert 'id="node-0"' not in page
+
+
+# --- what a person sees: the wheels view, a report without a recipe -----------------------------
+
+RUNTIME_WHEEL = "dist/demo_runtime-1.0-cp311-cp311-linux_x86_64.whl"
+COMPILER_WHEEL = "dist/demo_compiler-1.0-cp311-cp311-linux_x86_64.whl"
+LONG_LIBRARY = "libdemo_runtime_with_a_rather_long_name_kernels.so"
+EXTENSION = "_dfitpack.cpython-311-x86_64-linux-gnu.so"
+
+
+def wheels_report(recipe: str = "") -> Report:
+    """The split's two wheels checked together, as ``buildtool ci``'s wheels view draws them: a
+    cluster per distribution, the compiler -> runtime edge between them."""
+    runtime, ffi = (
+        f"{RUNTIME_WHEEL}!/demo/lib/libdemo_runtime.so",
+        f"{RUNTIME_WHEEL}!/demo/lib/libdemo_ffi.so",
+    )
+    compiler = f"{COMPILER_WHEEL}!/demo/lib/libdemo_compiler.so"
+    long, ext = f"{RUNTIME_WHEEL}!/demo/lib/{LONG_LIBRARY}", f"{RUNTIME_WHEEL}!/demo/{EXTENSION}"
+    role = "required" if recipe else ""
+    nodes = (
+        GraphNode(runtime, "libdemo_runtime.so", "library", role, distribution="demo-runtime"),
+        GraphNode(ffi, "libdemo_ffi.so", "library", role, distribution="demo-runtime"),
+        GraphNode(long, LONG_LIBRARY, "library", distribution="demo-runtime"),
+        GraphNode(ext, EXTENSION, "extension", distribution="demo-runtime"),
+        GraphNode(compiler, "libdemo_compiler.so", "library", "optional" if recipe else "",
+                  distribution="demo-compiler"),
+    )  # fmt: skip
+    edges = (
+        GraphEdge(runtime, ffi, "libdemo_ffi.so"),
+        GraphEdge(long, ffi, "libdemo_ffi.so"),
+        GraphEdge(ext, ffi, "libdemo_ffi.so"),  # the runtime on top of its cluster
+        GraphEdge(compiler, runtime, "libdemo_runtime.so"),
+    )
+    sizes = tuple(
+        SizeEntry(node.path, 40_000 * (i + 1), 20_000, 3, None) for i, node in enumerate(nodes)
+    )
+    inputs = (RUNTIME_WHEEL, COMPILER_WHEEL)
+    return Report(inputs, recipe, 5, (), sizes, graph=LinkGraph(nodes, edges))
+
+
+def test_every_edge_between_clusters_ends_outside_its_target() -> None:
+    """The route's last stretch arrives from outside the target's box, so the arrowhead at its
+    end is not drawn under the box (the compiler -> runtime edge of the wheels view)."""
+    from buildtool.linkage.report.layout import clustered
+
+    # node 0 needs a node of each other cluster: beside it, and below it in a wider cluster
+    clusters, edges = [0, 1, 1, 2, 2, 2], [(0, 1), (1, 2), (0, 5), (3, 4), (4, 5), (2, 3)]
+    drawing = clustered(clusters, edges)
+    for route in drawing.routes:
+        target = drawing.boxes[route.target]
+        (_, y0), (x1, y1) = route.points[-2], route.points[-1]
+        assert y1 in (target.y, target.bottom)
+        # the SVG path arrives through its last control point, half-way up or down to y0
+        towards = y1 - (y1 - y0) / 2
+        assert not target.y < towards < target.bottom, (route, target)
+        assert target.x <= x1 <= target.x + target.width
+
+
+def test_without_a_recipe_the_legend_has_no_roles() -> None:
+    assert "required library (runtime)" not in render_report_html(wheels_report())
+    assert "required library (runtime)" in render_report_html(wheels_report("recipes/demo.toml"))
+
+
+def graph_page(report: Report, work: Path) -> tuple[Path, str]:
+    """The report's graph alone at the top-left corner, drawn at its own size, its edges'
+    lines hidden and their arrowheads pure red: what shows red is an arrowhead nothing covers."""
+    from buildtool.linkage.report.html import STYLE
+
+    svg = svg_of(render_report_html(report))
+    width = int(float(ET.fromstring(svg).get("width", "0")))
+    override = (
+        "body { margin: 0 !important; padding: 0 !important; }"
+        f" svg.graph {{ width: {width}px !important; max-width: none !important;"
+        " margin: 0 !important; }"
+        " .edge path { stroke: transparent !important; }"
+        " marker path { fill: #ff0000 !important; }"
+    )
+    page = work / "graph.html"
+    work.mkdir(parents=True, exist_ok=True)
+    page.write_text(
+        f"<!DOCTYPE html><html><head><style>{STYLE}{override}</style></head>"
+        f"<body>{svg}</body></html>",
+        encoding="utf-8",
+    )
+    return page, svg
+
+
+def edge_ends(svg: str) -> list[tuple[float, float, float, float]]:
+    """Each edge's end point and the unit direction it arrives in (from its last control
+    point)."""
+    ends = []
+    for data in re.findall(r'<g class="edge[^"]*"[^>]*>.*?<path d="([^"]+)"', svg):
+        numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", data)]
+        (cx, cy), (x, y) = numbers[-4:-2], numbers[-2:]
+        length = max(((x - cx) ** 2 + (y - cy) ** 2) ** 0.5, 1e-9)
+        ends.append((x, y, (x - cx) / length, (y - cy) / length))
+    return ends
+
+
+@pytest.mark.browser
+def test_every_arrowhead_is_drawn_in_the_wheels_view(tmp_path: Path) -> None:
+    page, svg = graph_page(wheels_report("recipes/demo.toml"), tmp_path)
+    graph = ET.fromstring(svg)
+    size = (int(float(graph.get("width", "0"))), int(float(graph.get("height", "0"))))
+    opened = open_in_chromium(page, tmp_path / "chromium", size=size)
+    width, _height, pixels = png_pixels(opened.screenshot)
+
+    def red_before(x: float, y: float, dx: float, dy: float) -> int:
+        found = 0
+        for back in range(2, 10):
+            px, py = round(x - dx * back), round(y - dy * back)
+            for ox in (-1, 0, 1):
+                r, g, b = pixels[py * width + px + ox]
+                found += r > 200 and g < 80 and b < 80
+        return found
+
+    ends = edge_ends(svg)
+    assert len(ends) == 4
+    hidden = [end for end in ends if red_before(*end) == 0]
+    assert hidden == [], f"arrowheads under their target's box: {hidden}"
+
+
+@pytest.mark.browser
+def test_a_page_without_a_recipe_in_headless_chromium(tmp_path: Path) -> None:
+    """No role legend without a recipe, long names whole, and each input's path once in the
+    size table (pandas' page repeated the wheel's path under each of its 44 rows)."""
+    page = tmp_path / "report.html"
+    page.write_text(render_report_html(wheels_report()), encoding="utf-8")
+    opened = open_in_chromium(page, tmp_path / "chromium")
+    assert opened.console == []
+    dom = opened.dom
+    assert "required library (runtime)" not in dom
+    assert "optional library (compiler)" not in dom
+    names = re.findall(r'<text class="name[^"]*"[^>]*>([^<]*)</text>', dom)
+    assert "_dfitpack" in names  # an extension module by its module name
+    assert LONG_LIBRARY in names  # whole, drawn narrower
+    assert not [name for name in names if "…" in name]
+    sizes = dom.split('class="sizes"', 1)[1].split("</table>", 1)[0]
+    for wheel in (RUNTIME_WHEEL, COMPILER_WHEEL):
+        assert sizes.count(f">{wheel}<") == 1, wheel
+    assert sizes.count(">demo/lib/<") == 4  # each library's folder, relative to its wheel
+    decoded = png_pixels(opened.screenshot)
+    assert len(set(decoded[2])) > 50, "the screenshot is (nearly) blank"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -28,7 +29,7 @@ def test_arguments_reach_the_tool_literally(tmp_path: Path) -> None:
 
 def test_only_the_minimal_environment_reaches_the_tool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("BUILDTOOL_TEST_SECRET", "do-not-leak")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "do-not-leak")
+    monkeypatch.setenv("GITHUB_TOKEN", "do-not-leak")  # AWS_* reach sccache on purpose
     monkeypatch.setenv("LD_PRELOAD", "/nonexistent/preload.so")
     monkeypatch.setenv("CCACHE_DIR", "/kept/on/purpose")
     seen = json.loads(process.run([sys.executable, "-c", PRINT_ENV], stream=False))
@@ -81,3 +82,62 @@ def test_no_module_asks_for_a_shell() -> None:
                                  "subprocess.getstatusoutput"):  # fmt: skip
                 offenders.append(f"{path.relative_to(REPO)}:{call.lineno}: {ast.unparse(call)}")
     assert offenders == []
+
+
+def test_a_streamed_failure_is_not_printed_twice(caplog: pytest.LogCaptureFixture) -> None:
+    """A compile error streamed as it happened is not repeated under the failure; with the
+    stream hidden (-q), the failure carries the tail instead."""
+    script = "import sys\nprint('main.cc:3:5: ' + 'err' + 'or: nope')\nsys.exit(1)"
+    command = [sys.executable, "-c", script]
+    with caplog.at_level("INFO", logger="buildtool"), pytest.raises(ToolFailed) as raised:
+        process.run(command)
+    streamed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("  ")]
+    assert streamed == ["  main.cc:3:5: error: nope"]
+    assert "error: nope" not in str(raised.value)
+    assert str(raised.value).endswith("(its output is above)")
+    with caplog.at_level("WARNING", logger="buildtool"), pytest.raises(ToolFailed) as hidden:
+        process.run(command)
+    assert "main.cc:3:5: error: nope" in str(hidden.value)
+
+
+def test_a_filter_that_hangs_is_ended_and_its_caller_does_without() -> None:
+    echo = [sys.executable, "-c", "import sys; sys.stdout.write(sys.stdin.read().upper())"]
+    assert process.filter_text(echo, "abc\n", timeout=30, env={}) == "ABC\n"
+    hang = [sys.executable, "-c", "import time; time.sleep(60)"]
+    assert process.filter_text(hang, "x", timeout=0.5, env={}) is None
+    failing = [sys.executable, "-c", "raise SystemExit(3)"]
+    assert process.filter_text(failing, "x", timeout=30, env={}) is None
+    assert process.filter_text(["/nonexistent/filter"], "x", timeout=30, env={}) is None
+
+
+def test_only_the_process_module_starts_processes() -> None:
+    """Every child process goes through buildtool/process.py (its process group, its
+    environment, its logging): no other module calls subprocess or os.exec*/spawn*."""
+    starters = re.compile(
+        r"\b(subprocess\.(run|Popen|call|check_call|check_output)|os\.(exec|spawn|posix_spawn|fork)\w*)\("
+    )
+    offenders = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path in sorted((REPO / "buildtool").rglob("*.py"))
+        if path.name != "process.py"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if starters.search(line)
+    ]
+    assert offenders == []
+
+
+def test_a_quiet_tool_streams_at_debug_and_fails_with_its_tail(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A repair tool's chatter (auditwheel's INFO lines) is shown with -v only; when it fails,
+    the failure carries its last lines."""
+    import logging
+
+    script = "import sys\nprint('INFO:auditwheel.main_repair:' + 'repairing')\nsys.exit(2)"
+    with caplog.at_level("INFO", logger="buildtool"), pytest.raises(ToolFailed) as raised:
+        process.run([sys.executable, "-c", script], output_level=logging.DEBUG)
+    assert not [r for r in caplog.records if r.getMessage().startswith("  INFO:")]
+    assert "INFO:auditwheel.main_repair:repairing" in str(raised.value)
+    with caplog.at_level("DEBUG", logger="buildtool"):
+        process.run([sys.executable, "-c", "print('chatter')"], output_level=logging.DEBUG)
+    assert "  chatter" in [r.getMessage() for r in caplog.records]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 
@@ -12,7 +13,7 @@ from buildtool.linkage.report.json_report import render_json
 from buildtool.linkage.report.model import Report, SizeEntry
 from buildtool.linkage.report.text import render_text
 from buildtool.resources import schema_path
-from tests.conftest import REPO
+from tests.conftest import REPO, CliRunner, require
 
 REPORT = Report(
     inputs=("build",),
@@ -78,15 +79,14 @@ def test_text_lists_errors_first_and_sizes_only_when_asked() -> None:
     )
     names = {"_ZN2sp6answerEi": "sp::answer(int)"}
     headers = [line for line in render_text(report, names=names).splitlines() if "fix:" not in line]
-    assert headers[:10] == [
+    assert headers[:9] == [
         "/usr/lib/libq.so",  # in no input: named in full, before the inputs
         "  error BT109 needed-not-shipped: needs libgone.so",
         wheel,
-        "  demo/lib/libz.so",  # the file with an error before the one with warnings only
+        "  demo/lib/libz.so",  # the file with an error before the finding of warnings only
         "    error BT106 undefined-symbol: undefined: sp::answer(int)",
-        "    warning BT111 rpath-not-runpath: uses DT_RPATH",
-        "  demo/lib/liba.so",
-        "    warning BT111 rpath-not-runpath: uses DT_RPATH",
+        "  warning BT111 rpath-not-runpath: uses DT_RPATH",  # one finding, both files
+        "    in 2 files: demo/lib/liba.so, demo/lib/libz.so",
         "site/demo",
         "  ../demo.libs/libc-1a2b.so",
     ]
@@ -163,7 +163,7 @@ def test_sizes_against_a_baseline_in_text_json_github_and_markdown() -> None:
     text = render_text(report)
     assert "library sizes (against old.json)" in text
     assert "; since the baseline: file +500,000 B (+25.00%), code ±0 B, exported +2" in text
-    assert "  old/lib/liby.so: gone since the baseline (was 0.00 MB)" in text
+    assert "  old/lib/liby.so: gone since the baseline (was 1.0 kB)" in text
     document = json.loads(render_json(report))
     jsonschema.validate(document, json.loads(schema_path("report").read_text(encoding="utf-8")))
     assert document["sizes"][0]["delta"] == {
@@ -188,3 +188,115 @@ def test_sizes_against_a_baseline_in_text_json_github_and_markdown() -> None:
     assert plain["baseline"] is None
     assert "previous" not in plain["sizes"][0]
     assert "::notice" not in render_github(REPORT)
+
+
+def repeated_report(files: int) -> Report:
+    """``files`` libraries of one wheel with the same BT140, one of them with a BT124 that
+    names another file of the wheel by its whole path."""
+    wheel = "dist/pandaslike-1.0-cp311-cp311-linux_x86_64.whl"
+    lazy = [
+        Finding("BT140", f"{wheel}!/pkg/_libs/mod{i:02d}.so", "partial RELRO only", "no BIND_NOW")
+        for i in range(files)
+    ]
+    copy = Finding(
+        "BT124",
+        f"{wheel}!/pkg.libs/libb.so",
+        f"contains a private copy of object code also in {wheel}!/pkg.libs/liba.so",
+        "",
+    )
+    return Report((wheel,), "r.toml", files + 2, (*lazy, copy), ())
+
+
+def test_the_same_finding_in_many_files_is_one_entry_and_a_tally_ends_the_report() -> None:
+    text = render_text(repeated_report(44))
+    lines = text.splitlines()
+    assert lines.count("  error BT140 relro-not-full: partial RELRO only") == 1
+    listed = text.split("in 44 files: ", 1)[1].split("evidence:", 1)[0]
+    assert [name.strip() for name in listed.split(",")] == [
+        f"pkg/_libs/mod{i:02d}.so" for i in range(44)
+    ]
+    assert all(len(line) <= 100 for line in lines if "mod" in line)  # wrapped
+    assert text.count("evidence: no BIND_NOW") == 1
+    assert len(lines) < 30  # 44 findings at four lines each were 179
+    tally = lines[lines.index("findings by check") + 1 : -2]
+    assert tally == [
+        "  error   BT140 relro-not-full: 44 findings in 44 files",
+        "  warning BT124 private-static-copy: 1 finding in 1 file",
+    ]
+
+
+def test_a_path_in_a_message_is_relative_like_the_rest_of_the_report() -> None:
+    text = render_text(repeated_report(1))
+    assert "contains a private copy of object code also in pkg.libs/liba.so" in text
+    assert ".whl!/" not in text.split("\n", 1)[1]  # only the input's own line names the wheel
+    # JSON keeps the paths as the checks wrote them
+    document = json.loads(render_json(repeated_report(1)))
+    assert (
+        "pandaslike-1.0-cp311-cp311-linux_x86_64.whl!/pkg.libs/liba.so"
+        in (document["findings"][-1]["message"])
+    )
+
+
+def test_findings_of_one_file_each_stay_under_their_file() -> None:
+    text = render_text(REPORT)
+    assert "in 2 files" not in text
+    assert "findings by check" in text
+    assert "  error   BT101 required-needed-missing: 1 finding in 1 file" in text
+
+
+def test_mangled_names_are_demangled_in_every_format_a_person_reads() -> None:
+    import shutil
+
+    from buildtool.linkage.report.html import render_report_html
+    from buildtool.linkage.report.text import readable_report
+
+    require(shutil.which("c++filt") is not None, "no c++filt (binutils)")
+    report = Report(
+        ("build",),
+        "",
+        1,
+        (Finding("BT106", "build/lib/liba.so", "undefined: _Z9common_fnv", ""),),
+        (),
+    )
+    shown = readable_report(report)
+    for rendered in (render_github(shown), render_report_html(shown), render_text(shown)):
+        assert "common_fn()" in rendered
+        assert "_Z9common_fnv" not in rendered
+    assert "_Z9common_fnv" in render_json(report)
+
+
+def test_a_real_undefined_cxx_symbol_reads_demangled_in_github_and_html(
+    run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """A library that calls ``sp::answer(int)`` which nothing defines (BT106): the annotation and
+    the page name the function as C++ does, the JSON as ``nm`` does."""
+    import shutil
+
+    from tests.builders import gcc
+
+    require(shutil.which("g++") is not None and shutil.which("c++filt") is not None, "no g++")
+    folder = tmp_path / "lib"
+    source = "namespace sp { int answer(int); }\nint call() { return sp::answer(42); }\n"
+    gcc(folder, folder / "libcalls.so", source, "-Wl,-soname,libcalls.so", cxx=True)
+    outputs = {
+        form: run_cli("verify-linkage", "--no-recipe", str(folder), "--format", form)
+        for form in ("github", "html", "json", "text")
+    }
+    assert all(result.exit_code == 1 for result in outputs.values())
+    for form in ("github", "html", "text"):
+        assert "sp::answer(int)" in outputs[form].stdout, form
+        assert "_ZN2sp6answerEi" not in outputs[form].stdout, form
+    assert "_ZN2sp6answerEi" in outputs["json"].stdout
+
+
+def test_small_libraries_have_sizes_a_person_can_read() -> None:
+    from buildtool.linkage.report.model import human_size
+
+    assert [human_size(n) for n in (2_500_000, 18_300, 999, 0)] == [
+        "2.50 MB",
+        "18.3 kB",
+        "999 B",
+        "0 B",
+    ]
+    small = Report(("build",), "", 1, (), (SizeEntry("build/lib/liba.so", 27_300, 7_200, 8, None),))
+    assert "  lib/liba.so: 27.3 kB file, 7.2 kB code, 8 exported" in render_text(small, sizes=True)

@@ -19,12 +19,7 @@ from hypothesis import strategies as st
 
 from buildtool.linkage.binaries import NO_NAMES, BinaryFacts
 from buildtool.linkage.binaries.elf import read_elf_file
-from buildtool.linkage.loaders.closure import (
-    Closure,
-    Environment,
-    filesystem_lookup,
-    resolve_closure,
-)
+from buildtool.linkage.loaders.closure import Environment, filesystem_lookup, resolve_closure
 from buildtool.linkage.loaders.glibc import (
     LD_SO_CACHE,
     CacheEntry,
@@ -37,6 +32,7 @@ from buildtool.linkage.loaders.glibc import (
     search_dirs,
     search_steps,
 )
+from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.symbols import (
     closure_index,
     index_definitions,

@@ -135,10 +135,14 @@ def test_content_problems_name_strays_missing_files_and_grafted_copies() -> None
     ]
 
 
-def test_bad_variant_is_a_usage_error(run_cli: CliRunner) -> None:
-    result = run_cli("wheel", "--variant", "runtime")
+def test_wheel_has_split_not_variant_which_means_the_libraries_built(run_cli: CliRunner) -> None:
+    """``--variant`` chooses the libraries configure and build make (full|runtime); which
+    wheels ``wheel`` makes is ``--split``: one meaning per option name."""
+    result = run_cli("wheel", "--variant", "split")
     assert result.exit_code == 2
-    assert "invalid choice: 'runtime'" in result.stderr
+    assert "usage: buildtool wheel" in result.stderr
+    assert "[--split]" in result.stderr
+    assert "unrecognized arguments: --variant split" in result.stderr
 
 
 # --- real wheels --------------------------------------------------------------------------------

@@ -178,7 +178,9 @@ def step_configure(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     targets = configure.configure(request.loaded, request.build_dir, "full", dict(request.defines))
     built = [t.name for t in targets if t.type in ("SHARED_LIBRARY", "EXECUTABLE")]
-    return StepOutcome(detail=f"configured {request.build_dir}: {', '.join(built)}")
+    return StepOutcome(
+        detail=f"configured the build folder {request.build_dir}/ for {', '.join(built)}"
+    )
 
 
 def step_check_cmake(workspace: Workspace) -> StepOutcome:
@@ -186,7 +188,9 @@ def step_check_cmake(workspace: Workspace) -> StepOutcome:
     from buildtool.cmakecheck.check import check_build_dir
     from buildtool.cmakecheck.report import render_text as render_cmake_text
 
-    report = check_build_dir(workspace.request.build_dir, workspace.request.loaded)
+    report = check_build_dir(
+        workspace.request.build_dir, workspace.request.loaded, "the recipe ci builds with"
+    )
     log.info("%s", render_cmake_text(report).rstrip("\n"))
     errors, warnings = report.count("error"), report.count("warning")
     detail = f"{report.targets} CMake targets checked: {errors} errors, {warnings} warnings"
@@ -199,7 +203,7 @@ def step_check_cmake(workspace: Workspace) -> StepOutcome:
 
 def step_build(workspace: Workspace) -> StepOutcome:
     configure.build(workspace.request.build_dir, workspace.request.jobs)
-    return StepOutcome(detail=f"built {workspace.request.build_dir}")
+    return StepOutcome(detail=f"compiled in the build folder {workspace.request.build_dir}/")
 
 
 def step_ctest(workspace: Workspace) -> StepOutcome:
@@ -225,7 +229,7 @@ def _outcome(report: Report) -> StepOutcome:
 def step_verify_build(workspace: Workspace) -> StepOutcome:
     request = workspace.request
     values = cached_option_values(request.build_dir, [o.name for o in workspace.plan.options])
-    policy = policy_for_recipe(request.loaded, values)
+    policy = policy_for_recipe(request.loaded, values, "the recipe ci builds with")
     report = verify_paths([request.build_dir], policy, baseline=request.baseline, with_graph=True)
     return _outcome(report)  # the HTML report draws its graph
 

@@ -17,6 +17,7 @@ from buildtool.ci.pipeline import CiResult, StepResult
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.report.github import markdown_cell, markdown_sizes
 from buildtool.linkage.report.json_report import finding_json
+from buildtool.linkage.report.text import readable_findings, readable_report
 
 CI_REPORT_VERSION = 1
 """``version`` of ``buildtool-ci.json`` (schema: buildtool/schemas/ci.schema.json)."""
@@ -154,7 +155,11 @@ def render_markdown(result: CiResult) -> str:
             "",
             f"compile cache: {markdown_cell(result.compile_cache.summary(result.launcher))}",
         ]
-    findings = [(step.name, finding) for step in result.steps for finding in step.findings]
+    findings = [
+        (step.name, finding)
+        for step in result.steps
+        for finding in readable_findings(step.findings)
+    ]
     if findings:
         lines += ["", "### verify-linkage findings", ""]
         for step_name, finding in findings:
@@ -173,16 +178,39 @@ def render_markdown(result: CiResult) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def render_html(result: CiResult) -> str | None:
-    """The verify-linkage reports of the run (the build tree's, the wheels') as one HTML page;
-    None when no step got as far as making one."""
+def _html_steps(result: CiResult) -> str:
+    """The table of the run's steps: status, seconds and what each did or why it failed."""
+    from buildtool.linkage.report.svg import xml_text
+
+    rows = "".join(
+        f'<tr class="step {step.status}"><td><code>{xml_text(step.name)}</code></td>'
+        f'<td><span class="status {step.status}">{step.status}</span></td>'
+        f'<td class="num">{step.seconds:.2f}</td>'
+        f'<td><span class="detail">{xml_text(step.detail.strip())}</span></td></tr>'
+        for step in result.steps
+    )
+    state = "passed" if result.passed else "failed"
+    return (
+        f'<div class="verdict {state}">{xml_text(verdict(result))}</div>'
+        '<h2>Steps</h2><table class="steps"><thead><tr><th>step</th><th>status</th>'
+        f"<th>seconds</th><th>what it did</th></tr></thead><tbody>{rows}"
+        f'<tr><td>total</td><td></td><td class="num">{result.seconds:.2f}</td><td></td></tr>'
+        "</tbody></table>"
+    )
+
+
+def render_html(result: CiResult) -> str:
+    """The run as one HTML page: the table of its steps, then the verify-linkage reports it
+    made (the build tree's, the wheels'), their C++ names demangled."""
     from buildtool.linkage.report.html import render_html as render_page
 
     parts = [
-        (f"{step.name}: {', '.join(PurePath(i).name for i in step.report.inputs)}", step.report)
+        (
+            f"{step.name}: {', '.join(PurePath(i).name for i in step.report.inputs)}",
+            readable_report(step.report),
+        )
         for step in result.steps
         if step.report is not None
     ]
-    if not parts:
-        return None
-    return render_page(parts, title=f"buildtool ci: verify-linkage ({result.recipe})")
+    title = f"buildtool ci ({result.recipe})"
+    return render_page(parts, title=title, preface=_html_steps(result))

@@ -13,8 +13,11 @@ if TYPE_CHECKING:
     from buildtool.recipe.load import LoadedRecipe
 
 
-def check_build_dir(build_dir: Path, loaded: LoadedRecipe | None) -> CmakeReport:
-    """check-cmake on a configured build folder, with the recipe's policy when there is one."""
+def check_build_dir(
+    build_dir: Path, loaded: LoadedRecipe | None, recipe_reason: str = ""
+) -> CmakeReport:
+    """check-cmake on a configured build folder, with the recipe's policy when there is one
+    (``recipe_reason``: why it applies, or why none does)."""
     from buildtool.cmakecheck.policy import policy_for_recipe
 
     policy = policy_for_recipe(loaded) if loaded is not None else None
@@ -27,4 +30,5 @@ def check_build_dir(build_dir: Path, loaded: LoadedRecipe | None) -> CmakeReport
         findings=check_codemodel(model, policy, as_needed),
         graph=graph_entries(make_graph(model)),
         as_needed_default=as_needed,
+        recipe_reason=recipe_reason,
     )

@@ -49,6 +49,8 @@ class CmakeReport:
     """Shared libraries and object libraries, with who links what."""
     as_needed_default: bool = False
     """Whether the toolchain links with --as-needed by default."""
+    recipe_reason: str = ""
+    """Why ``recipe`` applies, or why no recipe does."""
 
     def count(self, severity: str) -> int:
         return sum(1 for finding in self.findings if finding.severity == severity)
@@ -95,13 +97,21 @@ def _graph_lines(report: CmakeReport) -> list[str]:
     return lines
 
 
+def recipe_line(report: CmakeReport) -> str:
+    """Which recipe the run applied and why, or why none."""
+    why = f" ({report.recipe_reason})" if report.recipe_reason else ""
+    if report.recipe:
+        return f"recipe: {report.recipe}{why}"
+    return f"no recipe{why}: checks that need a linkage policy were skipped"
+
+
 def render_text(report: CmakeReport, paint: Callable[[str, str], str] | None = None) -> str:
     """Findings grouped per CMake file, the target graph (without a recipe), then a verdict."""
     style = paint or (lambda text, _style: text)
     lines = finding_lines(report.findings, style)
     if not report.recipe:
         lines += _graph_lines(report)
-        lines.append("no recipe: checks that need a linkage policy were skipped")
+    lines.append(recipe_line(report))
     lines.append(style(_summary_line(report), "red" if report.failed else "green"))
     return "\n".join(lines) + "\n"
 
@@ -111,6 +121,7 @@ def report_json(report: CmakeReport) -> dict[str, Any]:
     return {
         "version": REPORT_VERSION,
         "recipe": report.recipe or None,
+        "recipe_reason": report.recipe_reason,
         "build_dir": report.build_dir,
         "targets": report.targets,
         "as_needed_default": report.as_needed_default,
@@ -129,5 +140,6 @@ def render_json(report: CmakeReport) -> str:
 
 def render_github(report: CmakeReport) -> str:
     lines = [github_annotation(finding) for finding in report.findings]
+    lines.append(recipe_line(report))
     lines.append(_summary_line(report))
     return "\n".join(lines) + "\n"

@@ -65,5 +65,5 @@ def run(args: argparse.Namespace) -> int:
             defines = configure_defines(args, loaded)
             configure.configure(loaded, args.build_dir, variant, defines)
     configure.build(args.build_dir, jobs)
-    log.info("built %s; libraries in %s", args.build_dir, args.build_dir / "lib")
+    log.info("compiled in %s/; libraries in %s/", args.build_dir, args.build_dir / "lib")
     return 0

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from buildtool.cmakecheck.check import check_build_dir
 from buildtool.cmakecheck.report import CmakeReport, render_github, render_json, render_text
 from buildtool.console import paint, use_colour
-from buildtool.errors import ChecksFailed
+from buildtool.errors import ChecksFailed, UsageError
 from buildtool.fsutil import write_atomic
 
 if TYPE_CHECKING:
@@ -32,14 +32,21 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         "--recipe",
         type=Path,
         metavar="FILE",
-        help="policy recipe (see 'buildtool init --from-cmake'); without it only the checks "
+        help="policy recipe (see 'buildtool init --from-cmake'; default: the working folder's, "
+        "as for verify-linkage, when BUILD_DIR lies inside it); without one only the checks "
         "that need no policy run, and the target graph is printed",
     )
     parser.add_argument(
+        "--no-recipe",
+        action="store_true",
+        help="run only the checks that need no policy, whatever recipe the working folder has",
+    )
+    parser.add_argument(
         "--format",
-        choices=("text", "json", "github"),
+        choices=("text", "json", "github", "html"),
         default="text",
-        help="text, json (versioned) or github (workflow annotations)",
+        help="text, json (versioned), github (workflow annotations) or html (one "
+        "self-contained page: the findings and the target graph)",
     )
     parser.add_argument(
         "--output",
@@ -49,12 +56,19 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _recipe(path: Path | None) -> LoadedRecipe | None:
-    if path is None:
-        return None
-    from buildtool.recipe.load import load_recipe
+def _recipe(args: argparse.Namespace) -> tuple[LoadedRecipe | None, str]:
+    """The recipe applied to the build folder and why, or none and why."""
+    if args.no_recipe:
+        if args.recipe is not None:
+            raise UsageError("--recipe and --no-recipe exclude each other")
+        return None, "--no-recipe"
+    from buildtool.recipe.choice import named_recipe, searched_recipe
 
-    return load_recipe(path, str(path))
+    if args.recipe is not None:
+        choice = named_recipe(args.recipe)
+    else:
+        choice = searched_recipe([args.build_dir], Path.cwd())
+    return choice.loaded, choice.reason
 
 
 def _render(report: CmakeReport, output_format: str, colour: bool) -> str:
@@ -62,11 +76,16 @@ def _render(report: CmakeReport, output_format: str, colour: bool) -> str:
         return render_json(report)
     if output_format == "github":
         return render_github(report)
+    if output_format == "html":
+        from buildtool.cmakecheck.html import render_html
+
+        return render_html(report)
     return render_text(report, lambda text, style: paint(text, style, colour))
 
 
 def run(args: argparse.Namespace) -> int:
-    report = check_build_dir(args.build_dir, _recipe(args.recipe))
+    loaded, reason = _recipe(args)
+    report = check_build_dir(args.build_dir, loaded, reason)
     if args.output is None:
         sys.stdout.write(_render(report, args.format, use_colour(sys.stdout)))
     else:

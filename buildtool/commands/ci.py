@@ -33,6 +33,7 @@ from buildtool.errors import Interrupted, Terminated
 from buildtool.fsutil import check_folder_possible, write_atomic
 from buildtool.linkage.checks.growth import load_baseline
 from buildtool.linkage.report.github import github_annotation
+from buildtool.linkage.report.text import readable_findings
 
 
 def populate_parser(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +96,7 @@ class GitHubRenderer(ConsoleRenderer):
 
     def step_finished(self, result: pipeline.StepResult) -> None:
         self.write("::endgroup::")
-        for finding in result.findings:
+        for finding in readable_findings(result.findings):
             self.write(github_annotation(finding))
         if result.status == "failed" and not result.findings:
             self.write(f"::error title=buildtool ci {result.name}::{escape_data(result.detail)}")
@@ -107,18 +108,16 @@ def on_github() -> bool:
 
 
 def write_reports(result: pipeline.CiResult, out_dir: Path) -> list[Path]:
-    """``buildtool-ci.json``, ``buildtool-ci.junit.xml`` and (once verify-linkage ran)
-    ``buildtool-ci.html``, each replaced atomically."""
+    """``buildtool-ci.json``, ``buildtool-ci.junit.xml`` and ``buildtool-ci.html`` (the steps,
+    and the verify-linkage reports once verify-linkage ran), each replaced atomically."""
     json_path = out_dir / reports.JSON_NAME
     junit_path = out_dir / reports.JUNIT_NAME
     write_atomic(json_path, reports.render_json(result))
     write_atomic(junit_path, reports.render_junit(result))
     written = [json_path, junit_path]
-    page = reports.render_html(result)
-    if page is not None:
-        html_path = out_dir / reports.HTML_NAME
-        write_atomic(html_path, page)
-        written.append(html_path)
+    html_path = out_dir / reports.HTML_NAME
+    write_atomic(html_path, reports.render_html(result))
+    written.append(html_path)
     return written
 
 

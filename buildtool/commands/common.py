@@ -42,16 +42,18 @@ def add_launcher_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_jobs_option(parser: argparse.ArgumentParser) -> None:
+COMPILE_JOBS_HELP = (
+    "run N compile jobs at once (default: CMAKE_BUILD_PARALLEL_LEVEL, else ninja's own choice: "
+    "the number of cores plus two)"
+)
+
+
+def add_jobs_option(parser: argparse.ArgumentParser, help_text: str = COMPILE_JOBS_HELP) -> None:
+    """``-j N``/``--jobs N``: how many things at once, on every command that does several (compiles
+    on build, wheel and ci; reader processes on verify-linkage)."""
     parser.add_argument(
-        "-j",
-        "--jobs",
-        type=_positive,
-        default=None,
-        metavar="N",
-        help="run N compile jobs at once (default: CMAKE_BUILD_PARALLEL_LEVEL, else ninja's "
-        "own choice: the number of cores plus two)",
-    )
+        "-j", "--jobs", type=_positive, default=None, metavar="N", help=help_text
+    )  # fmt: skip
 
 
 def _positive(text: str) -> int:

@@ -34,5 +34,10 @@ def run(args: argparse.Namespace) -> int:
     defines = configure_defines(args, loaded)
     targets = configure.configure(loaded, args.build_dir, args.variant, defines)
     built = [t.name for t in targets if t.type in ("SHARED_LIBRARY", "EXECUTABLE")]
-    log.info("configured %s (%s variant): %s", args.build_dir, args.variant, ", ".join(built))
+    log.info(
+        "configured the build folder %s/ (%s variant) for %s",
+        args.build_dir,
+        args.variant,
+        ", ".join(built),
+    )
     return 0

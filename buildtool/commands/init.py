@@ -44,4 +44,20 @@ def run(args: argparse.Namespace) -> int:
     model = load_codemodel(args.from_cmake)
     write_atomic(output, starter_recipe(model, str(args.from_cmake)))
     log.info("starter recipe written to %s", output)
+    _say_what_it_shadows(output)
     return 0
+
+
+def _say_what_it_shadows(output: Path) -> None:
+    """A ``buildtool.toml`` in the working folder is the recipe every command here now finds
+    first: say so when it takes the place of another one."""
+    if output.resolve() != (Path.cwd() / DEFAULT_OUTPUT).resolve():
+        return
+    others = sorted(Path("recipes").glob("*.toml"))
+    if others:
+        log.warning(
+            "%s is now the recipe commands run here find first, before %s; "
+            "pass --recipe to use another",
+            output,
+            ", ".join(str(path) for path in others),
+        )

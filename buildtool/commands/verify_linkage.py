@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from buildtool.commands.common import add_recipe_option, append_step_summary
+from buildtool.commands.common import add_jobs_option, add_recipe_option, append_step_summary
 from buildtool.console import paint, use_colour
 from buildtool.errors import ChecksFailed, UsageError
 from buildtool.fsutil import write_atomic
@@ -17,9 +17,9 @@ from buildtool.linkage.binaries import DECODERS
 from buildtool.linkage.report.github import render_github, render_markdown
 from buildtool.linkage.report.json_report import render_json
 from buildtool.linkage.report.model import Report
-from buildtool.linkage.report.text import demangled_names, render_text
+from buildtool.linkage.report.text import readable_report, render_text
 from buildtool.linkage.verify import verify_paths
-from buildtool.verification import policy_for_recipe, recipe_covers
+from buildtool.verification import policy_for_recipe
 
 if TYPE_CHECKING:
     from buildtool.recipe.load import LoadedRecipe
@@ -70,12 +70,9 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
         help="write the report to FILE instead of stdout (a temporary file renamed into place: "
         "never a half-written report)",
     )
-    parser.add_argument(
-        "--jobs",
-        type=_jobs,
-        default=None,
-        metavar="N",
-        help="processes that read ELF files (default: every CPU available; 1 reads them in "
+    add_jobs_option(
+        parser,
+        "read the files in N processes at once (default: every CPU available; 1 reads them in "
         "this process). Small inputs are always read in this process.",
     )
     parser.add_argument(
@@ -94,26 +91,16 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _jobs(text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of processes >= 1, got {text!r}")
-    return int(text)
-
-
-def _recipe(args: argparse.Namespace) -> LoadedRecipe | None:
+def _recipe(args: argparse.Namespace, paths: list[Path]) -> tuple[LoadedRecipe | None, str]:
+    """The recipe applied to ``paths`` and why (``buildtool.recipe.choice``), or none and why."""
     if args.no_recipe:
         if args.recipe is not None:
             raise UsageError("--recipe and --no-recipe exclude each other")
-        return None
-    from buildtool.recipe.load import find_default_recipe, load_recipe  # only when there is one
+        return None, "--no-recipe"  # and the recipe modules are never imported
+    from buildtool.recipe.choice import named_recipe, searched_recipe
 
-    if args.recipe is not None:
-        return load_recipe(args.recipe, str(args.recipe))
-    path = find_default_recipe(Path.cwd())  # several candidates: a usage error
-    if path is None:
-        return None  # no recipe around: the generic checks still run
-    loaded = load_recipe(path, str(path))
-    return loaded if recipe_covers(loaded, args.paths or [Path("build")], Path.cwd()) else None
+    choice = named_recipe(args.recipe) if args.recipe else searched_recipe(paths, Path.cwd())
+    return choice.loaded, choice.reason
 
 
 def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, bool]:
@@ -130,17 +117,15 @@ def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, 
 
 def _render(report: Report, output_format: str, colour: bool, sizes: bool) -> str:
     if output_format == "json":
-        return render_json(report)
+        return render_json(report)  # the names as nm and the linker print them
+    report = readable_report(report)
     if output_format == "github":
         return render_github(report)
     if output_format == "html":
         from buildtool.linkage.report.html import render_report_html
 
         return render_report_html(report)
-    names = demangled_names(report)
-    return render_text(
-        report, lambda text, style: paint(text, style, colour), sizes=sizes, names=names
-    )
+    return render_text(report, lambda text, style: paint(text, style, colour), sizes=sizes)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -153,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
         from buildtool.linkage.checks.growth import load_baseline
 
         baseline = load_baseline(args.baseline)  # before the work: a bad file fails fast
-    loaded = _recipe(args)
-    policy = policy_for_recipe(loaded, _option_values(paths, loaded))
+    loaded, reason = _recipe(args, paths)
+    policy = policy_for_recipe(loaded, _option_values(paths, loaded), reason)
     report = verify_paths(
         paths,
         policy,
@@ -165,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         with_graph=args.format == "html",
     )
     if args.format == "github":
-        append_step_summary(render_markdown(report))
+        append_step_summary(render_markdown(readable_report(report)))
     if args.output is None:
         sys.stdout.write(_render(report, args.format, use_colour(sys.stdout), args.sizes))
     else:

@@ -19,7 +19,6 @@ from buildtool.console import collecting_warnings, warnings_summary
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.packaging import wheel
-from buildtool.packaging.distributions import WHEEL_VARIANTS
 from buildtool.plan import option_values_from_defines
 from buildtool.verification import wheel_verifier
 
@@ -32,11 +31,13 @@ def populate_parser(parser: argparse.ArgumentParser) -> None:
     add_define_option(parser)
     add_jobs_option(parser)
     parser.add_argument(
-        "--variant",
-        choices=WHEEL_VARIANTS,
+        "--split",
+        dest="variant",
+        action="store_const",
+        const="split",
         default="full",
-        help="full: one wheel with every library; split: <name>-runtime plus a <name>-compiler "
-        "add-on (default: full)",
+        help="build <name>-runtime (the package and the required libraries) plus a "
+        "<name>-compiler add-on (the optional ones) instead of one full wheel",
     )
     parser.add_argument(
         "--out-dir",

@@ -29,14 +29,10 @@ from buildtool.linkage.checks.subject import (
 from buildtool.linkage.checks.suite import run_checks
 from buildtool.linkage.inputs.collect import BinaryFile, InputSet, read_input
 from buildtool.linkage.inputs.pool import FunctionNameLookup, InitializerLookup, wait_for_workers
-from buildtool.linkage.loaders.closure import (
-    Closure,
-    Environment,
-    filesystem_lookup,
-    resolve_closure,
-)
+from buildtool.linkage.loaders.closure import Environment, filesystem_lookup, resolve_closure
 from buildtool.linkage.loaders.glibc import FactsLookup, load_ld_so_cache
 from buildtool.linkage.loaders.interpreter import interpreter_closure, is_extension_module
+from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.platform import (
     Platform,
     host,
@@ -332,6 +328,7 @@ def verify_inputs(
     return Report(
         inputs=tuple(entry.label for entry in inputs),
         recipe=policy.source,
+        recipe_reason=policy.source_reason,
         files_checked=len(every),
         findings=tuple(malformed) + checked,
         sizes=sizes,

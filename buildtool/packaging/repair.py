@@ -53,13 +53,16 @@ def repair_wheel(wheel: Path, dest: Path, plan: LinkPlan, platform_tag: str) -> 
     """Repair ``wheel`` into the empty folder ``dest``; return the repaired wheel."""
     dest.mkdir(parents=True, exist_ok=True)
     if sys.platform.startswith("linux"):
-        process.run(
+        process.run(  # auditwheel's INFO lines at DEBUG: -v shows them, a failure its tail
             auditwheel_command(wheel, dest, plan, platform_tag),
             env=process.tool_environment(wheel_build=True),
+            output_level=logging.DEBUG,
         )
     elif sys.platform == "darwin":
         process.run(
-            delocate_command(wheel, dest, plan), env=process.tool_environment(wheel_build=True)
+            delocate_command(wheel, dest, plan),
+            env=process.tool_environment(wheel_build=True),
+            output_level=logging.DEBUG,
         )
     else:
         log.warning("no repair tool for %s: %s is published as built", sys.platform, wheel.name)

@@ -278,8 +278,8 @@ def _check_request(request: WheelRequest, plan: LinkPlan) -> None:
         )
     if request.variant == "split" and not has_split(plan):
         raise UsageError(
-            f"{recipe.source}: --variant split needs an optional library to leave out of the "
-            "runtime wheel (set optional = true on one); use --variant full"
+            f"{recipe.source}: --split needs an optional library to leave out of the runtime "
+            "wheel (set optional = true on one); without --split, one full wheel is built"
         )
 
 

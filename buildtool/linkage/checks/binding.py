@@ -10,7 +10,7 @@ from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import listed
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
-from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.loaded import Closure
 
 
 def _exports(closure: Closure, path: str, seen: frozenset[str] = frozenset()) -> frozenset[str]:

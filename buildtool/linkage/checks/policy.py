@@ -85,6 +85,8 @@ class LinkagePolicy:
 
     source: str
     """The recipe it came from, or "" for none."""
+    source_reason: str = dataclasses.field(default="", kw_only=True)
+    """Why that recipe applies, or why none does (every report says it)."""
     package: str
     """Import package: installed libraries belong in ``<package>/lib/``."""
     libraries: tuple[LibraryRule, ...]

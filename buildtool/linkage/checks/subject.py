@@ -14,7 +14,7 @@ from typing import NamedTuple
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
-from buildtool.linkage.loaders.closure import Closure, NeededEdge
+from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
 from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
 

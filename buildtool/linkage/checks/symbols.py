@@ -11,7 +11,7 @@ from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import listed
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
-from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.symbols import (
     platform_may_define,
     unresolved_against,

@@ -20,7 +20,7 @@ from buildtool.linkage.checks.common import listed
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.checks.symbols import unresolved_in
 from buildtool.linkage.inputs.collect import BinaryFile
-from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.symbols import is_satisfied
 
 IN_EVERY_PROCESS = re.compile(r"(libc\.so|libc\.musl-|ld-linux|ld64\.so|ld-musl-|ld\.so)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 import stat
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,52 +20,10 @@ from buildtool.linkage.loaders.glibc import (
     expand_entries,
     search_steps,
 )
+from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform, platform_library
 
 # --- the NEEDED closure ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class NeededEdge:
-    """One DT_NEEDED entry and where ld.so would find it."""
-
-    requester: str
-    """Path of the object whose DT_NEEDED this is."""
-    needed: str
-    path: str | None
-    """The resolved path; None when nothing was found."""
-    via: str
-    """loaded (an object already loaded), path (the name has a ``/``), rpath, ld_library_path,
-    runpath, cache, default, platform (the target platform provides it), or "not found"."""
-
-
-@dataclass(frozen=True)
-class Closure:
-    """The objects one root loads, in ld.so's breadth-first order."""
-
-    root: str
-    load_order: tuple[str, ...]
-    objects: Mapping[str, BinaryFacts]
-    edges: tuple[NeededEdge, ...]
-    names: Mapping[str, str]
-    """Every name an object was requested as, and each SONAME -> its path."""
-
-    @property
-    def missing(self) -> tuple[NeededEdge, ...]:
-        """Edges nothing was found for, less what the platform provides (``PROVIDED_VIAS``)."""
-        return tuple(
-            edge for edge in self.edges if edge.path is None and edge.via not in PROVIDED_VIAS
-        )
-
-    def provider(self, name: str) -> BinaryFacts | None:
-        """The loaded object a NEEDED name or SONAME refers to."""
-        path = self.names.get(name)
-        return self.objects[path] if path is not None else None
-
-
-PROVIDED_VIAS = frozenset({"system", "executable-path-unknown", "interpreter", "weak"})
-"""``NeededEdge.via`` of an edge without a path that is no missing library: what dyld or Windows
-provide (``loaders.foreign``)."""
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,8 @@ from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.loaders import dyld, windows
-from buildtool.linkage.loaders.closure import Closure, NeededEdge
 from buildtool.linkage.loaders.glibc import FactsLookup
+from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 
 WEAK: Final = "weak"
 """The ``via`` of a weak (Mach-O) or delay-loaded (PE) library that is not found: the load

@@ -14,8 +14,9 @@ import dataclasses
 from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
-from buildtool.linkage.loaders.closure import Closure, Environment, resolve_closure
+from buildtool.linkage.loaders.closure import Environment, resolve_closure
 from buildtool.linkage.loaders.glibc import FactsLookup
+from buildtool.linkage.loaders.loaded import Closure
 
 INTERPRETER_NEEDED: Final = ("libm.so.6", "libpthread.so.0", "libdl.so.2", "libutil.so.1",
                              "libc.so.6")  # fmt: skip

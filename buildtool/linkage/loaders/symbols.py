@@ -7,8 +7,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from buildtool.linkage.binaries import BinaryFacts
-from buildtool.linkage.loaders.closure import Closure
 from buildtool.linkage.loaders.glibc_exports import GLIBC_EXPORTS
+from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.musl_exports import MUSL_EXPORTS
 
 # --- symbol resolution ----------------------------------------------------------------------

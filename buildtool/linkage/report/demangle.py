@@ -1,14 +1,15 @@
 """C++ names a person can read: the mangled names in findings' text, demangled by binutils'
-``c++filt`` in a child process (a crafted name that crashes or hangs the demangler costs that
-process only). The JSON report keeps the mangled names: they are what ``nm`` and the linker
-print."""
+``c++filt`` in a child process that ``buildtool.process`` runs (a crafted name that crashes or
+hangs the demangler costs that process only). The JSON report keeps the mangled names: they are
+what ``nm`` and the linker print."""
 
 from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Iterable, Mapping
+
+from buildtool.process import filter_text
 
 MANGLED = re.compile(r"(?<![\w$.])_?_Z[\w$.]*\w")
 """An Itanium-mangled name (``_ZN2sp6answerEi``; ``__Z...`` as Mach-O spells it), with its
@@ -39,19 +40,12 @@ def demangle(names: Iterable[str]) -> dict[str, str]:
         return {}
     # c++filt takes ELF's spelling; Mach-O's extra leading underscore goes for the call
     spelled = [name[1:] if name.startswith("__Z") else name for name in wanted]
-    try:
-        completed = subprocess.run(
-            [program],
-            input="\n".join(spelled) + "\n",
-            capture_output=True,
-            text=True,
-            timeout=DEMANGLER_SECONDS,
-            check=True,
-            env={"LC_ALL": "C"},
-        )
-    except (OSError, subprocess.SubprocessError, UnicodeDecodeError):
+    output = filter_text(
+        [program], "\n".join(spelled) + "\n", timeout=DEMANGLER_SECONDS, env={"LC_ALL": "C"}
+    )
+    if output is None:
         return {}
-    readable = completed.stdout.split("\n")[: len(wanted)]
+    readable = output.split("\n")[: len(wanted)]
     if len(readable) != len(wanted):
         return {}
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from buildtool.console import escape_data, escape_property
 from buildtool.linkage.checks.catalogue import Finding
-from buildtool.linkage.report.model import Report, as_megabytes, delta_text
+from buildtool.linkage.report.model import Report, delta_text, human_size
 from buildtool.linkage.report.text import recipe_line, summary_line
 
 
@@ -61,10 +61,10 @@ def markdown_sizes(report: Report) -> list[str]:
         head, rule = head + " change |", rule + "---:|"
     lines += [head, rule]
     for entry in report.sizes:
-        budget = as_megabytes(entry.budget) if entry.budget else ""
+        budget = human_size(entry.budget) if entry.budget else ""
         row = (
-            f"| `{markdown_cell(entry.path)}` | {as_megabytes(entry.file_size)} | "
-            f"{as_megabytes(entry.code_size)} | {entry.exported_symbols} | {budget} |"
+            f"| `{markdown_cell(entry.path)}` | {human_size(entry.file_size)} | "
+            f"{human_size(entry.code_size)} | {entry.exported_symbols} | {budget} |"
         )
         lines.append(row + (f" {delta_text(entry)} |" if report.baseline else ""))
     lines += [f"| `{markdown_cell(gone.path)}` | | | | | gone |" for gone in report.gone]

@@ -18,7 +18,7 @@ from typing import Literal
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.collect import BinaryFile
-from buildtool.linkage.loaders.closure import Closure
+from buildtool.linkage.loaders.loaded import Closure
 
 NodeKind = Literal["library", "executable", "extension", "missing"]
 

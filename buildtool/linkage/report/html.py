@@ -11,8 +11,10 @@ name) can make the browser fetch anything.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 
 from buildtool import __version__
+from buildtool.linkage.checks.catalogue import CHECKS, CMAKE_CHECKS
 from buildtool.linkage.checks.growth import file_name, percent
 from buildtool.linkage.report.model import (
     Report,
@@ -30,6 +32,7 @@ from buildtool.linkage.report.svg import (
     worst,
     xml_text,
 )
+from buildtool.linkage.report.text import relative_path
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
@@ -85,6 +88,7 @@ svg.graph { display: block; margin: 0 auto; font-size: 13px; width: 100%; height
 .node:target > rect:first-of-type, .node.group:target > a > rect:nth-of-type(2) {
   stroke: #000; stroke-width: 4; }
 .node text { fill: var(--ink); } .node .name { font-weight: 700; }
+.node .name.long { font-size: 11px; }
 .node .role { fill: var(--c, var(--muted)); font-size: 12px; }
 .node .detail { fill: var(--muted); font-size: 12px; }
 .badge circle { stroke: #fff; stroke-width: 2; fill: var(--error); }
@@ -107,6 +111,8 @@ td.bar { white-space: nowrap; } td.bar svg { display: block; }
 .bar .fill.over { fill: var(--error); } .bar .previous { stroke: #24292f; stroke-width: 2.5; }
 .bar .budget { stroke: #82071e; stroke-width: 3; }
 table.sizes td:first-child { min-width: 200px; max-width: 320px; }
+table.sizes tr.input th { background: #fff; padding-top: 14px; font-weight: 600;
+  color: var(--muted); }
 table.findings td:nth-child(2) { min-width: 150px; }
 table.findings td:nth-child(3) { min-width: 190px; max-width: 300px; }
 .small { color: var(--muted); font-size: 12px; }
@@ -120,21 +126,36 @@ tr:target { background: #fff8c5; }
 .sev.error { color: var(--error); } .sev.warning { color: var(--warning); }
 .sev.info { color: var(--muted); }
 .none { color: var(--muted); font-style: italic; }
+.status { font-weight: 700; } .status.passed { color: var(--ok); }
+.status.failed { color: var(--error); } .status.skipped { color: var(--warning); }
+table.steps .detail { white-space: pre-wrap; font-family: ui-monospace, monospace;
+  font-size: 12px; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }
 """
 
-LEGEND = (
-    '<div class="legend">'
-    '<span style="--c: var(--required)">required library (runtime)</span>'
-    '<span style="--c: var(--optional)">optional library (compiler)</span>'
-    '<span style="--c: var(--exe)">executable</span>'
-    '<span style="--c: var(--ext)">extension module</span>'
-    '<span style="--c: var(--other)">not in the recipe</span>'
-    '<span class="line" style="--c: #8c959f">NEEDED</span>'
-    '<span class="line" style="--c: var(--error)">NEEDED with a finding</span>'
-    '<span class="line" style="--c: var(--error); --s: dashed">required but absent, or not found'
-    "</span><span>red outline, badge: findings (click to jump)</span></div>"
+ROLES_LEGEND = (
+    '<span class="role-key" style="--c: var(--required)">required library (runtime)</span>'
+    '<span class="role-key" style="--c: var(--optional)">optional library (compiler)</span>'
 )
+"""The recipe's roles: in the legend only when a recipe gave the nodes roles."""
+
+
+def legend(with_recipe: bool) -> str:
+    """What the graph's colours and lines mean; the recipe's roles only with a recipe."""
+    kinds = (ROLES_LEGEND if with_recipe else '<span style="--c: var(--other)">library</span>') + (
+        '<span style="--c: var(--exe)">executable</span>'
+        '<span style="--c: var(--ext)">extension module</span>'
+    )
+    if with_recipe:
+        kinds += '<span style="--c: var(--other)">not in the recipe</span>'
+    absent = "required but absent, or not found" if with_recipe else "not found"
+    return (
+        f'<div class="legend">{kinds}'
+        '<span class="line" style="--c: #8c959f">NEEDED</span>'
+        '<span class="line" style="--c: var(--error)">NEEDED with a finding</span>'
+        f'<span class="line" style="--c: var(--error); --s: dashed">{absent}</span>'
+        "<span>red outline, badge: findings (click to jump)</span></div>"
+    )
 
 
 def _summary(report: Report) -> str:
@@ -145,7 +166,7 @@ def _summary(report: Report) -> str:
         ("inputs", ", ".join(report.inputs) or "none"),
         ("files checked", report.files_checked),
     ]
-    facts.append(("recipe", report.recipe or "none (checks that need a policy were skipped)"))
+    facts.append(("recipe", recipe_fact(report.recipe, report.recipe_reason)))
     if report.baseline:
         facts.append(("baseline", report.baseline))
     if report.sizes:
@@ -153,6 +174,14 @@ def _summary(report: Report) -> str:
     facts.append(("checks run", " ".join(report.checks_run)))
     rows = "".join(f"<dt>{xml_text(k)}</dt><dd>{xml_text(str(v))}</dd>" for k, v in facts)
     return f'<div class="verdict {state}">{verdict}</div><dl class="facts">{rows}</dl>'
+
+
+def recipe_fact(recipe: str, reason: str) -> str:
+    """The recipe applied and why, or that none was and why."""
+    why = f" ({reason})" if reason else ""
+    if recipe:
+        return f"{recipe}{why}"
+    return f"none{why}: checks that need a policy were skipped"
 
 
 def _total(report: Report) -> str:
@@ -171,7 +200,10 @@ def _total(report: Report) -> str:
 def _graph(anchors: Anchors) -> str:
     if not anchors.report.graph.nodes:
         return '<p class="none">No ELF files.</p>'
-    return LEGEND + f'<div class="scroll">{render_graph(anchors)}{_group_lists(anchors)}</div>'
+    return (
+        legend(bool(anchors.report.recipe))
+        + f'<div class="scroll">{render_graph(anchors)}{_group_lists(anchors)}</div>'
+    )
 
 
 def _member(index: int, group: str, anchors: Anchors) -> str:
@@ -227,16 +259,35 @@ def _size_cells(value: int, scale: int, budget: int | None, old: int | None, uni
     )
 
 
-def _file_cell(path: str, anchors: Anchors) -> str:
-    """The file name (linked to its node) over its whole path."""
+def _where(path: str, report: Report) -> str:
+    """Where a file lies, for under its name: its path in its input (the input named too when
+    there are several), or its whole path when it lies in no input."""
+    placed = relative_path(path, report.inputs)
+    if placed is None:
+        return path
+    label, inside = placed
+    folder = inside.rpartition("/")[0]
+    where = f"{folder}/" if folder else ""
+    if len(report.inputs) > 1:
+        where += f" in {PurePosixPath(label.rstrip('/')).name}"
+    return where.strip()
+
+
+def _file_cell(path: str, anchors: Anchors, where: str | None = None) -> str:
+    """The file name (linked to its node) over where it lies (``_where``; the whole path is its
+    tooltip)."""
     node = anchors.node_of(path)
     name = xml_text(file_name(path))
     shown = f'<a class="file" href="#{node}">{name}</a>' if node else f'<b class="file">{name}</b>'
-    return f'{shown}<div class="path small">{xml_text(path)}</div>'
+    where = _where(path, anchors.report) if where is None else where
+    line = f'<div class="path small">{xml_text(where)}</div>' if where else ""
+    return f'<span title="{xml_text(path)}">{shown}</span>{line}'
 
 
 def _size_row(entry: SizeEntry, anchors: Anchors, scales: tuple[int, int, int]) -> str:
-    link = _file_cell(entry.path, anchors)
+    placed = relative_path(entry.path, anchors.report.inputs)
+    folder = placed[1].rpartition("/")[0] if placed else entry.path.rpartition("/")[0]
+    link = _file_cell(entry.path, anchors, f"{folder}/" if folder else "")
     old = entry.previous
     if anchors.report.baseline and old is None:
         link += '<div class="small grew">new since the baseline</div>'
@@ -250,6 +301,17 @@ def _size_row(entry: SizeEntry, anchors: Anchors, scales: tuple[int, int, int]) 
         + _size_cells(entry.exported_symbols, scales[2], None, olds[2], "symbols")
         + "</tr>"
     )
+
+
+def _by_input(report: Report) -> list[tuple[str | None, list[SizeEntry]]]:
+    """The libraries per input, in input order (with a label only when there are several, or
+    the one input is a folder or wheel they lie in); those of no input last."""
+    groups: dict[str | None, list[SizeEntry]] = {label: [] for label in report.inputs}
+    groups[None] = []
+    for entry in report.sizes:
+        placed = relative_path(entry.path, report.inputs)
+        groups[placed[0] if placed else None].append(entry)
+    return [(label, entries) for label, entries in groups.items() if entries]
 
 
 BUDGET_ON_SCALE = 2
@@ -274,7 +336,13 @@ def _sizes(anchors: Anchors) -> str:
     if not report.sizes and not report.gone:
         return '<p class="none">No shared libraries.</p>'
     scales = _scales(report)
-    rows = [_size_row(entry, anchors, scales) for entry in report.sizes]
+    rows = []
+    for label, entries in _by_input(report):
+        if label is not None:  # the input's path once, over its libraries
+            rows.append(
+                f'<tr class="input"><th colspan="7" class="path">{xml_text(label)}</th></tr>'
+            )
+        rows += [_size_row(entry, anchors, scales) for entry in entries]
     rows += [
         f'<tr><td><span class="path">{xml_text(g.path)}</span>'
         f'<div class="small shrank">gone since the baseline (was {megabytes(g.file_size)})</div>'
@@ -309,7 +377,8 @@ def _findings(anchors: Anchors) -> str:
         rows.append(
             f'<tr id="{anchors.finding(index)}" class="finding {check.severity}">'
             f'<td><span class="sev {check.severity}">{check.severity}</span></td>'
-            f"<td><code>{check.id}</code><br>{xml_text(check.name)}</td><td>{where}</td>"
+            f'<td><a href="#check-{check.id}"><code>{check.id}</code></a><br>'
+            f"{xml_text(check.name)}</td><td>{where}</td>"
             f"<td>{xml_text(finding.message)}{evidence}</td><td>{xml_text(check.hint)}</td></tr>"
         )
     return (
@@ -331,24 +400,56 @@ def _section(anchors: Anchors, heading: str) -> str:
     )
 
 
-def render_html(reports: Sequence[tuple[str, Report]], title: str = "verify-linkage report") -> str:
-    """One page for one or more reports (``buildtool ci``: the build tree's and the wheels').
-    Each report is ``(heading, report)``; a single report may have an empty heading."""
-    several = len(reports) > 1
-    sections = [
-        _section(Anchors(report, f"r{i}-" if several else ""), heading)
-        for i, (heading, report) in enumerate(reports)
-    ]
+def checks_reference(check_ids: Sequence[str]) -> str:
+    """The reference of the checks that ran (what each catches, its fix), each row the target
+    of the findings' check links: the page explains itself without a network."""
+    rows = []
+    for check in (c for c in (*CHECKS, *CMAKE_CHECKS) if c.id in set(check_ids)):
+        rows.append(
+            f'<tr id="check-{check.id}"><td><code>{check.id}</code><br>{xml_text(check.name)}'
+            f'</td><td><span class="sev {check.severity}">{check.severity}</span></td>'
+            f"<td>{xml_text(check.summary)}</td><td>{xml_text(check.hint)}</td></tr>"
+        )
+    return (
+        '<h2 id="checks">The checks that ran</h2><table class="checks"><thead><tr><th>check</th>'
+        "<th>severity</th><th>what it catches</th><th>fix</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+    )
+
+
+def page(title: str, body: str) -> str:
+    """The whole document around ``body``: the policy that forbids every request, the style,
+    the title and the footer (which links to the reference of the checks, when the body has
+    one)."""
+    checks = '<a href="#checks">the checks that ran</a> · ' if 'id="checks"' in body else ""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{CONTENT_SECURITY_POLICY}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{xml_text(title)}</title><style>{STYLE}</style></head>"
-        f"<body><h1>{xml_text(title)}</h1>{''.join(sections)}"
-        f"<footer>buildtool {xml_text(__version__)} · checks: docs/checks.md</footer>"
+        f"<body><h1>{xml_text(title)}</h1>{body}"
+        f"<footer>buildtool {xml_text(__version__)} · {checks}every check: docs/checks.md in "
+        "buildtool's documentation</footer>"
         "</body></html>\n"
     )
+
+
+def render_html(
+    reports: Sequence[tuple[str, Report]], title: str = "verify-linkage report", preface: str = ""
+) -> str:
+    """One page for one or more reports (``buildtool ci``: the build tree's and the wheels',
+    after a ``preface``: the table of its steps). Each report is ``(heading, report)``; a single
+    report may have an empty heading."""
+    several = len(reports) > 1
+    sections = [
+        _section(Anchors(report, f"r{i}-" if several else ""), heading)
+        for i, (heading, report) in enumerate(reports)
+    ]
+    ran = sorted({check for _, report in reports for check in report.checks_run})
+    reference = checks_reference(ran) if ran else ""
+    return page(title, preface + "".join(sections) + reference)
 
 
 def render_report_html(report: Report) -> str:

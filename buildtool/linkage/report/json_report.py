@@ -28,6 +28,7 @@ def report_json(report: Report) -> dict[str, Any]:
     return {
         "version": REPORT_VERSION,
         "recipe": report.recipe or None,
+        "recipe_reason": report.recipe_reason,
         "inputs": list(report.inputs),
         "files_checked": report.files_checked,
         "files_by_format": dict(report.files_by_format),

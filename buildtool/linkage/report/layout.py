@@ -42,7 +42,8 @@ class Box:
 
 @dataclasses.dataclass(frozen=True)
 class Route:
-    """One edge: from a node's bottom to another's top through its bend points."""
+    """One edge: from a node to another (a node's bottom to the next layer's top, within a
+    layered drawing) through its bend points."""
 
     source: int
     """Index of the node the edge leaves."""
@@ -323,6 +324,23 @@ def _shelves(
     return [frames[c] for c in range(len(sizes))]
 
 
+def _between(source: Box, target: Box, spacing: Spacing) -> tuple[tuple[float, float], ...]:
+    """An edge between clusters: into its target's top when the target lies below the source,
+    else into its bottom, from below (its arrowhead would otherwise end inside the target's
+    box, which is drawn over it); beside each other, it dips under both."""
+    if target.y >= source.bottom:
+        return ((source.centre_x, source.bottom), (target.centre_x, target.y))
+    if target.bottom <= source.y:
+        return ((source.centre_x, source.y), (target.centre_x, target.bottom))
+    below = max(source.bottom, target.bottom) + spacing.cluster_padding / 2
+    return (
+        (source.centre_x, source.bottom),
+        (source.centre_x, below),
+        (target.centre_x, below),
+        (target.centre_x, target.bottom),
+    )
+
+
 def clustered(
     clusters: Sequence[int], edges: Sequence[tuple[int, int]], spacing: Spacing = Spacing()
 ) -> Drawing:
@@ -356,9 +374,7 @@ def clustered(
         if clusters[a] == clusters[b]:
             routes.append(Route(a, b, inside[clusters[a]].pop().points))
         else:
-            source, target = boxes[a], boxes[b]
-            points = ((source.centre_x, source.bottom), (target.centre_x, target.y))
-            routes.append(Route(a, b, points))
+            routes.append(Route(a, b, _between(boxes[a], boxes[b], spacing)))
     width = max((f.x + f.width for f in frames), default=0.0) + spacing.margin
     height = max((f.bottom for f in frames), default=0.0) + spacing.margin
     ordered = tuple(boxes[n] for n in range(len(clusters)))

@@ -55,6 +55,9 @@ class Report:
     """Libraries of the baseline that this run no longer has."""
     files_by_format: tuple[tuple[str, int], ...] = ()
     """Well-formed files read, by format name (``ELF``, ``Mach-O``, ``PE``), most first."""
+    recipe_reason: str = ""
+    """Why ``recipe`` applies, or why no recipe does ("named with --recipe", "none found in the
+    working folder ...")."""
 
     def count(self, severity: str) -> int:
         return sum(1 for finding in self.findings if finding.severity == severity)
@@ -74,8 +77,13 @@ class Report:
         )
 
 
-def as_megabytes(size: int) -> str:
-    return f"{size / 1_000_000:.2f} MB"
+def human_size(size: int) -> str:
+    """``2.50 MB``, ``18.3 kB``, ``512 B``: small libraries are not ``0.00 MB``."""
+    if size >= 1_000_000:
+        return f"{size / 1_000_000:.2f} MB"
+    if size >= 1000:
+        return f"{size / 1000:.1f} kB"
+    return f"{size} B"
 
 
 def signed_bytes(delta: int) -> str:

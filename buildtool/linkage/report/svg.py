@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from functools import cached_property
 
 from buildtool.linkage.checks.catalogue import Finding
-from buildtool.linkage.report.graph import GraphEdge, GraphNode
+from buildtool.linkage.report.graph import EXTENSION_SUFFIX, GraphEdge, GraphNode
 from buildtool.linkage.report.groups import FoldedGraph, Unit, fold
 from buildtool.linkage.report.layout import Box, Drawing, Route, clustered, layered
-from buildtool.linkage.report.model import Report, SizeEntry
+from buildtool.linkage.report.model import Report, SizeEntry, human_size
 
 SVG_NS = "http://www.w3.org/2000/svg"
 
@@ -26,8 +26,14 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\u
 bytes of a file name), which no UTF-8 file can hold."""
 
 SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
-NAME_CHARACTERS = 30
-"""File names longer than this are shortened in the middle on a node (the tooltip has all)."""
+NAME_CHARACTERS = 28
+"""File names longer than this are drawn smaller to fit a node, whole up to ``NAME_MOST``."""
+NAME_SMALL_CHARACTERS = 34
+"""What fits in the smaller type; a longer name is also drawn narrower (``textLength``)."""
+NAME_MOST = 56
+"""Longer names lose their end (the tooltip and the file lists have them whole)."""
+NAME_WIDTH = 208
+"""What a node's name may take, in SVG units (the box less its stripe and padding)."""
 
 
 def _shown(match: re.Match[str]) -> str:
@@ -44,16 +50,38 @@ def xml_text(text: str) -> str:
 
 
 def shorten(text: str, limit: int = NAME_CHARACTERS) -> str:
-    if len(text) <= limit:
-        return text
-    keep = limit - 1
-    return text[: (keep + 1) // 2] + "…" + text[len(text) - keep // 2 :]
+    """``text`` cut at its end to ``limit`` characters: the start of a name says what it is."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def megabytes(size: int) -> str:
-    if size >= 1_000_000:
-        return f"{size / 1_000_000:.2f} MB"
-    return f"{size / 1000:.1f} kB"
+def shorten_start(text: str, limit: int = NAME_CHARACTERS) -> str:
+    """``text`` cut at its start: a folder's last parts say which it is."""
+    return text if len(text) <= limit else "…" + text[1 - limit :]
+
+
+def shown_name(node: GraphNode) -> str:
+    """A node's name as drawn: an extension module by its module name (its kind is on the next
+    line, the ABI tag in the tooltip), anything else by its file name."""
+    if node.kind == "extension":
+        return EXTENSION_SUFFIX.sub("", node.name)
+    return node.name
+
+
+def name_text(name: str, x: float, y: float) -> str:
+    """A node's name line: a long one in smaller type, a longer one also narrower
+    (``textLength``), so it is never cut in the middle; only an extremely long one loses its
+    end."""
+    shown = shorten(name, NAME_MOST)
+    if len(shown) <= NAME_CHARACTERS:
+        return f'<text class="name" x="{x:.1f}" y="{y:.1f}">{xml_text(shown)}</text>'
+    squeeze = ""
+    if len(shown) > NAME_SMALL_CHARACTERS:
+        squeeze = f' textLength="{NAME_WIDTH}" lengthAdjust="spacingAndGlyphs"'
+    return f'<text class="name long" x="{x:.1f}" y="{y:.1f}"{squeeze}>{xml_text(shown)}</text>'
+
+
+megabytes = human_size
+"""The one way sizes are written (``model.human_size``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,8 +217,7 @@ def _node_svg(index: int, node: GraphNode, box: Box, anchors: Anchors) -> str:
         f'height="{box.height:.1f}" rx="8"/>'
         f'<rect class="stripe" x="{box.x:.1f}" y="{box.y:.1f}" width="6" '
         f'height="{box.height:.1f}" rx="3"/>'
-        f'<text class="name" x="{left:.1f}" y="{box.y + 24:.1f}">'
-        f"{xml_text(shorten(node.name))}</text>"
+        f"{name_text(shown_name(node), left, box.y + 24)}"
         f'<text class="role" x="{left:.1f}" y="{box.y + 43:.1f}">'
         f"{xml_text(_role_line(node))}</text>"
         f'<text class="detail" x="{left:.1f}" y="{box.y + 61:.1f}">'
@@ -259,7 +286,7 @@ def _group_svg(index: int, unit: Unit, box: Box, anchors: Anchors) -> str:
         f'<text class="name" x="{left:.1f}" y="{box.y + 24:.1f}">'
         f"{len(unit.members)} {KIND_PLURAL[unit.kind]}</text>"
         f'<text class="role" x="{left:.1f}" y="{box.y + 43:.1f}">'
-        f"in {xml_text(shorten(unit.folder))}</text>"
+        f"in {xml_text(shorten_start(unit.folder))}</text>"
         f'<text class="detail" x="{left:.1f}" y="{box.y + 61:.1f}">{xml_text(detail)}</text></a>'
         f"{_group_badge(box, unit, anchors)}</g>"
     )

@@ -3,25 +3,27 @@
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.report.demangle import demangle, mangled_names, readable
+from buildtool.linkage.report.folding import fold, tally
 from buildtool.linkage.report.model import (
     Report,
     SizeEntry,
-    as_megabytes,
     delta_text,
+    human_size,
     signed_bytes,
     signed_count,
 )
 
 
 def _size_line(entry: SizeEntry, baseline: bool) -> str:
-    budget = f" (budget {as_megabytes(entry.budget)})" if entry.budget else ""
+    budget = f" (budget {human_size(entry.budget)})" if entry.budget else ""
     line = (
-        f"  {entry.path}: {as_megabytes(entry.file_size)} file, "
-        f"{as_megabytes(entry.code_size)} code, {entry.exported_symbols} exported{budget}"
+        f"  {entry.path}: {human_size(entry.file_size)} file, "
+        f"{human_size(entry.code_size)} code, {entry.exported_symbols} exported{budget}"
     )
     if not baseline:
         return line
@@ -42,7 +44,7 @@ def _size_lines(report: Report) -> list[str]:
         shown = dataclasses.replace(entry, path=placed[1]) if placed else entry
         lines.append(_size_line(shown, bool(report.baseline)))
     for gone in report.gone:
-        lines.append(f"  {gone.path}: gone since the baseline (was {as_megabytes(gone.file_size)})")
+        lines.append(f"  {gone.path}: gone since the baseline (was {human_size(gone.file_size)})")
     return lines
 
 
@@ -65,20 +67,21 @@ def _identical_lines(report: Report) -> list[str]:
     """Byte-for-byte copies of one library under several names: ld.so maps one of them."""
     copies = [entry for entry in report.sizes if entry.identical_to]
     lines = [
-        f"  {entry.path}: identical to {entry.identical_to}, {as_megabytes(entry.file_size)} wasted"
+        f"  {entry.path}: identical to {entry.identical_to}, {human_size(entry.file_size)} wasted"
         for entry in copies
     ]
     wasted = sum(entry.file_size for entry in copies)
     if wasted:
-        lines.append(f"  identical copies of one library: {as_megabytes(wasted)} wasted")
+        lines.append(f"  identical copies of one library: {human_size(wasted)} wasted")
     return lines
 
 
 def recipe_line(report: Report) -> str:
     """Which recipe the run applied, or that it applied none."""
+    why = f" ({report.recipe_reason})" if report.recipe_reason else ""
     if report.recipe:
-        return f"recipe: {report.recipe}"
-    return "no recipe: checks that need a linkage policy were skipped"
+        return f"recipe: {report.recipe}{why}"
+    return f"no recipe{why}: checks that need a linkage policy were skipped"
 
 
 SEVERITY_COLOURS = {"error": "red", "warning": "yellow", "info": "cyan"}
@@ -133,16 +136,76 @@ def _file_groups(findings: Sequence[Finding]) -> list[tuple[str, list[Finding]]]
     return sorted(by_file.items(), key=lambda item: (_worst(item[1]), item[0]))
 
 
-def _finding_block(
-    finding: Finding, indent: str, style: Callable[[str, str], str], names: Mapping[str, str]
-) -> list[str]:
+@dataclasses.dataclass(frozen=True)
+class _Shown:
+    """How the findings of one input are written: names demangled, paths relative to it."""
+
+    style: Callable[[str, str], str]
+    names: Mapping[str, str]
+    label: str | None
+    """The input the findings lie in; None for findings of no input (paths in full)."""
+
+    def text(self, text: str) -> str:
+        """``text`` with names demangled and this input's paths in it made relative."""
+        if self.label is not None:
+            base = self.label.rstrip("/")
+            text = text.replace(base + "!/", "").replace(base + "/", "")
+        return readable(text, self.names)
+
+    def path(self, path: str) -> str:
+        placed = relative_path(path, [self.label]) if self.label is not None else None
+        return placed[1] if placed else path
+
+
+def _finding_block(finding: Finding, indent: str, shown: _Shown, files: str = "") -> list[str]:
     check = finding.check
-    label = style(f"{check.severity} {check.id} {check.name}", SEVERITY_COLOURS[check.severity])
-    lines = [f"{indent}{label}: {readable(finding.message, names)}"]
+    label = f"{check.severity} {check.id} {check.name}"
+    lines = [f"{indent}{shown.style(label, SEVERITY_COLOURS[check.severity])}: "
+             f"{shown.text(finding.message)}"]  # fmt: skip
+    if files:
+        lines.append(files)
     if finding.evidence:
-        lines.append(f"{indent}  evidence: {readable(finding.evidence, names)}")
+        lines.append(f"{indent}  evidence: {shown.text(finding.evidence)}")
     lines.append(f"{indent}  fix: {check.hint}")
     return lines
+
+
+def _file_list(paths: Sequence[str], indent: str, shown: _Shown) -> str:
+    """``in 44 files: a.so, b.so, ...``, wrapped at the report's width."""
+    listed = ", ".join(shown.path(path) for path in paths)
+    return textwrap.fill(
+        f"in {len(paths)} files: {listed}",
+        width=WIDTH,
+        initial_indent=indent + "  ",
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+WIDTH = 100
+"""Where the folded file lists wrap."""
+
+_Block = tuple[tuple[int, str], list[str]]
+"""A file's findings or one folded finding: its sort key (worst severity, name) and its lines."""
+
+
+def _blocks(found: Sequence[Finding], indent: str, shown: _Shown) -> list[_Block]:
+    """The findings of one input: one block per file for the findings only it has, one per
+    finding that several files share (listing them); errors first."""
+    folds = fold(found)
+    singles = [finding for entry in folds if not entry.folded for finding in entry.findings]
+    blocks: list[_Block] = []
+    for path, in_file in _file_groups(singles):
+        lines = [indent + shown.style(shown.path(path), "bold")]
+        for finding in in_file:
+            lines += _finding_block(finding, indent + "  ", shown)
+        blocks.append(((_worst(in_file), shown.path(path)), lines))
+    for entry in (entry for entry in folds if entry.folded):
+        files = _file_list(entry.paths, indent, shown)
+        lines = _finding_block(entry.first, indent, shown, files)
+        blocks.append(((_worst(entry.findings), shown.path(entry.paths[0])), lines))
+    return sorted(blocks, key=lambda block: block[0])
 
 
 def _input_groups(report: Report) -> list[tuple[str | None, list[Finding]]]:
@@ -158,19 +221,36 @@ def _input_groups(report: Report) -> list[tuple[str | None, list[Finding]]]:
 def report_findings(
     report: Report, style: Callable[[str, str], str], names: Mapping[str, str]
 ) -> list[str]:
-    """The findings under the input they lie in, by file relative to it; a file that is an
-    input itself (or lies in none) is named in full."""
+    """The findings under the input they lie in, by file relative to it (a file that is an
+    input itself, or lies in none, is named in full); the same finding in several files of an
+    input is one entry listing them."""
     lines: list[str] = []
     for label, found in _input_groups(report):
         indent = "  " if label is not None else ""
         if label is not None:
             lines.append(style(label, "bold"))
-        for path, in_file in _file_groups(found):
-            placed = relative_path(path, report.inputs) if label is not None else None
-            lines.append(indent + style(placed[1] if placed else path, "bold"))
-            for finding in in_file:
-                lines += _finding_block(finding, indent + "  ", style, names)
+        for _key, block in _blocks(found, indent, _Shown(style, names, label)):
+            lines += block
     return lines
+
+
+def tally_lines(report: Report, style: Callable[[str, str], str]) -> list[str]:
+    """``findings by check``: how many findings each check made, in how many files."""
+    if not report.findings:
+        return []
+    lines = [style("findings by check", "bold")]
+    for counted in tally(report.findings):
+        check = counted.check
+        label = style(
+            f"{check.severity:<7} {check.id} {check.name}", SEVERITY_COLOURS[check.severity]
+        )
+        lines.append(f"  {label}: {_counted(counted.findings, 'finding')} in "
+                     f"{_counted(counted.files, 'file')}")  # fmt: skip
+    return lines
+
+
+def _counted(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def shows_sizes(report: Report, sizes: bool) -> bool:
@@ -198,6 +278,7 @@ def render_text(
         lines.append(style(f"library sizes{against}", "bold"))
         lines += _size_lines(report)
         lines += _identical_lines(report)
+    lines += tally_lines(report, style)
     lines.append(recipe_line(report))
     verdict = summary_line(report)
     lines.append(style(verdict, "red" if report.failed else "green"))
@@ -206,5 +287,30 @@ def render_text(
 
 def demangled_names(report: Report) -> dict[str, str]:
     """The demangled forms of the mangled names in the report's findings (runs ``c++filt``)."""
-    texts = [text for finding in report.findings for text in (finding.message, finding.evidence)]
-    return demangle(mangled_names(texts))
+    return findings_names(report.findings)
+
+
+def findings_names(findings: Sequence[Finding]) -> dict[str, str]:
+    """The demangled forms of the mangled names in ``findings`` (runs ``c++filt``)."""
+    return demangle(mangled_names(text for f in findings for text in (f.message, f.evidence)))
+
+
+def readable_findings(findings: Sequence[Finding]) -> tuple[Finding, ...]:
+    """``findings`` with the C++ names in their text demangled: what a person reads (text,
+    GitHub annotations, HTML). JSON keeps the names ``nm`` and the linker print."""
+    names = findings_names(findings)
+    if not names:
+        return tuple(findings)
+    return tuple(
+        dataclasses.replace(
+            finding,
+            message=readable(finding.message, names),
+            evidence=readable(finding.evidence, names),
+        )
+        for finding in findings
+    )
+
+
+def readable_report(report: Report) -> Report:
+    """The report with its findings' C++ names demangled (``readable_findings``)."""
+    return dataclasses.replace(report, findings=readable_findings(report.findings))

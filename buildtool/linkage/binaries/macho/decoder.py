@@ -41,6 +41,7 @@ from buildtool.linkage.binaries.macho.initializers import (
     initializer_pointers,
     macho_code_view,
 )
+from buildtool.linkage.binaries.macho.sections import Section
 
 
 class MalformedMachO(MalformedBinary):
@@ -108,8 +109,6 @@ N_WEAK_DEF: Final = 0x80
 SELF_LIBRARY_ORDINAL: Final = 0
 DYNAMIC_LOOKUP_ORDINAL: Final = 0xFE
 EXECUTABLE_ORDINAL: Final = 0xFF
-S_ATTR_CODE: Final = 0x80000000 | 0x400
-"""S_ATTR_PURE_INSTRUCTIONS | S_ATTR_SOME_INSTRUCTIONS."""
 S_ZEROFILL_TYPES: Final = frozenset({0x1, 0xC, 0x12})
 MAX_COMMANDS: Final = 1 << 16
 
@@ -121,27 +120,6 @@ def macho_slices(head: bytes) -> bool:
     if head[:4] in (FAT_MAGIC, FAT_MAGIC_64) and len(head) >= 8:
         return 0 < int.from_bytes(head[4:8], "big") <= MAX_FAT_SLICES
     return False
-
-
-@dataclass(frozen=True)
-class Section:
-    """One section of a segment (``__TEXT,__text``)."""
-
-    name: str
-    index: int
-    """1-based over the whole file, as ``n_sect`` counts."""
-    size: int
-    offset: int
-    flags: int
-    address: int = 0
-    reserved1: int = 0
-    """For symbol pointers and stubs: their first entry's index in the indirect symbol table."""
-    reserved2: int = 0
-    """For stubs: the size of one stub."""
-
-    @property
-    def is_code(self) -> bool:
-        return bool(self.flags & S_ATTR_CODE)
 
 
 @dataclass

@@ -18,7 +18,7 @@ from buildtool.linkage.binaries.bounded import Bounded
 from buildtool.linkage.binaries.code_walk import CodeView
 
 if TYPE_CHECKING:
-    from buildtool.linkage.binaries.macho.decoder import Section
+    from buildtool.linkage.binaries.macho.sections import Section
 
 S_NON_LAZY_SYMBOL_POINTERS: Final = 0x6
 S_LAZY_SYMBOL_POINTERS: Final = 0x7
