@@ -24,6 +24,16 @@ FunctionNames = Callable[[BinaryFile, frozenset[int]], Mapping[int, str]]
 which shows them, needs names."""
 
 
+HostLookup = Callable[[str, BinaryFacts], str | None]
+"""Where this machine has a library by a NEEDED name for a file like the one given (None:
+nowhere): said in a finding, never used to resolve a wheel's dependencies."""
+
+
+def nowhere(_name: str, _facts: BinaryFacts) -> str | None:
+    """A ``HostLookup`` that finds nothing."""
+    return None
+
+
 Initializers = Callable[[BinaryFile], tuple[InitializerReach, ...]]
 """A file's initializers' reach (``BinaryFacts.initializers``), read again by the shell when a
 sparse read left them unread."""
@@ -69,6 +79,8 @@ class Subject:
     without a tag; absent when no policy data describes it."""
     initializers: Initializers = initializers_as_read
     """How the duplicate-code checks learn what a file's initializers reach."""
+    on_this_machine: HostLookup = nowhere
+    """Where this machine has a library a wheel does not ship (said in BT109's evidence)."""
     interpreters: Mapping[str, Closure] = dataclasses.field(default_factory=dict)
     """What the Python interpreter has loaded before it opens an extension module
     (``loaders.interpreter``), by the module's path: ld.so binds the module's closure against
