@@ -53,19 +53,7 @@ PASSED_ENVIRONMENT = (
 need, nothing else (every other variable is left out, for builds that do not depend on who
 runs them)."""
 
-PASSED_PREFIXES = (
-    "CCACHE_",
-    "SCCACHE_",
-    "DISTCC_",
-    "PIP_",
-    "NO_COLOR",
-    "FORCE_COLOR",
-    # a compile cache's remote store: sccache's S3 credentials, GitHub Actions' cache service
-    "AWS_",
-    "ACTIONS_CACHE_",
-    "ACTIONS_RESULTS_",
-    "ACTIONS_RUNTIME_",
-)
+PASSED_PREFIXES = ("CCACHE_", "SCCACHE_", "DISTCC_", "PIP_", "NO_COLOR", "FORCE_COLOR")
 """Families of variables that configure the tools buildtool runs on purpose."""
 
 TAIL_LINES = 40

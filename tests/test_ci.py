@@ -504,6 +504,13 @@ def test_ci_publishes_no_wheel_that_fails_verification(
     document = json.loads((out_dir / reports.JSON_NAME).read_text(encoding="utf-8"))
     wheels_step = next(step for step in document["steps"] if step["name"] == "wheels")
     assert any(f["id"] == "BT121" for f in wheels_step["findings"])
+    # the staging folder is gone: the reports name the wheels where they would be published
+    finding_lines = [line for line in result.stdout.splitlines() if "BT121" in line]
+    assert finding_lines
+    assert all(".buildtool-wheel-" not in line for line in finding_lines)
+    assert ".buildtool-wheel-" not in (out_dir / reports.JSON_NAME).read_text(encoding="utf-8")
+    assert ".buildtool-wheel-" not in (out_dir / reports.HTML_NAME).read_text(encoding="utf-8")
+    assert all(f["path"].startswith(f"{out_dir}/") for f in wheels_step["findings"])
 
 
 @pytest.mark.integration

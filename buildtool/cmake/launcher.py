@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 import shutil
 import typing
 from pathlib import Path
@@ -24,6 +25,10 @@ log = logging.getLogger("buildtool")
 
 LAUNCHERS: tuple[LauncherName, ...] = typing.get_args(LauncherName)
 """Every accepted value, ``none`` first."""
+
+STORE_CREDENTIALS = ("AWS_", "ACTIONS_CACHE_", "ACTIONS_RESULTS_", "ACTIONS_RUNTIME_")
+"""What sccache's remote stores read besides ``SCCACHE_*``: S3's credentials, the GitHub Actions
+cache service's address and token (mozilla-actions/sccache-action exports them)."""
 
 LAUNCHER_VARIABLES = ("CMAKE_C_COMPILER_LAUNCHER", "CMAKE_CXX_COMPILER_LAUNCHER")
 
@@ -185,9 +190,18 @@ def usable_launcher(name: LauncherName, executable: Path | None) -> Path | None:
     unreachable remote store by itself (``remote_storage_error`` counts it)."""
     if name != "sccache" or executable is None:
         return executable
+    # The server connects to its store as it starts, and keeps the store's credentials for every
+    # compile of the build: they reach this one process only, never the compilers or CMake.
+    credentials = {
+        name: value for name, value in os.environ.items() if name.startswith(STORE_CREDENTIALS)
+    }
     try:
-        # the server connects to its store as it starts; one running already says so
-        process.run([executable, "--start-server"], stream=False, quiet=True)
+        process.run(
+            [executable, "--start-server"],
+            env=process.tool_environment(credentials),
+            stream=False,
+            quiet=True,
+        )
     except ToolFailed as failure:
         if "Address in use" in failure.output:
             return executable
