@@ -23,7 +23,7 @@ from typing import Literal
 
 from buildtool import __version__
 from buildtool.cmake.generate import fill
-from buildtool.plan import ExtensionPlan, LinkPlan
+from buildtool.plan import ExtensionPlan, LinkPlan, split_distribution_names
 from buildtool.recipe.model import WheelSettings
 
 WheelVariant = Literal["full", "split"]
@@ -100,8 +100,7 @@ def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
     """The runtime wheel (``<name>-runtime``) and its add-on (``<name>-compiler``), unless the
     recipe names them (``runtime-distribution``, ``addon-distribution``)."""
     project = plan.project
-    runtime_name = project.runtime_distribution or f"{project.name}-runtime"
-    compiler_name = project.addon_distribution or f"{project.name}-compiler"
+    runtime_name, compiler_name = split_distribution_names(project)
     runtime = Distribution(
         name=runtime_name,
         project_dir=f"{PACKAGING_DIR}/{runtime_name}",
