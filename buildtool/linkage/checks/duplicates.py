@@ -27,8 +27,13 @@ from buildtool.linkage.inputs.collect import BinaryFile
 
 def _exported_strong(facts: BinaryFacts, among: frozenset[str]) -> frozenset[str]:
     """The keys of ``among`` that ``facts`` exports as strong, non-unique definitions."""
-    strong = (among & facts.defined) - facts.unique - facts.weak_defined - LINKER_GENERATED
-    return frozenset(key for key in strong if not is_toolchain_function(key))
+    strong = (among & facts.defined) - facts.unique - facts.weak_defined
+    # a catch-all version script ({ *; }) exports the linker's own symbols too: _end@@Qt_6
+    return frozenset(
+        key
+        for key in strong
+        if key.split("@", 1)[0] not in LINKER_GENERATED and not is_toolchain_function(key)
+    )
 
 
 def _pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[tuple[BinaryFile, BinaryFile]]:
@@ -237,7 +242,16 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
             "of that code",
             f"stripped: exported symbols defined in both: {listed(names)}",
         )
-    return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {listed(names)}")
+    # one library binding to the other's exports works (tables' two LZ4 builds round-trip):
+    # without a registration the copies collide on, it costs space, not the load
+    return Finding(
+        "BT124",
+        pair[1].display,
+        f"exports code that {pair[0].display} exports too; one process binds both libraries' "
+        "callers to the copy loaded first",
+        f"stripped: exported symbols defined in both: {listed(names)}; no static initializer of "
+        "either reaches a registry of a third library",
+    )
 
 
 def _shared_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
@@ -268,8 +282,13 @@ def _package_pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[Pair]:
                 yield first, second
 
 
+def _project_inits(facts: BinaryFacts) -> frozenset[str]:
+    """Static initializers less the toolchain runtime's (``is_toolchain_function``)."""
+    return frozenset(name for name in static_inits(facts) if not is_toolchain_function(name))
+
+
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
-    inits = _shared_keys(subject, static_inits)
+    inits = _shared_keys(subject, _project_inits)
     functions = _shared_functions(subject, inits)
     reported: set[tuple[BinaryFile, BinaryFile]] = set()
     for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):

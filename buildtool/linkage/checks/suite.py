@@ -26,6 +26,7 @@ from buildtool.linkage.checks.placement import (
     check_placement,
     check_stale_monolith,
 )
+from buildtool.linkage.checks.python_abi import check_python_abi
 from buildtool.linkage.checks.search_paths import check_search_paths
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.checks.symbols import check_undefined_symbols
@@ -43,6 +44,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_bound_imports,
     check_needed_found,
     check_symbol_versions,
+    check_python_abi,
     check_underlinked_libraries,
     check_macos_tag,
     check_tag_architecture,

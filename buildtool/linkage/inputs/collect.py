@@ -438,12 +438,6 @@ def read_wheel(
         for source, outcome in zip(sources, outcomes, strict=True)
         if (binary := _wheel_binary(source, outcome)) is not None
     ]
-    if not files:
-        raise InputError(
-            f"{path}: nothing to check: the wheel holds no shared library, executable or "
-            "extension module (ELF, Mach-O or PE) in any of its members; a pure-Python wheel has "
-            "no linkage to verify"
-        )
     folders = dll_directories(scripts, [b.location for b in files], in_wheel=True)
     return InputSet(
         "wheel",
@@ -453,6 +447,17 @@ def read_wheel(
         distribution,
         dll_directories=folders,
         root=PurePosixPath("/"),
+    )
+
+
+def binary_free_wheel(entry: InputSet) -> InputError:
+    """Exit 2 for a run whose only inputs are wheels without a binary: a pass on nothing
+    checked is no pass. Beside other inputs such a wheel is valid: its ``Requires-Dist``
+    counts (polars beside polars-runtime-32)."""
+    return InputError(
+        f"{entry.label}: nothing to check: the wheel holds no shared library, executable or "
+        "extension module (ELF, Mach-O or PE) in any of its members; a pure-Python wheel has "
+        "no linkage to verify (give it together with the wheels it requires)"
     )
 
 
