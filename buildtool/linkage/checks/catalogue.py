@@ -265,6 +265,17 @@ CHECKS: tuple[Check, ...] = (
         "Delete it from the build or wheel (with a recipe, list it in verify.removed).",
     ),
     Check(
+        "BT126",
+        "recipe-library-missing",
+        "warning",
+        "A library the recipe requires (not optional) matches no file of the inputs, by its file "
+        "name, its SONAME or a versioned file (libggml.so, libggml.so.0, libggml.so.0.21.0 are "
+        "one library): none of the recipe's rules for it was checked.",
+        "Give the input that holds it (the build tree's lib/, every wheel of the split), or "
+        "correct the recipe's file name.",
+        needs_recipe=True,
+    ),
+    Check(
         "BT130",
         "size-budget-exceeded",
         "error",

@@ -15,7 +15,7 @@ from buildtool.linkage.checks.common import (
     static_inits,
 )
 from buildtool.linkage.checks.initializer_reach import registry_callees, shape_groups, through
-from buildtool.linkage.checks.policy import LibraryRule, ObjectRule, recipe_spelling
+from buildtool.linkage.checks.policy import LibraryRule, ObjectRule
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 
@@ -291,7 +291,7 @@ def check_owned_initializers(subject: Subject) -> Iterator[Finding]:
     for rule in subject.policy.libraries:
         for obj in rule.objects:
             for binary in subject.shared:
-                if recipe_spelling(base_name(binary)) == rule.file_name:
+                if rule.matches(base_name(binary)):
                     continue
                 evidence = _object_marks(subject.facts(binary), obj)
                 if evidence:
@@ -310,9 +310,7 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
             holders = [b for b in subject.shared if name in subject.facts(b).registration_strings]
             for pair in _pairs(subject, holders):
                 # The library the recipe names keeps the name; the other one is the intruder.
-                first, second = (
-                    pair[::-1] if recipe_spelling(base_name(pair[1])) == rule.file_name else pair
-                )
+                first, second = pair[::-1] if rule.matches(base_name(pair[1])) else pair
                 yield Finding(
                     "BT104",
                     second.display,
@@ -320,7 +318,7 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
                     f"{rule.file_name}",
                     "string constant present in both libraries",
                 )
-            owners = [b for b in subject.shared if recipe_spelling(base_name(b)) == rule.file_name]
+            owners = [b for b in subject.shared if rule.matches(base_name(b))]
             for owner in owners:
                 if name not in subject.facts(owner).registration_strings:
                     yield _registration_missing(subject.facts(owner), owner, rule, name)

@@ -1,0 +1,104 @@
+"""A project shaped like ggml (tests/packages/ggmllike), configured and built for real: versioned
+libraries (``libggml.so -> libggml.so.0 -> libggml.so.0.21.0``), a registry that opens CPU
+variant MODULE libraries from the program's folder and keeps the best by score, programs named
+with dashes. The recipe names each library once, by any of its names, and its rules hold for the
+file, its SONAME and its version links; a library it names that no file is, is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from buildtool.cmake.run import cmake_executable, ninja_executable
+from tests.conftest import PACKAGES, CliRunner
+
+pytestmark = pytest.mark.integration
+
+RECIPE = """\
+[project]
+name = "ggmllike"
+
+[libraries.ggml-base]
+file = "{base}"
+
+[libraries.ggml]
+file = "{ggml}"
+links = ["ggml-base"]
+
+[executables."test-backend-ops"]
+links = ["ggml"]
+
+[verify]
+forbidden-needed = {{ ggml = ["libggml-base.so*"] }}
+size-budget-mb = {{ ggml-base = 0.000001 }}
+"""
+
+
+@pytest.fixture(scope="module")
+def ggml_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    build = tmp_path_factory.mktemp("ggmllike") / "build"
+    subprocess.run([cmake_executable(), "-G", "Ninja", "-S", PACKAGES / "ggmllike", "-B", build,
+                    f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}"],
+                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run([ninja_executable(), "-C", build], check=True, capture_output=True)
+    return build
+
+
+RULES = {"BT101", "BT102", "BT126", "BT130"}
+"""The recipe's rules under test. The build tree has CMake's build RPATH (BT110) and keeps its
+libraries in bin/ beside the programs, as ggml does (BT120): judging a build tree by what it
+installs and plugins are not covered here."""
+
+
+def _findings(run_cli: CliRunner, build: Path, recipe: Path) -> list[tuple[str, str]]:
+    result = run_cli("verify-linkage", str(build), "--recipe", str(recipe), "--format", "json")
+    document = json.loads(result.stdout)
+    return sorted((f["id"], Path(f["path"]).name) for f in document["findings"] if f["id"] in RULES)
+
+
+def test_the_registry_picks_the_best_variant_from_the_programs_folder(ggml_build: Path) -> None:
+    run = subprocess.run([ggml_build / "bin" / "test-backend-ops"], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    assert run.stdout.strip() == "zen4"
+    assert (ggml_build / "bin" / "libggml.so").is_symlink()
+    assert (ggml_build / "bin" / "libggml.so.0.21.0").is_file()
+
+
+@pytest.mark.parametrize(
+    ("base", "ggml"),
+    [
+        ("libggml-base.so", "libggml.so"),  # the link names
+        ("libggml-base.so.0", "libggml.so.0"),  # the SONAMEs
+        ("libggml-base.so.0.21.0", "libggml.so.0.21.0"),  # the files
+    ],
+)
+def test_a_recipe_names_a_versioned_library_once_by_any_of_its_names(
+    ggml_build: Path, tmp_path: Path, run_cli: CliRunner, base: str, ggml: str
+) -> None:
+    """The forbidden NEEDED and the size budget fire on the versioned files, whatever name the
+    recipe uses; the program's NEEDED libggml.so.0 is its link (no BT101) and inside its
+    allow-list (no BT102 on the program)."""
+    recipe = tmp_path / "buildtool.toml"
+    recipe.write_text(RECIPE.format(base=base, ggml=ggml), encoding="utf-8")
+    assert _findings(run_cli, ggml_build, recipe) == [
+        ("BT102", "libggml.so.0.21.0"),
+        ("BT130", "libggml-base.so.0.21.0"),
+    ]
+
+
+def test_a_recipe_library_no_file_is_is_reported(
+    ggml_build: Path, tmp_path: Path, run_cli: CliRunner
+) -> None:
+    recipe = tmp_path / "buildtool.toml"
+    text = RECIPE.format(base="libggml-base.so", ggml="libggml.so").split("[verify]")[0]
+    recipe.write_text(text + '[libraries.ggml-cuda]\nfile = "libggml-cuda.so"\n', encoding="utf-8")
+    result = run_cli("verify-linkage", str(ggml_build), "--recipe", str(recipe), "--format", "json")
+    document = json.loads(result.stdout)
+    found = [(f["id"], f["severity"], f["message"]) for f in document["findings"]
+             if f["id"] in RULES]  # fmt: skip
+    message = "library ggml-cuda (libggml-cuda.so) matches no file of the inputs"
+    assert found == [("BT126", "warning", message)]
