@@ -144,7 +144,7 @@ def test_driver_dry_run_tells_the_linker_default() -> None:
 
 
 def test_the_install_script_says_which_rpath_each_file_gets() -> None:
-    from buildtool.cmakecheck.install import install_rpaths
+    from buildtool.linkage.inputs.cmake_install import install_rpaths
 
     script = """
   foreach(file

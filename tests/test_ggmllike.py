@@ -102,3 +102,43 @@ def test_a_recipe_library_no_file_is_is_reported(
              if f["id"] in RULES]  # fmt: skip
     message = "library ggml-cuda (libggml-cuda.so) matches no file of the inputs"
     assert found == [("BT126", "warning", message)]
+
+
+def _configure(folder: Path, *defines: str) -> Path:
+    build = folder / "build"
+    subprocess.run([cmake_executable(), "-G", "Ninja", "-S", PACKAGES / "ggmllike", "-B", build,
+                    f"-DCMAKE_MAKE_PROGRAM={ninja_executable()}",
+                    f"-DCMAKE_INSTALL_PREFIX={folder / 'prefix'}", *defines],
+                   check=True, capture_output=True)  # fmt: skip
+    subprocess.run([ninja_executable(), "-C", build], check=True, capture_output=True)
+    subprocess.run([cmake_executable(), "--install", build], check=True, capture_output=True)
+    return build
+
+
+def _program_runs(prefix: Path) -> str:
+    """What the installed program says on stderr ('' when it runs)."""
+    run = subprocess.run([prefix / "bin" / "test-backend-ops"], capture_output=True, text=True,
+                         check=False)  # fmt: skip
+    return run.stderr.strip() if run.returncode else ""
+
+
+def test_a_build_tree_is_judged_by_what_it_installs(tmp_path: Path, run_cli: CliRunner) -> None:
+    """CMake's build RPATH (absolute, ending in an empty entry) is replaced at install by
+    INSTALL_RPATH $ORIGIN/../lib: the build tree was 9 BT110 errors, now clean, and the
+    installed tree runs. An absolute INSTALL_RPATH is what breaks the install, and is judged."""
+    good = _configure(tmp_path / "good")
+    assert _program_runs(tmp_path / "good" / "prefix") == ""
+    result = run_cli("verify-linkage", str(good), "--no-recipe", "--format", "json")
+    assert result.exit_code == 0, result.stdout
+    assert json.loads(result.stdout)["findings"] == []
+    bad = _configure(tmp_path / "bad", "-DGGMLLIKE_INSTALL_RPATH=/opt/ggml/lib")
+    assert "libggml.so.0: cannot open shared object file" in _program_runs(
+        tmp_path / "bad" / "prefix"
+    )
+    recipe = tmp_path / "buildtool.toml"
+    recipe.write_text(RECIPE.format(base="libggml-base.so", ggml="libggml.so").split("[verify]")[0])
+    result = run_cli("verify-linkage", str(bad), "--recipe", str(recipe), "--format", "json")
+    found = {(f["id"], f["message"]) for f in json.loads(result.stdout)["findings"]
+             if f["id"] == "BT110"}  # fmt: skip
+    assert ("BT110", "install RUNPATH entry '/opt/ggml/lib' is absolute") in found
+    assert result.exit_code == 1

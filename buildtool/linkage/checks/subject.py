@@ -179,6 +179,15 @@ class Subject:
     def origin_of(self, binary: BinaryFile) -> Origin | None:
         return self._origins.get(str(binary.location))
 
+    def install_rpath(self, binary: BinaryFile) -> str | None:
+        """The RPATH ``cmake --install`` gives ``binary`` when its input is a CMake build tree
+        whose install scripts say (``InputSet.install_rpaths``); None otherwise."""
+        origin = self.origin_of(binary)
+        for entry in self.sets:
+            if origin is not None and entry.label == origin.label:
+                return entry.install_rpaths.get(binary.location.name)
+        return None
+
     def platform_of(self, binary: BinaryFile) -> Platform | None:
         """The platform ``binary``'s input targets (see ``platforms``)."""
         origin = self.origin_of(binary)

@@ -105,6 +105,9 @@ class InputSet:
     dll_directories: tuple[PurePosixPath, ...] = ()
     """Folders the input's packages add with ``os.add_dll_directory`` (``dll_directories``),
     located like ``files``."""
+    install_rpaths: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """A CMake build tree's files by name -> the RPATH ``cmake --install`` gives them
+    (``cmake_install.cmake``; ``""``: none), which replaces CMake's build RPATH."""
 
     @property
     def in_wheel(self) -> bool:
@@ -264,7 +267,24 @@ def read_folder(
     owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
     scripts = _disk_scripts([candidate for candidate, _size in candidates])
     folders = dll_directories(scripts, [b.location for b in files])
-    return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders)
+    installs = _install_rpaths(roots) if kind == "build-tree" else {}
+    return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders,
+                    install_rpaths=installs)  # fmt: skip
+
+
+def _install_rpaths(roots: Collection[Path]) -> dict[str, str]:
+    """What every ``cmake_install.cmake`` of a build tree says about RPATHs (an unreadable
+    script says nothing: that file's build RPATH is judged)."""
+    from buildtool.linkage.inputs.cmake_install import install_rpaths
+
+    found: dict[str, str] = {}
+    for root in roots:
+        for script in sorted(root.rglob("cmake_install.cmake")):
+            try:
+                found.update(install_rpaths(script.read_text(encoding="utf-8", errors="replace")))
+            except OSError:
+                continue
+    return found
 
 
 def _disk_scripts(candidates: Collection[Path]) -> list[tuple[PurePosixPath, str]]:
