@@ -142,3 +142,27 @@ def test_a_build_tree_is_judged_by_what_it_installs(tmp_path: Path, run_cli: Cli
              if f["id"] == "BT110"}  # fmt: skip
     assert ("BT110", "install RUNPATH entry '/opt/ggml/lib' is absolute") in found
     assert result.exit_code == 1
+
+
+@pytest.mark.parametrize("stripped", [False, True], ids=["unstripped", "stripped"])
+def test_a_program_linking_two_cpu_variants_is_an_error(
+    tmp_path: Path, run_cli: CliRunner, stripped: bool
+) -> None:
+    """zen4's call to its own exported score binds to haswell's copy, loaded first (LD_DEBUG=
+    bindings says so), and the program gets haswell's answer from zen4's code. The variants as
+    modules the registry opens one at a time (the published layout) stay clean."""
+    build = _configure(tmp_path, "-DGGMLLIKE_LINK_TWO_VARIANTS=ON")
+    bin_dir = build / "bin"
+    if stripped:
+        for variant in bin_dir.glob("libggml-cpu-*-linked.so"):
+            subprocess.run(["strip", variant], check=True)
+    run = subprocess.run([bin_dir / "two-variants"], capture_output=True, text=True, check=False,
+                         env={"LD_DEBUG": "bindings"})  # fmt: skip
+    assert run.returncode == 1
+    assert "haswell 10, zen4 10" in run.stdout
+    assert "libggml-cpu-haswell-linked.so [0]: normal symbol `ggml_backend_score'" in run.stderr
+    result = run_cli("verify-linkage", str(build), "--no-recipe", "--format", "json")
+    duplicates = [(f["id"], Path(f["path"]).name) for f in json.loads(result.stdout)["findings"]
+                  if f["id"] in {"BT103", "BT124"}]  # fmt: skip
+    assert duplicates == [("BT103", "libggml-cpu-zen4-linked.so")]
+    assert subprocess.run([bin_dir / "test-backend-ops"], check=False).returncode == 0

@@ -63,7 +63,10 @@ CHECKS: tuple[Check, ...] = (
         "functions have internal linkage only, or are mostly exported by both, collides; code "
         "whose external-linkage functions are bound inside each library is BT124. Stripped, "
         "exports in common count when an initializer of both reaches one registry; without "
-        "that they are BT124. The linker's own symbols (_end, even versioned by a catch-all "
+        "that they are BT124. Two builds of one library (at least half of the functions the "
+        "two export are the same names: a program linking two of ggml's CPU variants) "
+        "interpose, stripped or not: each library's calls to its own exports run the copy "
+        "loaded first. The linker's own symbols (_end, even versioned by a catch-all "
         "script) and the toolchain runtime's (devtoolset's libstdc++_nonshared) are no "
         "evidence.",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
