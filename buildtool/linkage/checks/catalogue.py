@@ -145,7 +145,9 @@ CHECKS: tuple[Check, ...] = (
         "or build-tree folder that resolves a NEEDED entry (or would, on a machine that has the "
         "folder), an entry relative to the current directory ('', '.', 'lib') or in a "
         "world-writable folder. With a recipe, any non-$ORIGIN entry of the project's own "
-        "libraries and executables.",
+        "libraries and executables. In a CMake build tree, a file that cmake --install installs "
+        "is judged by the RPATH its cmake_install.cmake writes, not by CMake's build RPATH "
+        "(absolute, with an empty entry), which the install replaces.",
         "Use $ORIGIN-relative entries only (CMake: BUILD_WITH_INSTALL_RPATH, INSTALL_RPATH "
         "$ORIGIN).",
     ),
