@@ -510,6 +510,23 @@ def build_switch_name(project: ProjectSettings, library: str) -> str:
     return f"{project.env_prefix}_BUILD_{identifier(library)}"
 
 
+def split_distribution_names(project: ProjectSettings) -> tuple[str, str]:
+    """The split's runtime wheel and add-on: the recipe's ``runtime-distribution`` and
+    ``addon-distribution``, else ``<name>-runtime`` and ``<name>-compiler``."""
+    runtime = project.runtime_distribution or f"{project.name}-runtime"
+    return runtime, project.addon_distribution or f"{project.name}-compiler"
+
+
+def library_distributions(plan: LinkPlan) -> dict[str, tuple[str, str]]:
+    """Per library file name: the distributions whose wheels ship it, the full one (``<name>``)
+    and the runtime wheel (a required library) or the add-on (an optional one)."""
+    runtime, addon = split_distribution_names(plan.project)
+    return {
+        lib.file_name: (plan.project.name, addon if lib.optional else runtime)
+        for lib in plan.libraries
+    }
+
+
 def output_name_of_file(file_name: str) -> str:
     """``X`` of ``libX.so`` (what a generated build names ``libX.so``), or empty."""
     if file_name.startswith("lib") and file_name.endswith(".so") and len(file_name) > 6:

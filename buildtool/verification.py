@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from buildtool.errors import ChecksFailed
 from buildtool.linkage.binaries import STATIC_INIT_PREFIX
 from buildtool.linkage.checks.policy import ExecutableRule, LibraryRule, LinkagePolicy, ObjectRule
+from buildtool.linkage.inputs.collect import normalized
 from buildtool.linkage.report.model import Report, renamed_inputs
 from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
@@ -42,6 +43,8 @@ def static_initializer_symbol(source: str) -> str:
 
 
 def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> LibraryRule:
+    from buildtool.plan import library_distributions
+
     files = {other.name: other.file_name for other in plan.libraries}
     forbidden = list(verify.forbidden_needed.get(lib.name, ()))
     if not lib.optional:
@@ -67,6 +70,9 @@ def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> L
         size_budget=None if budget_mb is None else int(budget_mb * 1_000_000),
         max_growth_percent=verify.max_growth_percent.get(lib.name),
         static_initializers=tuple(static_initializer_symbol(src) for src in lib.sources),
+        distributions=tuple(
+            normalized(name) for name in library_distributions(plan)[lib.file_name]
+        ),
     )
 
 

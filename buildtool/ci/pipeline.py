@@ -456,9 +456,16 @@ def _launcher_stats(request: CiRequest) -> CacheStats | None:
         return None
 
 
-def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STEPS) -> CiResult:
-    """The whole chain on ``request``'s recipe."""
-    workspace = Workspace(request, configure.plan_recipe(request.loaded))
+def run_ci(
+    request: CiRequest,
+    observer: CiObserver,
+    steps: Sequence[Step] = STEPS,
+    workspace: Workspace | None = None,
+) -> CiResult:
+    """The whole chain on ``request``'s recipe; ``steps`` and ``workspace``: another chain's
+    (``policy_only.prepare``: the project's own CMake and pyproject.toml)."""
+    if workspace is None:
+        workspace = Workspace(request, configure.plan_recipe(request.loaded))
     before = _launcher_stats(request)
     result = run_steps(steps, workspace, observer)
     after = _launcher_stats(request) if before is not None else None

@@ -211,8 +211,9 @@ def _executable_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
     return lines
 
 
-def starter_recipe(model: Codemodel, build_dir: str) -> str:
-    """The starter recipe's text."""
+def starter_recipe(model: Codemodel, build_dir: str, root: str = ".") -> str:
+    """The starter recipe's text; ``root``: the project's source folder relative to the folder
+    the recipe is written to (``project.root``)."""
     graph = make_graph(model)
     left_out = alternatives(graph)
     names: dict[str, str] = {}
@@ -224,6 +225,8 @@ def starter_recipe(model: Codemodel, build_dir: str) -> str:
             names[target.name] = recipe_name(target.name, names.values())
     lines = [HEADER.format(build_dir=build_dir).rstrip("\n"), "", "[project]"]
     lines.append(f"name = {json.dumps(project_name(model.project))}")
+    if root != ".":
+        lines.append(f"root = {json.dumps(root)}  # the CMake project, from this file's folder")
     for name, (other, shared) in left_out.items():
         lines += _alternative_note(model.target(name), other, shared)
     if vendored:

@@ -319,7 +319,9 @@ def _build_one(
 def full_tree(request: WheelRequest, plan: LinkPlan) -> WheelTree:
     """The build tree of the full build, configured for it first when it is not."""
     defines = {**configure.variant_defines(plan, "full"), **dict(request.defines)}
-    configure.ensure_configured(request.loaded, request.build_dir, dict(request.defines))
+    # the interpreter too: scikit-build-core configures with its own (an isolated build's)
+    expected = {**configure.python_defines(plan), **dict(request.defines)}
+    configure.ensure_configured(request.loaded, request.build_dir, expected)
     return read_wheel_tree(request.build_dir, plan, defines)
 
 

@@ -220,7 +220,11 @@ def _possible_providers(subject: Subject, binary: BinaryFile) -> list[str]:
     return [
         requirement
         for requirement in _unchecked_requirements(subject, binary)
-        if any(_named_like(requirement, entry) for entry in lacking)
+        if any(
+            _named_like(requirement, entry)
+            or requirement in subject.policy.shipping_distributions(entry)
+            for entry in lacking
+        )
     ]
 
 
@@ -305,6 +309,11 @@ def _missing_finding(
     finding, evidence = _from_another_distribution(subject, binary, name, evidence)
     if finding is not None:
         return finding
+    shipped_in = subject.required_distribution_ships(binary, name)
+    if shipped_in is not None:  # the recipe's runtime wheel, for its add-on checked alone
+        where = f"the recipe ships it in {shipped_in} (required, not among the inputs)"
+        message = f"needs {name}, which no input ships"
+        return Finding("BT116", binary.display, message, f"{where}; {evidence}", needed=name)
     why = provided_by(subject, binary, name)
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)

@@ -68,6 +68,10 @@ class LibraryRule:
     static_initializers: tuple[str, ...] = ()
     """``.symtab`` static-init functions of its own sources (evidence that their code is in
     it, registrations included)."""
+    distributions: tuple[str, ...] = ()
+    """Normalized names of the distributions whose wheels ship it (the full one, and the
+    runtime wheel or the add-on), when known: a wheel of another distribution that requires one
+    of them finds it there once installed, rather than lacking it."""
 
     def matches(self, name: str) -> bool:
         """Whether a file or NEEDED name is this library in any spelling: its link name, SONAME,
@@ -127,6 +131,12 @@ class LinkagePolicy:
     def is_project_library(self, name: str) -> bool:
         """Whether a file or NEEDED name, in any binary format's spelling, is a recipe library."""
         return recipe_spelling(name) in self.project_files
+
+    def shipping_distributions(self, name: str) -> tuple[str, ...]:
+        """The distributions the recipe ships the library ``name`` in (any spelling); empty
+        when it is not a recipe library or they are not known."""
+        rule = self.library_by_file(name)
+        return rule.distributions if rule is not None else ()
 
     def library_by_file(self, file_name: str) -> LibraryRule | None:
         return next((lib for lib in self.libraries if lib.matches(file_name)), None)

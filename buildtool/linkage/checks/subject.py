@@ -205,11 +205,22 @@ class Subject:
         found by ``name`` (the recipe's libraries count as shipped too); without inputs,
         whether any input has it."""
         if self.policy.is_project_library(name):
-            return True
+            return not self.required_distribution_ships(binary, name)
         origin = self.origin_of(binary)
         if origin is None:
             return name in self.in_input
         return name in self._origin_names.get(origin, frozenset())
+
+    def required_distribution_ships(self, binary: BinaryFile, name: str) -> str | None:
+        """The distribution that, by the recipe, ships the project library ``name`` for
+        ``binary``'s own distribution, which requires it and does not ship it itself (the
+        runtime wheel, for the compiler add-on); None otherwise."""
+        own = self.origin_of(binary)
+        dist = own.distribution if own else None
+        shipping = self.policy.shipping_distributions(name)
+        if dist is None or dist.name in shipping:
+            return None
+        return next((other for other in shipping if other in dist.requires), None)
 
     def other_providers(self, binary: BinaryFile, name: str) -> tuple[Origin, ...]:
         """The other inputs (or distributions) that have a file found by ``name``."""
