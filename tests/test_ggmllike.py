@@ -48,10 +48,9 @@ def ggml_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build
 
 
-RULES = {"BT101", "BT102", "BT126", "BT130"}
-"""The recipe's rules under test. The build tree has CMake's build RPATH (BT110) and keeps its
-libraries in bin/ beside the programs, as ggml does (BT120): judging a build tree by what it
-installs and plugins are not covered here."""
+RULES = {"BT101", "BT102", "BT120", "BT126", "BT130"}
+"""The recipe's rules under test; the build tree keeps its libraries in bin/ beside the
+programs, as ggml does, and installs them to lib/ (judged there)."""
 
 
 def _findings(run_cli: CliRunner, build: Path, recipe: Path) -> list[tuple[str, str]]:
@@ -166,3 +165,19 @@ def test_a_program_linking_two_cpu_variants_is_an_error(
                   if f["id"] in {"BT103", "BT124"}]  # fmt: skip
     assert duplicates == [("BT103", "libggml-cpu-zen4-linked.so")]
     assert subprocess.run([bin_dir / "test-backend-ops"], check=False).returncode == 0
+
+
+def test_where_the_install_puts_the_libraries_is_where_they_are_judged(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """The build tree keeps the libraries in bin/; the install puts them in lib/, where the
+    programs' RUNPATH $ORIGIN/../lib finds them: clean. Installed to bin/ instead, the
+    installed program fails and the libraries are BT120."""
+    recipe = tmp_path / "buildtool.toml"
+    recipe.write_text(RECIPE.format(base="libggml-base.so", ggml="libggml.so").split("[verify]")[0])
+    good = _configure(tmp_path / "good")
+    assert _program_runs(tmp_path / "good" / "prefix") == ""
+    assert _findings(run_cli, good, recipe) == []
+    bad = _configure(tmp_path / "bad", "-DGGMLLIKE_LIB_DIR=bin")
+    assert "cannot open shared object file" in _program_runs(tmp_path / "bad" / "prefix")
+    assert ("BT120", "libggml.so.0.21.0") in _findings(run_cli, bad, recipe)

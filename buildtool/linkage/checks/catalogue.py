@@ -223,7 +223,8 @@ CHECKS: tuple[Check, ...] = (
         "BT120",
         "libraries-not-together",
         "error",
-        "The project's libraries are not all in one lib/ folder (the loader looks in one).",
+        "The project's libraries are not all in one lib/ folder (the loader looks in one). In "
+        "a CMake build tree, a file counts in the folder cmake --install puts it in.",
         "Install every project library to <package>/lib/ (build trees: <build>/lib/).",
     ),
     Check(

@@ -42,3 +42,20 @@ def install_rpaths(script: str) -> dict[str, str]:
         for path in files:
             found[posixpath.basename(path)] = rpath
     return found
+
+
+_INSTALL = re.compile(
+    r'file\(INSTALL\s+DESTINATION\s+"(?P<dest>[^"]*)"\s+TYPE\s+(?:SHARED_LIBRARY|MODULE|'
+    r'EXECUTABLE)\s+(?:[A-Z_]+\s+)*?FILES\s+(?P<files>(?:"[^"]*"\s*)+)\)'
+)
+
+
+def install_folders(script: str) -> dict[str, str]:
+    """Installed file name -> the name of the folder ``cmake --install`` puts it in (``lib``,
+    ``bin``), from one ``cmake_install.cmake``."""
+    found: dict[str, str] = {}
+    for match in _INSTALL.finditer(script):
+        folder = posixpath.basename(match["dest"].rstrip("/"))
+        for path in re.findall(r'"([^"]*)"', match["files"]):
+            found[posixpath.basename(path)] = folder
+    return found
