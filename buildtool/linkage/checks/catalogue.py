@@ -276,7 +276,8 @@ CHECKS: tuple[Check, ...] = (
         "warning",
         "A library the recipe requires (not optional) matches no file of the inputs, by its file "
         "name, its SONAME or a versioned file (libggml.so, libggml.so.0, libggml.so.0.21.0 are "
-        "one library): none of the recipe's rules for it was checked.",
+        "one library): none of the recipe's rules for it was checked. Not judged when wheels "
+        "are checked (each wheel of a split holds part of the libraries).",
         "Give the input that holds it (the build tree's lib/, every wheel of the split), or "
         "correct the recipe's file name.",
         needs_recipe=True,

@@ -77,7 +77,11 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
 
 
 def check_recipe_libraries_present(subject: Subject) -> Iterator[Finding]:
-    """BT126: a required recipe library that no input file is (in any spelling)."""
+    """BT126: a required recipe library that no input file is (in any spelling). Not for
+    wheels: each wheel of a split holds part of the libraries (the compiler add-on's wheel
+    requires the runtime's)."""
+    if any(entry.in_wheel for entry in subject.sets):
+        return
     names = {base_name(b) for b in subject.files} | set(subject.in_input)
     names |= {subject.facts(b).soname or "" for b in subject.files}
     for rule in subject.policy.libraries:
