@@ -74,7 +74,7 @@ REGISTRIES = {
             *("-lLLVMDemangle", "-lz", "-ltinfo", "-lpthread"),
         ),
         "registered more than once",
-        ("MCAsmInfo", "llvm"),
+        ("MCAsmInfo", "llvm", "LLVM"),
         LLVM / "lib" / "libLLVMMC.a",
     ),
 }
