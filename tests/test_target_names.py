@@ -172,7 +172,10 @@ def test_a_wheel_build_refuses_the_collision_too_and_publishes_nothing(
     (tmp_path / "python" / "acme").mkdir(parents=True)
     (tmp_path / "python" / "acme" / "__init__.py").write_text("")
     dist = tmp_path / "dist"
-    result = run_cli("wheel", "--recipe", str(recipe), "--out-dir", str(dist))
+    build = tmp_path / "build"
+    result = run_cli(
+        "wheel", "--recipe", str(recipe), "--out-dir", str(dist), "--build-dir", str(build)
+    )
     assert result.exit_code == 2
     assert error_line(result.stderr).startswith(
         f"error: {recipe}: libraries.core makes the CMake target 'acme_core', which the "

@@ -330,6 +330,7 @@ def configure(
         )
         write_stamp(build_dir, stamp)
         environment.start_afresh_if_environment_changed(build_dir)
+        environment.start_afresh_if_source_moved(build_dir, loaded.root)
         cmake.write_file_api_query(build_dir)
         command = cmake.configure_command(loaded.root, build_dir, defines, extra)
         try:
