@@ -63,7 +63,10 @@ CHECKS: tuple[Check, ...] = (
         "functions have internal linkage only, or are mostly exported by both, collides; code "
         "whose external-linkage functions are bound inside each library is BT124. Stripped, "
         "exports in common count when an initializer of both reaches one registry; without "
-        "that they are BT124. The linker's own symbols (_end, even versioned by a catch-all "
+        "that they are BT124. Two builds of one library (at least half of the functions the "
+        "two export are the same names: a program linking two of ggml's CPU variants) "
+        "interpose, stripped or not: each library's calls to its own exports run the copy "
+        "loaded first. The linker's own symbols (_end, even versioned by a catch-all "
         "script) and the toolchain runtime's (devtoolset's libstdc++_nonshared) are no "
         "evidence.",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
@@ -142,7 +145,9 @@ CHECKS: tuple[Check, ...] = (
         "or build-tree folder that resolves a NEEDED entry (or would, on a machine that has the "
         "folder), an entry relative to the current directory ('', '.', 'lib') or in a "
         "world-writable folder. With a recipe, any non-$ORIGIN entry of the project's own "
-        "libraries and executables.",
+        "libraries and executables. In a CMake build tree, a file that cmake --install installs "
+        "is judged by the RPATH its cmake_install.cmake writes, not by CMake's build RPATH "
+        "(absolute, with an empty entry), which the install replaces.",
         "Use $ORIGIN-relative entries only (CMake: BUILD_WITH_INSTALL_RPATH, INSTALL_RPATH "
         "$ORIGIN).",
     ),
@@ -218,7 +223,8 @@ CHECKS: tuple[Check, ...] = (
         "BT120",
         "libraries-not-together",
         "error",
-        "The project's libraries are not all in one lib/ folder (the loader looks in one).",
+        "The project's libraries are not all in one lib/ folder (the loader looks in one). In "
+        "a CMake build tree, a file counts in the folder cmake --install puts it in.",
         "Install every project library to <package>/lib/ (build trees: <build>/lib/).",
     ),
     Check(
@@ -263,6 +269,18 @@ CHECKS: tuple[Check, ...] = (
         "libraries beside it: the monolith the split replaced, still shipped (loaded by an old "
         "path, it registers everything a second time).",
         "Delete it from the build or wheel (with a recipe, list it in verify.removed).",
+    ),
+    Check(
+        "BT126",
+        "recipe-library-missing",
+        "warning",
+        "A library the recipe requires (not optional) matches no file of the inputs, by its file "
+        "name, its SONAME or a versioned file (libggml.so, libggml.so.0, libggml.so.0.21.0 are "
+        "one library): none of the recipe's rules for it was checked. Not judged when wheels "
+        "are checked (each wheel of a split holds part of the libraries).",
+        "Give the input that holds it (the build tree's lib/, every wheel of the split), or "
+        "correct the recipe's file name.",
+        needs_recipe=True,
     ),
     Check(
         "BT130",

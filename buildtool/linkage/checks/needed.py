@@ -31,7 +31,7 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
         rule_required += executable.required_needed if executable else ()
         spelled = {recipe_spelling(entry) for entry in needed}
         for required in rule_required:
-            if required not in spelled:
+            if recipe_spelling(required) not in spelled:
                 yield Finding(
                     "BT101",
                     binary.display,
@@ -43,9 +43,13 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
 
 def _matches(entry: str, pattern: str) -> bool:
     """A NEEDED entry against a recipe's pattern, in its own spelling or the recipe's (a
-    pattern written as ``libx.so`` holds for ``@rpath/libx.dylib`` and ``libx.dll``)."""
-    return fnmatch.fnmatchcase(entry, pattern) or fnmatch.fnmatchcase(
-        recipe_spelling(entry), pattern
+    pattern written as ``libx.so`` holds for ``@rpath/libx.dylib``, ``libx.dll`` and
+    ``libx.so.0``; one written as a versioned file, for its SONAME)."""
+    spelled = recipe_spelling(entry)
+    return (
+        fnmatch.fnmatchcase(entry, pattern)
+        or fnmatch.fnmatchcase(spelled, pattern)
+        or spelled == recipe_spelling(pattern)  # libggml.so.0 is libggml.so.0.21.0's library
     )
 
 
@@ -70,6 +74,25 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
         if is_project and not allowed:
             shown = ", ".join(executable.allowed_project_needed) or "none"
             yield entry, f"is a project library outside its allow-list ({shown})"
+
+
+def check_recipe_libraries_present(subject: Subject) -> Iterator[Finding]:
+    """BT126: a required recipe library that no input file is (in any spelling). Not for
+    wheels: each wheel of a split holds part of the libraries (the compiler add-on's wheel
+    requires the runtime's)."""
+    if any(entry.in_wheel for entry in subject.sets):
+        return
+    names = {base_name(b) for b in subject.files} | set(subject.in_input)
+    names |= {subject.facts(b).soname or "" for b in subject.files}
+    for rule in subject.policy.libraries:
+        if rule.optional or any(rule.matches(name) for name in names if name):
+            continue
+        yield Finding(
+            "BT126",
+            subject.policy.source or rule.file_name,
+            f"library {rule.name} ({rule.file_name}) matches no file of the inputs",
+            f"searched {len(subject.files)} files by file name, SONAME and versioned name",
+        )
 
 
 def check_forbidden_needed(subject: Subject) -> Iterator[Finding]:

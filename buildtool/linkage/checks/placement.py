@@ -28,9 +28,17 @@ _LIBRARY_FOLDERS: dict[str, tuple[str, ...]] = {"pe": ("lib", "bin")}
 sits in bin/ beside the executables that load it."""
 
 
+def _installed_parent(subject: Subject, binary: BinaryFile) -> str:
+    installed = subject.folder_name(binary)
+    if installed == binary.location.parent.name:
+        return str(binary.location.parent)
+    return f"(installed) {installed}"
+
+
 def check_placement(subject: Subject) -> Iterator[Finding]:
     project = [b for b in subject.shared if subject.policy.is_project_library(base_name(b))]
-    folders = sorted({str(b.location.parent) for b in project})
+    # a build tree's libraries count where its install puts them (ggml's build/src -> lib)
+    folders = sorted({_installed_parent(subject, b) for b in project})
     if len(folders) > 1:
         yield Finding(
             "BT120",
@@ -40,7 +48,7 @@ def check_placement(subject: Subject) -> Iterator[Finding]:
         )
     for binary in project:
         allowed = _LIBRARY_FOLDERS.get(subject.facts(binary).format, ("lib",))
-        if binary.location.parent.name not in allowed:
+        if subject.folder_name(binary) not in allowed:
             yield Finding(
                 "BT120",
                 binary.display,

@@ -179,6 +179,23 @@ class Subject:
     def origin_of(self, binary: BinaryFile) -> Origin | None:
         return self._origins.get(str(binary.location))
 
+    def _own_set(self, binary: BinaryFile) -> InputSet | None:
+        origin = self.origin_of(binary)
+        return next((e for e in self.sets if origin is not None and e.label == origin.label), None)
+
+    def install_rpath(self, binary: BinaryFile) -> str | None:
+        """The RPATH ``cmake --install`` gives ``binary`` when its input is a CMake build tree
+        whose install scripts say (``InputSet.install_rpaths``); None otherwise."""
+        entry = self._own_set(binary)
+        return entry.install_rpaths.get(binary.location.name) if entry else None
+
+    def folder_name(self, binary: BinaryFile) -> str:
+        """The name of the folder ``binary`` sits in once installed: where a build tree's
+        install scripts put it (``InputSet.install_folders``), else where it lies."""
+        entry = self._own_set(binary)
+        installed = entry.install_folders.get(binary.location.name) if entry else None
+        return installed or binary.location.parent.name
+
     def platform_of(self, binary: BinaryFile) -> Platform | None:
         """The platform ``binary``'s input targets (see ``platforms``)."""
         origin = self.origin_of(binary)

@@ -17,6 +17,7 @@ from buildtool.linkage.checks.macos_tag import check_macos_tag
 from buildtool.linkage.checks.needed import (
     check_forbidden_needed,
     check_needed_found,
+    check_recipe_libraries_present,
     check_required_needed,
     check_symbol_versions,
 )
@@ -35,6 +36,7 @@ from buildtool.linkage.checks.underlinking import check_underlinked_libraries
 CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_required_needed,
     check_forbidden_needed,
+    check_recipe_libraries_present,
     check_duplicate_object_code,
     check_owned_initializers,
     check_registrations,

@@ -105,6 +105,12 @@ class InputSet:
     dll_directories: tuple[PurePosixPath, ...] = ()
     """Folders the input's packages add with ``os.add_dll_directory`` (``dll_directories``),
     located like ``files``."""
+    install_rpaths: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """A CMake build tree's files by name -> the RPATH ``cmake --install`` gives them
+    (``cmake_install.cmake``; ``""``: none), which replaces CMake's build RPATH."""
+    install_folders: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """A CMake build tree's files by name -> the name of the folder ``cmake --install`` puts
+    them in (``lib``), which is where they are judged to sit."""
 
     @property
     def in_wheel(self) -> bool:
@@ -264,7 +270,27 @@ def read_folder(
     owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
     scripts = _disk_scripts([candidate for candidate, _size in candidates])
     folders = dll_directories(scripts, [b.location for b in files])
-    return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders)
+    rpaths, destinations = _install_scripts(roots) if kind == "build-tree" else ({}, {})
+    return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders,
+                    install_rpaths=rpaths, install_folders=destinations)  # fmt: skip
+
+
+def _install_scripts(roots: Collection[Path]) -> tuple[dict[str, str], dict[str, str]]:
+    """What every ``cmake_install.cmake`` of a build tree says about RPATHs and destination
+    folders (an unreadable script says nothing: that file is judged where it lies)."""
+    from buildtool.linkage.inputs.cmake_install import install_folders, install_rpaths
+
+    rpaths: dict[str, str] = {}
+    destinations: dict[str, str] = {}
+    for root in roots:
+        for script in sorted(root.rglob("cmake_install.cmake")):
+            try:
+                text = script.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            rpaths.update(install_rpaths(text))
+            destinations.update(install_folders(text))
+    return rpaths, destinations
 
 
 def _disk_scripts(candidates: Collection[Path]) -> list[tuple[PurePosixPath, str]]:
