@@ -348,7 +348,7 @@ def test_a_plugin_built_for_another_machine_is_caught(tmp_path: Path, run_cli: C
     _configure(tmp_path)
     prefix = tmp_path / "prefix"
     rpc = prefix / "bin" / "libggml-rpc.so"
-    source = PACKAGES / "ggmllike" / "src" / "backend.c"
+    source = PACKAGES / "ggmllike" / "src" / "rpc.c"
     defines = ["-DBACKEND=rpc", "-DREGISTERS=ggmllike.backend.rpc"]
     subprocess.run([compiler, "-shared", "-fPIC", *defines, "-o", rpc, source], check=True)
     run = _backends(prefix)
@@ -360,3 +360,40 @@ def test_a_plugin_built_for_another_machine_is_caught(tmp_path: Path, run_cli: C
              if Path(f["path"]).name == "libggml-rpc.so"]  # fmt: skip
     assert ("BT128", "is built for aarch64 (64-bit), its host libggml.so.0.21.0 for x86_64 "
             "(64-bit): the host cannot open it") in found  # fmt: skip
+
+
+def test_init_writes_the_backends_as_plugins_of_the_registry(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """init finds each module's host in the code model (libggml depends on the modules without
+    linking them), its plugin folder in the install rules (bin/), and the CPU variants, which
+    compile the same sources, as alternatives; each variant's feats object library has its
+    variant as its one owner (init used to say "give it one owner"). With that recipe
+    check-cmake and verify-linkage are clean on the build tree and the install; the variants
+    resident side by side would be BT202 (one source compiled into two modules ggml opens)."""
+    from buildtool.recipe.load import load_recipe
+
+    build = _configure(tmp_path)
+    recipe = tmp_path / "init.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    text = recipe.read_text(encoding="utf-8")
+    assert "give it one owner" not in text
+    written = load_recipe(recipe).recipe
+    assert written.libraries["ggml"].plugin_folder == "bin"
+    plugins = {name: (p.host, p.alternatives, p.objects) for name, p in written.plugins.items()}
+    assert plugins == {
+        "ggml-blas": ("ggml", "", ()),
+        "ggml-cpu-haswell": ("ggml", "ggml-cpu", ("ggml-cpu-haswell-feats",)),
+        "ggml-cpu-zen4": ("ggml", "ggml-cpu", ("ggml-cpu-zen4-feats",)),
+        "ggml-rpc": ("ggml", "", ()),
+    }
+    checked = run_cli("check-cmake", str(build), "--recipe", str(recipe), "--format", "json")
+    assert (checked.exit_code, json.loads(checked.stdout)["findings"]) == (0, [])
+    assert _all_findings(run_cli, build, recipe) == []
+    assert _all_findings(run_cli, tmp_path / "prefix", recipe) == []
+    resident = tmp_path / "resident.toml"
+    resident.write_text(text.replace('alternatives = "ggml-cpu"\n', ""), encoding="utf-8")
+    checked = run_cli("check-cmake", str(build), "--recipe", str(resident), "--format", "json")
+    found = [(f["id"], f["message"]) for f in json.loads(checked.stdout)["findings"]]
+    assert found == [("BT202", "target ggml-cpu-zen4 (CMakeLists.txt:35): src/cpu.c is also "
+                      "compiled into ggml-cpu-haswell, and ggml opens both")]  # fmt: skip

@@ -213,9 +213,27 @@ def _plugin_closures(
             continue
         location = plugin.binary.location
         env = envs[labels[location]]
-        loaded = closures[host.location]
+        loaded = _as_loaded(closures[host.location], read)
         found[location] = resolve_closure(str(location), facts, read, env, loaded=loaded)
     return found
+
+
+def _as_loaded(host: Closure, read: FactsLookup) -> Closure:
+    """The host's closure as a process that runs the host has it: a NEEDED the host's own
+    search does not find (its finding says so) was loaded all the same, or the host would not
+    run; the file of that name beside the requester stands for it."""
+    objects = dict(host.objects)
+    order, names = list(host.load_order), dict(host.names)
+    for edge in host.missing:
+        path = posixpath.join(posixpath.dirname(edge.requester), edge.needed)
+        facts = read(path) if edge.needed not in names else None
+        if facts is not None:
+            objects.setdefault(path, facts)
+            order.append(path)
+            names[edge.needed] = path
+    if len(order) == len(host.load_order):
+        return host
+    return dataclasses.replace(host, load_order=tuple(order), objects=objects, names=names)
 
 
 def _interpreters(

@@ -1,6 +1,6 @@
-/* A backend other than the CPU's (blas, rpc): one module per name, resident beside the others,
- * registering the name it is built with (REGISTERS, a dotted name). With NEEDS_EXTRA it needs
- * libggml-extra, a library its host does not load. */
+/* A backend other than the CPU's (blas.c, rpc.c include it): one module per name, resident
+ * beside the others, registering the name it is built with (REGISTERS, a dotted name). With
+ * NEEDS_EXTRA it needs libggml-extra, a library its host does not load. */
 #define STRING(x) #x
 #define VALUE(x) STRING(x)
 int ggml_base_version(void);
