@@ -213,3 +213,138 @@ def test_an_unversioned_name_glibc_does_not_export_is_an_error_where_it_fails(
     evidence = _findings(report)[0]["evidence"]
     assert "helper_length" in evidence
     assert "strlen" not in evidence
+
+
+# --- duplicate registration, as aarch64 code does it --------------------------------------------
+
+REGISTRY = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+struct Table { int size; const char* data; const char* name; };
+static std::set<std::string>& names() { static std::set<std::string> all; return all; }
+extern "C" void registry_add(const char* name) {
+  if (!names().insert(name).second) { std::fprintf(stderr, "duplicate %s\\n", name); std::abort(); }
+}
+extern "C" void registry_add_table(const Table* table) { registry_add(table->name); }
+"""
+
+REGISTRATIONS = """struct Table { int size; const char* data; const char* name; };
+extern "C" void registry_add(const char*);
+extern "C" void registry_add_table(const Table*);
+namespace {
+struct Direct { Direct() { registry_add("gemm"); } } direct;
+const Table table = {2, "\\x01\\x02", "NAME.proto"};
+struct ByTable { ByTable() { registry_add_table(&table); } } by_table;
+}  // namespace
+extern "C" __attribute__((visibility("default"))) int LIBRARY() { return 1; }
+"""
+"""Two registrations as -O2 compiles them on aarch64: a name loaded with adrp/add and a tail
+branch (``b``) to the registry's PLT entry; a structure whose third field names the file it
+registers (protobuf's descriptor tables), its address passed the same way."""
+
+LOAD_BOTH = """#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    int mode = RTLD_NOW | (strcmp(argv[1], "global") == 0 ? RTLD_GLOBAL : RTLD_LOCAL);
+    for (int i = 2; i < argc; ++i) {
+        if (!dlopen(argv[i], mode)) { fprintf(stderr, "%s\\n", dlerror()); return 1; }
+    }
+    return 0;
+}
+"""
+
+MAIN = """extern "C" int one(); extern "C" int two();
+int main() { return one() + two() == 2 ? 0 : 1; }
+"""
+
+
+def _cross_cxx(folder: Path, out: str, source: str, *flags: str) -> Path:
+    src = folder / f"{out.split('.', maxsplit=1)[0]}.cc"
+    src.write_text(source)
+    command = [f"{TRIPLE}-g++", "-O2", "-o", str(folder / out), str(src), f"-L{folder}", *flags]
+    subprocess.run(command, check=True, capture_output=True)
+    return folder / out
+
+
+def _registering_pair(folder: Path, proto: str) -> Path:
+    """libone.so and libtwo.so (hidden visibility), each registering "gemm" and a table naming
+    ``proto``.proto into libcore.so; main needs both."""
+    folder.mkdir()
+    shared = ("-shared", "-fPIC", "-fvisibility=hidden", "-Wl,-rpath,$ORIGIN")
+    _cross_cxx(folder, "libcore.so", REGISTRY, "-shared", "-fPIC")
+    for name in ("one", "two"):
+        source = REGISTRATIONS.replace("LIBRARY", name).replace("NAME", proto)
+        _cross_cxx(folder, f"lib{name}.so", source, *shared, "-lcore")
+    _cross_cxx(folder, "main", MAIN, "-Wl,--no-as-needed", "-lone", "-ltwo", "-Wl,-rpath,$ORIGIN")
+    return folder
+
+
+def _stripped_copy(folder: Path) -> Path:
+    copy = folder.with_name(folder.name + "-stripped")
+    shutil.copytree(folder, copy)
+    for name in ("libone.so", "libtwo.so", "main"):
+        subprocess.run([f"{TRIPLE}-strip", str(copy / name)], check=True)
+    return copy
+
+
+@pytest.mark.parametrize("stripped", [False, True], ids=["unstripped", "stripped"])
+def test_aarch64_tail_branches_and_registered_tables_are_followed(
+    qemu: list[str], run_cli: CliRunner, tmp_path: Path, stripped: bool
+) -> None:
+    loader = _cross_cxx(tmp_path, "load-both", LOAD_BOTH, "-ldl")
+    bound = _registering_pair(tmp_path / "same", "shared")
+    bound = _stripped_copy(bound) if stripped else bound
+    libraries = [bound / "libone.so", bound / "libtwo.so"]
+    for mode in ("global", "local"):
+        completed = _run(qemu, loader, mode, *libraries)
+        assert completed.returncode != 0
+        assert "duplicate gemm" in completed.stderr
+    disassembly = subprocess.run(
+        [f"{TRIPLE}-objdump", "-d", str(bound / "libone.so")],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    tail_branches = [line for line in disassembly.splitlines() if "\tb\t" in line]
+    assert any("<registry_add_table@plt>" in line for line in tail_branches)
+    code, report = _verify(run_cli, bound, "--no-recipe")
+    assert code == 1
+    (finding,) = _findings(report)
+    assert (finding["id"], Path(finding["path"]).name) == ("BT103", "libtwo.so")
+    assert "libcore.so:registry_add" in finding["evidence"]
+    assert "'gemm'" in finding["evidence"]
+    assert "'shared.proto'" in finding["evidence"]
+
+
+def test_aarch64_tables_naming_different_files_load_and_are_clean(
+    qemu: list[str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """The same registration code with its name read through the table: each library registers
+    its own file, so both load; the strings the walk read through the pointers tell them
+    apart."""
+    loader = _cross_cxx(tmp_path, "load-both", LOAD_BOTH, "-ldl")
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    shared = ("-shared", "-fPIC", "-fvisibility=hidden", "-Wl,-rpath,$ORIGIN")
+    _cross_cxx(folder, "libcore.so", REGISTRY, "-shared", "-fPIC")
+    direct = 'struct Direct { Direct() { registry_add("gemm"); } } direct;\n'
+    only_tables = REGISTRATIONS.replace(direct, "")
+    for name in ("one", "two"):
+        source = only_tables.replace("LIBRARY", name).replace("NAME", name)
+        _cross_cxx(folder, f"lib{name}.so", source, *shared, "-lcore")
+    _cross_cxx(folder, "main", MAIN, "-Wl,--no-as-needed", "-lone", "-ltwo", "-Wl,-rpath,$ORIGIN")
+    for mode in ("global", "local"):
+        completed = _run(qemu, loader, mode, folder / "libone.so", folder / "libtwo.so")
+        assert completed.returncode == 0, completed.stderr
+    assert _run(qemu, folder / "main").returncode == 0
+    code, report = _verify(run_cli, folder, "--no-recipe")
+    assert (code, _findings(report)) == (0, [])
+    # the same code registering one file's table in both aborts, and is caught
+    for name in ("one", "two"):
+        source = only_tables.replace("LIBRARY", name).replace("NAME", "same")
+        _cross_cxx(folder, f"lib{name}.so", source, *shared, "-lcore")
+    completed = _run(qemu, loader, "global", folder / "libone.so", folder / "libtwo.so")
+    assert "duplicate same.proto" in completed.stderr
+    code, report = _verify(run_cli, folder, "--no-recipe")
+    assert code == 1
+    assert "'same.proto'" in _findings(report)[0]["evidence"]

@@ -174,6 +174,34 @@ def test_a_hidden_copy_that_registers_into_a_shared_registry_is_bt103(
     assert "both register through libcore.so:registry_add" in report.findings[0].evidence
 
 
+TAIL_CALL = """extern "C" void registry_add(const char*);
+namespace {
+struct Registerer { Registerer() { registry_add("gemm"); } } registerer;
+}  // namespace
+"""
+"""The seed's registration as -O2 compiles it: the initializer is two instructions, the name's
+address loaded and a jump (no call) to the registry's PLT entry."""
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_two_instruction_initializer_that_tail_calls_the_registry_is_bt103(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "tail", TAIL_CALL, strip)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    assert "duplicate gemm" in run.stderr
+    disassembly = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", tmp_path / "tail" / "libone.so"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    tail_calls = [line for line in disassembly.splitlines() if "jmp" in line]
+    assert any("<registry_add@plt>" in line for line in tail_calls)
+    report = check(tmp_path / "tail")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "both register through libcore.so:registry_add" in report.findings[0].evidence
+    assert "'gemm'" in report.findings[0].evidence
+
+
 @pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
 def test_a_hidden_copy_with_its_own_registry_loads_and_is_no_error(
     tmp_path: Path, strip: bool

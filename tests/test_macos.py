@@ -26,7 +26,7 @@ from buildtool.linkage.binaries.macho.initializers import pointer_target
 from buildtool.linkage.checks.policy import recipe_spelling
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_example
 from tests.cross import buildtool_cross_build, cross_build, damaged_copies, elf_only_link_flags
-from tests.macos_sdk import write_sdk
+from tests.macos_sdk import clang_macos, write_sdk
 
 pytestmark = pytest.mark.integration
 
@@ -236,3 +236,65 @@ def test_a_damaged_dylib_is_malformed_or_read_never_a_crash(macos_build: Path) -
         for damaged in damaged_copies(dylib.read_bytes()):
             with contextlib.suppress(MalformedMachO):
                 read_macho_facts(damaged, dylib.name)
+
+
+# --- a short registration in two dylibs ----------------------------------------------------------
+
+REGISTRY_C = """int strcmp(const char*, const char*);
+void abort(void);
+static const char* seen[16];
+static int count;
+void registry_add(const char* name) {
+  for (int i = 0; i < count; ++i)
+    if (strcmp(seen[i], name) == 0) abort();
+  seen[count++] = name;
+}
+"""
+SHORT_CONSTRUCTOR = """void registry_add(const char*);
+__attribute__((constructor)) static void registration(void) { registry_add(NAME); }
+int LIBRARY(void) { return 1; }
+"""
+"""A C constructor in ``__mod_init_func``: the name's address (adrp/add) and a tail branch to
+the registry's stub, a few instructions; no ``_GLOBAL__sub_I_`` name pairs the copies."""
+BOTH_DYLIBS = (
+    "int one(void); int two(void);\nint main(void) { return one() + two() == 2 ? 0 : 1; }\n"
+)
+
+
+def _short_pair(sdk: Path, folder: Path, names: tuple[str, str]) -> Path:
+    folder.mkdir()
+    rpath = ("-Wl,-rpath,@loader_path", f"-L{folder}")
+    clang_macos(sdk, "arm64", folder / "libregistry.dylib", REGISTRY_C, "-dynamiclib",
+                "-install_name", "@rpath/libregistry.dylib")  # fmt: skip
+    for library, name in zip(("one", "two"), names, strict=True):
+        source = SHORT_CONSTRUCTOR.replace("LIBRARY", library).replace("NAME", f'"{name}"')
+        name_flags = ("-install_name", f"@rpath/lib{library}.dylib")
+        clang_macos(sdk, "arm64", folder / f"lib{library}.dylib", source, "-O2", "-dynamiclib",
+                    *name_flags, *rpath, "-lregistry")  # fmt: skip
+    clang_macos(sdk, "arm64", folder / "main", BOTH_DYLIBS, *rpath, "-lone", "-ltwo")
+    return folder
+
+
+def _errors_without_recipe(run_cli: CliRunner, path: Path) -> list[tuple[str, str, str]]:
+    """(id, file name, evidence) of every error of verify-linkage --no-recipe."""
+    result = run_cli("verify-linkage", str(path), "--no-recipe", "--format", "json")
+    assert result.exit_code in (0, 1), result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    errors = [(f["id"], Path(f["path"]).name, f["evidence"]) for f in findings
+              if f["severity"] == "error"]  # fmt: skip
+    assert result.exit_code == (1 if errors else 0)
+    return errors
+
+
+def test_a_short_constructor_registering_one_name_in_two_dylibs_is_bt103(
+    macos_toolchain: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """dyld runs both dylibs' constructors in one process (no Mac here: the same code aborts
+    under qemu and wine); registering two different names is the clean case."""
+    sdk = macos_toolchain.parent
+    errors = _errors_without_recipe(run_cli, _short_pair(sdk, tmp_path / "same", ("gemm", "gemm")))
+    assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.dylib")]
+    assert "libregistry.dylib:_registry_add" in errors[0][2]
+    assert "'gemm'" in errors[0][2]
+    other = _short_pair(sdk, tmp_path / "other", ("gemm.one", "gemm.two"))
+    assert _errors_without_recipe(run_cli, other) == []

@@ -365,3 +365,61 @@ def test_a_damaged_dll_is_malformed_or_read_never_a_crash(windows_build: Path) -
         for damaged in damaged_copies(dll.read_bytes()):
             with contextlib.suppress(MalformedPE):
                 read_pe_facts(damaged, dll.name)
+
+
+# --- a two-instruction registration in two DLLs -------------------------------------------------
+
+REGISTRY_DLL = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+extern "C" __declspec(dllexport) void registry_add(const char* name) {
+  static std::set<std::string> names;
+  if (!names.insert(name).second) { std::fprintf(stderr, "duplicate %s\\n", name); std::abort(); }
+}
+"""
+SHORT_REGISTRATION = """extern "C" __declspec(dllimport) void registry_add(const char*);
+namespace { struct Registerer { Registerer() { registry_add("gemm"); } } registerer; }
+extern "C" __declspec(dllexport) int LIBRARY() { return 1; }
+"""
+"""-O2 makes the initializer two instructions: the name's address in rcx and a jump through
+the import address table (``jmp *__imp_registry_add``)."""
+BOTH_DLLS = """extern "C" __declspec(dllimport) int one();
+extern "C" __declspec(dllimport) int two();
+int main() { return one() + two() == 2 ? 0 : 1; }
+"""
+
+
+def _mingw_cxx(folder: Path, out: str, source: str, *flags: str) -> Path:
+    # the win32 thread model: the DLLs need no libwinpthread-1.dll beside them
+    compiler = shutil.which(f"{TRIPLE}-g++-win32")
+    require(compiler is not None, f"{TRIPLE}-g++-win32 is not installed (g++-mingw-w64-x86-64)")
+    assert compiler is not None
+    src = folder / f"{out.split('.', maxsplit=1)[0]}.cc"
+    src.write_text(source)
+    command = [compiler, "-O2", "-o", str(folder / out), str(src), f"-L{folder}", *flags]
+    subprocess.run(command, check=True, capture_output=True)
+    return folder / out
+
+
+def test_a_two_instruction_registration_in_two_dlls_aborts_and_is_bt103(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    folder = tmp_path / "short"
+    folder.mkdir()
+    static = ("-static-libgcc", "-static-libstdc++")
+    _mingw_cxx(folder, "registry.dll", REGISTRY_DLL, "-shared", *static)
+    for name in ("one", "two"):
+        source = SHORT_REGISTRATION.replace("LIBRARY", name)
+        _mingw_cxx(folder, f"{name}.dll", source, "-shared", "-lregistry", *static)
+    main = _mingw_cxx(folder, "main.exe", BOTH_DLLS, "-lone", "-ltwo", *static)
+    completed = _run_under_wine(wine_env, main)
+    assert completed.returncode != 0
+    assert "duplicate gemm" in completed.stderr
+    code, report = _verify_json(run_cli, folder)
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    assert code == 1
+    assert [(f["id"], f["path"].rsplit("/", 1)[-1]) for f in findings] == [("BT103", "two.dll")]
+    assert "both register through registry.dll:registry_add" in findings[0]["evidence"]
+    assert "'gemm'" in findings[0]["evidence"]

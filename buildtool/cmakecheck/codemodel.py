@@ -66,6 +66,9 @@ class CmakeTarget:
     build_folder: str = ""
     """Absolute build folder of the CMake directory that defines it (where its artifacts go
     unless an output directory is set)."""
+    compile_flags: tuple[str, ...] = ()
+    """The flags its sources are compiled with: each compile group's command fragments, split
+    into words (``-fvisibility=hidden`` from ``CXX_VISIBILITY_PRESET``), in order."""
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -176,6 +179,15 @@ def _direct_links(data: Mapping[str, Any], names: Mapping[str, str]) -> tuple[st
     return tuple(dict.fromkeys(names[i] for i in ids if i in names))
 
 
+def _compile_flags(data: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(
+        word
+        for group in data.get("compileGroups", ())
+        for fragment in group.get("compileCommandFragments", ())
+        for word in _text(fragment["fragment"]).split()
+    )
+
+
 def parse_target(
     data: Mapping[str, Any],
     paths: tuple[str, str],
@@ -206,6 +218,7 @@ def parse_target(
         line=line,
         installed=bool(data.get("install")),
         build_folder=_absolute(build_dir, _text((data.get("paths") or {}).get("build", "."))),
+        compile_flags=_compile_flags(data),
     )
 
 

@@ -119,3 +119,27 @@ def linked_targets(target: CmakeTarget, build_dir: str, artifacts: Mapping[str, 
     found = [artifacts.get(path) or artifacts.get(unversioned(path)) for path in paths]
     # libraries from outside the build tree's targets (system, ExternalProject) are not targets
     return list(dict.fromkeys(name for name in found if name and name != target.name))
+
+
+def static_archives(target: CmakeTarget, build_dir: str) -> Iterator[tuple[int, str]]:
+    """(fragment index, absolute path) of each static archive (``.a``) on the link line."""
+    for index, path in library_paths(target, build_dir):
+        if path.endswith(".a"):
+            yield index, path
+
+
+def keeps_archives_private(target: CmakeTarget, archive: str) -> str | None:
+    """The link option that keeps ``archive``'s code out of the library's exports or binds the
+    library's own calls to it (``--exclude-libs`` naming it or ``ALL``, ``-Bsymbolic``, a
+    version script, which decides the exports itself); None when its symbols are exported."""
+    options = [option for item in target.link for option in linker_options(item.fragment)]
+    for index, option in enumerate(options):
+        name, _, value = option.partition("=")
+        if name in ("--exclude-libs", "-exclude-libs"):
+            value = value or (options[index + 1] if index + 1 < len(options) else "")
+            names = set(value.replace(":", ",").split(","))  # ld takes both separators
+            if "ALL" in names or posixpath.basename(archive) in names:
+                return f"--exclude-libs,{value}"
+        elif name in ("-Bsymbolic", "-Bsymbolic-functions", "--version-script"):
+            return option
+    return None

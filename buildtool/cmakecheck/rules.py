@@ -17,10 +17,12 @@ from buildtool.cmakecheck.codemodel import LIBRARY_TYPES, LINKED_TYPES, CmakeTar
 from buildtool.cmakecheck.linkline import (
     artifact_index,
     as_needed_per_fragment,
+    keeps_archives_private,
     library_paths,
     linked_file_names,
     linked_targets,
     rpath_entries,
+    static_archives,
     unversioned,
 )
 from buildtool.cmakecheck.policy import CmakePolicy
@@ -159,6 +161,98 @@ def check_sources(graph: Graph, together: Together) -> Iterator[Finding]:
         )
 
 
+def _built_hidden(model: Codemodel) -> dict[str, str]:
+    """Archive path -> the STATIC library target building it with hidden visibility."""
+    return {
+        path: target.name
+        for target in model.of_type("STATIC_LIBRARY")
+        if "-fvisibility=hidden" in target.compile_flags
+        for path in target.artifacts
+    }
+
+
+def _archive_holders(model: Codemodel) -> dict[str, dict[str, int]]:
+    """Static archive path -> the shared libraries linking it, each with the archive's place on
+    its link line (the first)."""
+    holders: dict[str, dict[str, int]] = {}
+    for target in model.of_type(*LIBRARY_TYPES):
+        for index, path in static_archives(target, model.build_dir):
+            holders.setdefault(path, {}).setdefault(target.name, index)
+    return holders
+
+
+def _first_places(target: CmakeTarget, build_dir: str) -> dict[str, int]:
+    """Each library file on the link line (without a version tail too) -> its first place."""
+    places: dict[str, int] = {}
+    for index, path in library_paths(target, build_dir):
+        places.setdefault(path, index)
+        places.setdefault(unversioned(path), index)
+    return places
+
+
+def _reuses_copy(graph: Graph, pair: tuple[str, str], archive: str) -> bool:
+    """Whether one of the pair links the other's library before ``archive``: the linker then
+    resolves what it needs of the archive from the other library's exports, and takes no copy."""
+    model = graph.model
+    for user, provider in (pair, pair[::-1]):
+        if provider not in graph.linked.get(user, ()):
+            continue
+        places = _first_places(model.target(user), model.build_dir)
+        provided = [places[path] for path in model.target(provider).artifacts if path in places]
+        if provided and min(provided) < places.get(archive, min(provided) + 1):
+            return True
+    return False
+
+
+def _exported_archives(graph: Graph) -> dict[tuple[str, str], list[str]]:
+    """Pairs of shared libraries that both keep a copy of a static archive's code with its
+    symbols exported: archives built with hidden visibility, kept private by a link option, or
+    taken from the other library left out."""
+    model = graph.model
+    hidden = _built_hidden(model)
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for archive, holders in sorted(_archive_holders(model).items()):
+        if archive in hidden:
+            continue
+        exporting = [
+            name for name in holders if keeps_archives_private(model.target(name), archive) is None
+        ]
+        for pair in itertools.combinations(exporting, 2):
+            if not _reuses_copy(graph, pair, archive):
+                pairs.setdefault(pair, []).append(archive)
+    return pairs
+
+
+def _archives_text(archives: list[str]) -> str:
+    names = [posixpath.basename(path) for path in archives]
+    if len(names) == 1:
+        return f"static library {names[0]} is also linked into {{other}} with its symbols"
+    shown = ", ".join(names[:SHOWN_SOURCES])
+    more = f" and {len(names) - SHOWN_SOURCES} more" if len(names) > SHOWN_SOURCES else ""
+    return (
+        f"{len(names)} static libraries ({shown}{more}) are also linked into {{other}} with "
+        "their symbols"
+    )
+
+
+def check_static_libraries(graph: Graph, together: Together) -> Iterator[Finding]:
+    """BT212: a static library's code in two shared libraries one process loads, its symbols
+    exported from both."""
+    model = graph.model
+    for (first, second), archives in _exported_archives(graph).items():
+        reason = together.reason(first, second)
+        if reason is None:
+            continue
+        yield _finding(
+            model.target(second),
+            "BT212",
+            _archives_text(archives).format(other=first) + f" exported from both, and {reason}",
+            f"one process loads {first} and {second}; neither keeps the archives' symbols "
+            "private (no -Wl,--exclude-libs, -Bsymbolic or version script on their links, no "
+            "hidden visibility where the archive is built here)",
+        )
+
+
 def _folder(target: CmakeTarget) -> str:
     return posixpath.dirname(target.artifacts[0])
 
@@ -227,6 +321,7 @@ def generic_findings(graph: Graph, policy: CmakePolicy | None) -> Iterator[Findi
     together = Together(graph, policy)
     yield from check_object_libraries(graph, together)
     yield from check_sources(graph, together)
+    yield from check_static_libraries(graph, together)
     yield from check_together(graph.model, policy)
 
 

@@ -62,7 +62,7 @@ def _relocate(inputs: InputSet) -> InputSet:
         dataclasses.replace(b, location=SITE / b.location.relative_to("/")) for b in inputs.files
     )
     folders = tuple(SITE / folder.relative_to("/") for folder in inputs.dll_directories)
-    return dataclasses.replace(inputs, files=files, dll_directories=folders)
+    return dataclasses.replace(inputs, files=files, dll_directories=folders, root=SITE)
 
 
 def _read_once(inputs: Sequence[InputSet]) -> list[InputSet]:

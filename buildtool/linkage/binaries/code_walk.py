@@ -1,11 +1,16 @@
-"""What a library's initializers reach: the imported functions the code its loader runs at load
-time can call, found by following direct calls inside the library with a disassembler
-(capstone), whatever the format (ELF's ``DT_INIT_ARRAY``, a PE file's static initializers).
+"""What a library's initializers reach: the functions the code its loader runs at load time
+calls by symbol (imports, and its own exports called through a slot the loader may bind to
+another library's copy), found by following calls and tail jumps inside the library with a
+disassembler (capstone), whatever the format (ELF's ``DT_INIT_ARRAY``, a PE file's static
+initializers).
 
 A duplicated static initializer collides only when both copies reach shared state: a function
-of a third library (a registry). The linkage of the shared code cannot tell; the code can.
-The walk is bounded (``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` per initializer) and knows
-x86-64 and aarch64; other machines read as having no initializers.
+of a third library (a registry), or one both export that the loader binds to one copy. The
+linkage of the shared code cannot tell; the code can. The walk is bounded (``MAX_DEPTH`` calls
+deep, ``MAX_INSTRUCTIONS`` per initializer) and knows x86-64 and aarch64; other machines read as
+having no initializers. What an initializer's own code addresses (a string, or a structure whose
+first pointers name one: protobuf's descriptor table and its ``.proto`` file) is part of its
+shape: the name it registers tells its copies from other registrations of the same code.
 
 ``CodeView`` is what the walk needs, decoded by each format's reader.
 """
@@ -17,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
-from buildtool.linkage.binaries.facts import InitializerReach
+from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit, TypeRecord
 
 WALKED_MACHINES: Final = ("x86_64", "aarch64")
 MAX_DEPTH: Final = 2
@@ -33,6 +38,11 @@ MAX_FUNCTION_INSTRUCTIONS: Final = 300
 _CHUNK: Final = 512
 _BATCH: Final = 24
 """Instructions decoded at a time: most sweeps end within a few dozen."""
+
+
+def no_pointer(_address: int) -> int | None:
+    """A ``CodeView.pointer`` for a format whose stored pointers the walk does not decode."""
+    return None
 
 
 class CodeView(NamedTuple):
@@ -51,6 +61,9 @@ class CodeView(NamedTuple):
     constant: Callable[[int, int], bytes]
     """Bytes at a virtual address in any loaded segment: the read-only data the code points
     at (the string an initializer registers)."""
+    pointer: Callable[[int], int | None] = no_pointer
+    """The address the pointer stored at a virtual address points to (what the loader
+    relocates it to, less the load address); None where no pointer is stored."""
 
 
 def _capstone(machine: str) -> Any:
@@ -65,8 +78,28 @@ _RIP = re.compile(r"\[rip \+ (0x[0-9a-f]+)\]")
 _RIP_OFFSET = re.compile(r"\[rip ([+-]) (0x[0-9a-f]+)\]")
 MAX_LITERAL: Final = 64
 """Bytes of a string literal the shape keeps (its start tells two registrations apart)."""
+MAX_STRINGS: Final = 8
+"""Strings an initializer's reach lists (``InitializerReach.strings``)."""
+POINTER_WORDS: Final = 4
+"""Pointers at the start of an addressed structure the shape looks through for a string."""
 _RIP_ANY = re.compile(r"rip [+-] 0x[0-9a-f]+")
 _IMMEDIATE = re.compile(r"#?(0x[0-9a-f]+)$")
+_LOADS_POINTER: Final = tuple(
+    f"{register}, qword ptr [rip"
+    for register in (
+        "rax",
+        "rbx",
+        "rcx",
+        "rdx",
+        "rsi",
+        "rdi",
+        "rbp",
+        *(f"r{n}" for n in range(8, 16)),
+    )
+)
+"""``mov`` forms that load a pointer (a GOT entry's: the address of data another library, or
+this one's export, defines)."""
+_STACK_BYTE = re.compile(r"byte ptr \[rsp(?: \+ 0x[0-9a-f]+)?\], (0x[0-9a-f]+|[0-9]+)")
 _X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
 _ARM_STOP: Final = frozenset({"ret", "br", "b", "brk", "udf"})
 
@@ -81,7 +114,15 @@ class _Function(NamedTuple):
     calls: tuple[tuple[int, int], ...]
     """(address, 1 for a call, 0 for a branch within it) of its direct branch targets."""
     imports: tuple[str, ...]
-    """Imported functions it calls or jumps to through a GOT slot."""
+    """Functions it calls or jumps to through a slot (a GOT entry, a stub): imports, and its
+    own exported functions (which the loader may bind to another library's copy)."""
+    flags: tuple[tuple[int, int], ...] = ()
+    """(index in ``shape``, value) of each byte-wide immediate stored or or-ed into a stack slot
+    (x86-64): the bit fields of a record built on the stack."""
+    constants: tuple[tuple[int, int, bool], ...] = ()
+    """(index in ``shape``, address, whether the address is that of a pointer loaded) of each
+    instruction that addresses data (or loads a pointer to it: a GOT entry): what a string there
+    says is added to the shape when the function is an initializer's own."""
 
 
 _NOTHING: Final = _Function(0, 0, (), (), ())
@@ -95,22 +136,30 @@ class _Sweep:
         self.calls: list[tuple[int, int]] = []
         self.imports: list[str] = []
         self.shape: list[str] = []
+        self.constants: list[tuple[int, int, bool]] = []
+        self.flags: list[tuple[int, int]] = []
         self.end = 0
 
     def slot(self, address: int) -> None:
-        """A call through a GOT slot: an import, or (own exported function) its definition."""
+        """A call through a GOT slot: an import, or an own exported function, which is also
+        followed to its definition (the copy this library's loader binds it to when alone)."""
         entry = self.view.slot(address)
         if entry is None:
             return
         name, defined_at = entry
+        self.imports.append(name)
         if defined_at:
             self.calls.append((defined_at, 1))
-        else:
-            self.imports.append(name)
+
+    def addresses(self, address: int, loaded: bool = False) -> None:
+        """The instruction being decoded addresses data at ``address`` (``loaded``: loads the
+        pointer stored there)."""
+        self.constants.append((len(self.shape), address, loaded))
 
     def result(self) -> _Function:
         shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
-        return _Function(len(shape), self.end, shape, calls, imports)
+        flags, constants = tuple(self.flags), tuple(self.constants)
+        return _Function(len(shape), self.end, shape, calls, imports, flags, constants)
 
 
 def _sweep_function(
@@ -153,13 +202,13 @@ def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> st
         return ""
     if "rip" in operands:  # an address relative to the instruction: not the shape
         shaped = _RIP_ANY.sub("rip", operands)
-        offset = _RIP_OFFSET.search(operands) if mnemonic == "lea" else None
-        if offset:
+        offset = _RIP_OFFSET.search(operands) if mnemonic in ("lea", "mov") else None
+        if offset and (mnemonic == "lea" or operands.startswith(_LOADS_POINTER)):
             sign = -1 if offset.group(1) == "-" else 1
-            address = after + sign * int(offset.group(2), 16)
-            literal = _literal(sweep.view.constant(address, MAX_LITERAL))
-            return f"{shaped} {literal!r}" if literal else shaped
+            sweep.addresses(after + sign * int(offset.group(2), 16), loaded=mnemonic == "mov")
         return shaped
+    if mnemonic in ("or", "mov") and (byte := _STACK_BYTE.fullmatch(operands)):
+        sweep.flags.append((len(sweep.shape), int(byte.group(1), 0)))
     return operands
 
 
@@ -185,9 +234,12 @@ def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None
         sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("call", "jmp"))))
 
 
-_ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+)")
-_ADD = re.compile(r"(x\d+), (x\d+), #(0x[0-9a-f]+)")
-_LDR = re.compile(r"(x\d+), \[(x\d+), #(0x[0-9a-f]+)\]")
+# capstone writes aarch64 immediates below ten in decimal (``#0``, ``[x16, #8]``)
+_ADRP = re.compile(r"(x\d+), #(0x[0-9a-f]+|\d+)")
+_ADD = re.compile(r"(x\d+), (x\d+), #(0x[0-9a-f]+|\d+)")
+_LDR = re.compile(r"(x\d+), \[(x\d+)(?:, #(0x[0-9a-f]+|\d+))?\]")
+"""A load from a page and an offset: ``ldr x17, [x16, #0x18]`` (ELF PLT); a Mach-O stub's
+offset may be none: ``ldr x16, [x16]``."""
 
 
 def _arm_function(sweep: _Sweep, cs: Any, address: int) -> None:
@@ -206,14 +258,12 @@ def _arm_instruction(
     """Follow one instruction; its shape is its mnemonic (and the string it addresses)."""
     mnemonic, operands = insn
     if mnemonic == "adrp" and (page := _ADRP.fullmatch(operands)):
-        pages[page.group(1)] = int(page.group(2), 16)
+        pages[page.group(1)] = int(page.group(2), 0)
     elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
-        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3), 16)
+        loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3) or "0", 0)
+        sweep.addresses(loaded[load.group(1)], loaded=True)
     elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
-        address = pages[add.group(2)] + int(add.group(3), 16)
-        literal = _literal(sweep.view.constant(address, MAX_LITERAL))
-        if literal:
-            return f"{mnemonic} {literal!r}"
+        sweep.addresses(pages[add.group(2)] + int(add.group(3), 0))
     elif mnemonic in ("br", "blr") and operands in loaded:
         sweep.slot(loaded[operands])
     elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
@@ -231,6 +281,7 @@ class _Functions:
         self.cs = _capstone(view.machine)
         self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
         self.known: dict[int, _Function] = {}
+        self.strings: dict[int, tuple[str, str] | None] = {}
         self.left = MAX_LIBRARY_INSTRUCTIONS
 
     def at(self, address: int) -> _Function:
@@ -244,6 +295,49 @@ class _Functions:
             self.left -= found.instructions
         return found
 
+    def string(self, address: int) -> tuple[str, str] | None:
+        """(what the shape keeps, the string) for data an instruction addresses: a string
+        there, else the first string one of the structure's first pointers names; None for
+        anything else."""
+        if address not in self.strings:
+            found = _literal(self.view.constant(address, MAX_LITERAL))
+            self.strings[address] = (repr(found), found) if found else self._pointed(address)
+        return self.strings[address]
+
+    def _pointed(self, address: int) -> tuple[str, str] | None:
+        """The first string a pointer among the ``POINTER_WORDS`` at ``address`` names: one
+        ended within ``MAX_LITERAL`` bytes, of three characters or more, not starting with a
+        space (other data seldom reads as one)."""
+        if not self.view.constant(address, 8):
+            return None  # no bytes in the file (.bss): nothing the loader relocates is there
+        for index in range(POINTER_WORDS):
+            target = self.view.pointer(address + 8 * index)
+            if not target:
+                continue
+            data = self.view.constant(target, MAX_LITERAL)
+            found = _literal(data)
+            if (
+                found
+                and len(found) > 2
+                and not found[0].isspace()
+                and data.find(b"\0") == len(found)
+            ):
+                return f"*{found!r}", found
+        return None
+
+    def own_shape(self, function: _Function) -> tuple[list[str], list[str]]:
+        """An initializer's own instructions as its shape keeps them, and the strings they
+        address."""
+        shape = list(function.shape)
+        strings: list[str] = []
+        for index, address, loaded in function.constants:
+            target = self.view.pointer(address) if loaded else address
+            found = self.string(target) if target else None
+            if found is not None:
+                shape[index] = f"{shape[index]} {found[0]}"
+                strings.append(found[1])
+        return shape, strings
+
     def reach(self, address: int) -> InitializerReach:
         """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
         all; the shape is that of the initializer's own function and the branches within it."""
@@ -251,13 +345,16 @@ class _Functions:
         budget = MAX_INSTRUCTIONS
         reaches: set[str] = set()
         shape: list[str] = []
+        strings: list[str] = []
         while queue and budget > 0:
             current, depth = queue.pop(0)
             function = self.at(current)
             budget -= function.instructions
             reaches.update(function.imports)
             if depth == 0:
-                shape.extend(function.shape)
+                own, found = self.own_shape(function)
+                shape.extend(own)
+                strings.extend(found)
             for target, is_call in function.calls:
                 if current <= target < function.end:
                     continue  # a branch within what the sweep decoded already
@@ -265,7 +362,8 @@ class _Functions:
                     seen.add(target)
                     queue.append((target, depth + is_call))
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
-        return InitializerReach(digest, len(shape), frozenset(reaches), _guarded(shape))
+        named = tuple(dict.fromkeys(strings))[:MAX_STRINGS]
+        return InitializerReach(digest, len(shape), frozenset(reaches), _guarded(shape), named)
 
 
 _GUARD_SET: Final = "mov byte ptr [rip], 1"
@@ -285,6 +383,71 @@ def _guarded(shape: Sequence[str]) -> bool:
                 return False
             armed, calls = False, calls + 1
     return calls > 0
+
+
+ENTRY_DEPTH: Final = 3
+"""Calls followed from a module's init function: the binding code is a few calls in
+(``PyInit_x`` -> ``pybind11_init_x`` -> the project's ``bind_*`` -> ``class_``'s constructor)."""
+ENTRY_INSTRUCTIONS: Final = 40_000
+"""Instructions decoded from a module's init function, at most."""
+_DUNDER = re.compile(r"__\w+__")
+"""The strings a module's init walk keeps: Python names and keys (``__init__``, pybind11's
+``__pybind11_internals_v4_..._``), not every message its code can print."""
+_TYPE_NAME = re.compile(r"(?:N|St|\d)[\w]*")
+"""A type's name as its ``std::type_info`` keeps it (Itanium: ``5Point``, ``N3geo5PointE``)."""
+
+
+def _registrations(
+    functions: _Functions, function: _Function
+) -> tuple[list[str], list[TypeRecord]]:
+    """The strings a function's code addresses, and each type record it fills: a type's
+    ``std::type_info`` addressed, then a byte of flags stored or or-ed into the record on the
+    stack (before the next type's)."""
+    events: list[tuple[int, int, str | int]] = []
+    strings: list[str] = []
+    for index, address, loaded in function.constants:
+        target = functions.view.pointer(address) if loaded else address
+        found = functions.string(target) if target else None
+        if found is not None:
+            strings.append(found[1])
+            if found[0].startswith("*") and _TYPE_NAME.fullmatch(found[1]):
+                events.append((index, 0, found[1]))
+    events += [(index, 1, value) for index, value in function.flags]
+    records: list[TypeRecord] = []
+    pending: str | None = None
+    for _index, kind, value in sorted(events, key=lambda event: (event[0], event[1])):
+        if kind == 0:
+            pending = str(value)
+        elif pending is not None:
+            records.append(TypeRecord(pending, int(value)))
+            pending = None
+    return strings, records
+
+
+def walk_entry(view: CodeView, address: int) -> ModuleInit:
+    """What a Python extension module's init function (``PyInit_<name>``) does, breadth first
+    ``ENTRY_DEPTH`` calls deep: the dunder strings its code addresses (pybind11's registry key
+    among them) and the type records it fills (x86-64's stack stores; none on aarch64)."""
+    if view.machine not in WALKED_MACHINES:
+        return ModuleInit((), ())
+    functions = _Functions(view)
+    functions.left = ENTRY_INSTRUCTIONS
+    queue, seen = [(address, 0)], {address}
+    strings: list[str] = []
+    records: list[TypeRecord] = []
+    while queue:
+        current, depth = queue.pop(0)
+        function = functions.at(current)
+        found, filled = _registrations(functions, function)
+        strings += found
+        records += filled
+        for target, is_call in function.calls:
+            inside = current <= target < function.end
+            if not inside and target not in seen and depth + is_call <= ENTRY_DEPTH:
+                seen.add(target)
+                queue.append((target, depth + is_call))
+    keys = (text for text in strings if _DUNDER.fullmatch(text))
+    return ModuleInit(tuple(dict.fromkeys(keys)), tuple(dict.fromkeys(records)))
 
 
 def walk_initializers(view: CodeView) -> tuple[InitializerReach, ...]:

@@ -178,11 +178,41 @@ class InitializerReach:
     instructions: int
     """How many instructions the walk decoded (within its budget)."""
     reaches: frozenset[str]
-    """Names of the imported functions it can call (directly or through the calls it makes)."""
+    """Names of the functions it can call by symbol (directly or through the calls it makes):
+    its imports, and its own exported functions called through a slot (an ELF PLT or GOT
+    entry), which the loader binds to another library's copy when that one was loaded first."""
     guarded: bool = False
     """Every call it makes is behind a guard byte it then sets: the initialization of C++
     inline variables and template static members, which every library using them carries and
     runs once for its own copy (a type index got or allocated), not a registration."""
+    strings: tuple[str, ...] = ()
+    """The strings its own code addresses, directly or through the first pointers of a
+    structure it addresses, in order (at most a few): what it registers (a gflags flag's name,
+    a ``.proto`` file's). Part of ``shape`` too."""
+
+
+@dataclass(frozen=True)
+class TypeRecord:
+    """A record of a C++ type that a Python binding library registers (pybind11's
+    ``type_record``), as a module's init code fills it."""
+
+    type_name: str
+    """The type's name as its ``std::type_info`` keeps it (``5Point``, ``N3geo5PointE``)."""
+    flags: int
+    """The byte of flags stored into the record (pybind11 2.x: bit 3 the default holder,
+    bit 4 ``py::module_local()``)."""
+
+
+@dataclass(frozen=True)
+class ModuleInit:
+    """What a Python extension module's init function (``PyInit_<name>``) does when the
+    interpreter imports it."""
+
+    strings: tuple[str, ...]
+    """The ``__name__``-like strings its code addresses, in order met (pybind11's registry key
+    ``__pybind11_internals_v4_..._`` among them)."""
+    records: tuple[TypeRecord, ...]
+    """The type records it fills, in order met (x86-64)."""
 
 
 @dataclass(frozen=True)
@@ -256,6 +286,10 @@ class BinaryFacts:
     """``DT_TEXTREL`` or ``DF_TEXTREL``."""
     nodeflib: bool
     """``DF_1_NODEFLIB``: ld.so skips its cache and default directories for this object's needs."""
+    symbolic: bool = False
+    """``DT_SYMBOLIC`` or ``DF_SYMBOLIC`` (``-Bsymbolic``): the loader binds the library's own
+    references to its own definitions before any other object's, so no other library's copy of
+    an exported function interposes on its callers."""
     format: str = "elf"
     """The file format: ``elf``, ``macho`` or ``pe`` (reports name them by ``FORMAT_NAMES``)."""
     platform: str = ""
@@ -279,6 +313,9 @@ class BinaryFacts:
     minos: str | None = None
     """The oldest macOS release a Mach-O file loads on (``LC_BUILD_VERSION`` or
     ``LC_VERSION_MIN_MACOSX``, as ``major.minor``); None for other formats or platforms."""
+    module_init: ModuleInit | None = None
+    """A Python extension module's init function, walked (ELF x86-64 and aarch64); None for
+    anything else."""
     architectures: tuple[str, ...] = ()
     """A fat (universal) Mach-O file's slices by machine, in file order; the facts are those of
     the slice ``machine`` names (see ``binaries.macho``). Empty for a thin file."""

@@ -283,6 +283,19 @@ CHECKS: tuple[Check, ...] = (
         needs_recipe=True,
     ),
     Check(
+        "BT127",
+        "duplicate-binding-type",
+        "error",
+        "Two Python extension modules of one package register the same C++ type with one "
+        "binding registry when they are imported (pybind11's, shared by every module built "
+        "with the same internals key): the interpreter imports both, and the second import "
+        "fails ('generic_type: type \"X\" is already registered!'). Recognised on x86-64 by "
+        "the type record each module's init code fills: the type's std::type_info, and the "
+        "record's flags byte without pybind11 2.x's module_local bit (bit 4).",
+        "Bind the type in one module and import that module from the others, or bind it with "
+        "py::module_local() in each.",
+    ),
+    Check(
         "BT130",
         "size-budget-exceeded",
         "error",
@@ -453,6 +466,23 @@ CMAKE_CHECKS: tuple[Check, ...] = (
         "static initializers exist twice in one link chain, so registrations run twice and "
         "which copy of a symbol wins depends on the load order.",
         "Compile the sources into one library only and link it from the other.",
+    ),
+    Check(
+        "BT212",
+        "cmake-static-library-twice",
+        "error",
+        "check-cmake: two shared libraries that one process loads both link the same static "
+        "library (built here or imported, like LLVM's archives) and export its symbols: each "
+        "holds a copy, and the library loaded second binds its calls into that code to the "
+        "first one's copy, so its registrations go to the first copy's registry and collide "
+        "(LLVM: 'CommandLine Error: Option ... registered more than once!'). Hidden "
+        "visibility where the archive is built, or a link that keeps its symbols private "
+        "(-Wl,--exclude-libs,ALL; -Bsymbolic and a version script are taken as doing so), "
+        "makes each copy private; a library that links the other one before the archive "
+        "takes no copy.",
+        "Link the static library into one shared library that the other links, or keep it "
+        "private in each: -Wl,--exclude-libs,ALL (imported archives) or "
+        "CXX_VISIBILITY_PRESET hidden (archives built here).",
     ),
     Check(
         "BT203",

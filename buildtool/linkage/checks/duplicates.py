@@ -15,7 +15,12 @@ from buildtool.linkage.checks.common import (
     listed,
     static_inits,
 )
-from buildtool.linkage.checks.initializer_reach import registry_callees, shape_groups, through
+from buildtool.linkage.checks.initializer_reach import (
+    registered_strings,
+    registry_callees,
+    shape_groups,
+    through,
+)
 from buildtool.linkage.checks.policy import LibraryRule, ObjectRule
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
@@ -130,6 +135,26 @@ def _exported_names(facts: BinaryFacts) -> frozenset[str]:
     return names
 
 
+def _via(subject: Subject, pair: Pair, bound: list[str]) -> str:
+    """The evidence of a shared registry: its functions, and what the copies register."""
+    return through(bound, registered_strings(subject, pair))
+
+
+def _binding(
+    subject: Subject, pair: Pair, functions: Sequence[str]
+) -> tuple[list[str], list[str], str]:
+    """(functions both export, so the loader binds both libraries' callers to one copy;
+    functions each binds inside itself; how it was told). Both linked ``-Bsymbolic``: each
+    binds its own calls first, exported or not."""
+    if all(subject.facts(binary).symbolic for binary in pair):
+        private = [name for name in functions if _bound_privately(name, frozenset())]
+        return [], private, "bound inside each library (both are linked -Bsymbolic)"
+    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
+    interposing = [name for name in functions if name in first and name in second]
+    private = [name for name in functions if _bound_privately(name, first | second)]
+    return interposing, private, "bound inside each library (not in .dynsym)"
+
+
 def _object_code_finding(
     subject: Subject, pair: Pair, initializers: Iterable[str], functions: Sequence[str]
 ) -> Finding:
@@ -139,18 +164,17 @@ def _object_code_finding(
     initializer, which then reaches state outside the file (the seed's registry): it collides.
     A statically linked library kept private (most of its external-linkage functions bound inside
     each library) registers into its own copies of its registries: each library works alone."""
-    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
-    interposing = [name for name in functions if name in first and name in second]
-    private = [name for name in functions if _bound_privately(name, first | second)]
+    interposing, private, how = _binding(subject, pair, functions)
     counts = (
         f"{len(functions)} defined functions in both: {len(private)} with external linkage "
-        f"bound inside each library (not in .dynsym), {len(interposing)} exported by both"
+        f"{how}, {len(interposing)} exported by both"
     )
     bound = registry_callees(subject, pair)
     if bound:
         return _duplicate_finding(
             pair,
-            f"unstripped: static initializers {listed(initializers)}; {through(bound)}; {counts}",
+            f"unstripped: static initializers {listed(initializers)}; "
+            f"{_via(subject, pair, bound)}; {counts}",
         )
     if private and len(private) > len(interposing) and not _recipe_registrations(subject, pair):
         return Finding(
@@ -196,7 +220,18 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
     bound = registry_callees(subject, pair)
     if bound:
         return _duplicate_finding(
-            pair, f"stripped: exported symbols defined in both: {listed(names)}; {through(bound)}"
+            pair,
+            f"stripped: exported symbols defined in both: {listed(names)}; "
+            f"{_via(subject, pair, bound)}",
+        )
+    if _both_symbolic(subject, pair):
+        return Finding(
+            "BT124",
+            pair[1].display,
+            f"exports code that {pair[0].display} exports too; both are linked -Bsymbolic, so "
+            "each binds its own callers to its own copy",
+            f"stripped: exported symbols defined in both: {listed(names)}; DT_SYMBOLIC in both; "
+            "their initializers call no function of a third library in common",
         )
     vendored = _both_grafted(subject, pair)
     if vendored:
@@ -220,19 +255,32 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
     )
 
 
-def _stripped_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
-    """Stripped copies found by their initializers alone (hidden code exports nothing): the
-    same initializer in both, reaching one registry of a third library."""
+def _shared_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
+    """Copies found by their initializers alone (stripped hidden code exports nothing, and one
+    source compiled into two libraries may be named differently in each): the same initializer
+    in both, reaching one registry."""
     pairs: set[Pair] = set()
     for group in shape_groups(subject):
         pairs.update(_pairs(subject, group))
+        pairs.update(_package_pairs(subject, group))
     for pair in sorted(pairs - reported, key=_pair_key):
         bound = registry_callees(subject, pair)
         if bound:
             reported.add(pair)
-            yield _duplicate_finding(
-                pair, f"stripped: an initializer with the same code in both; {through(bound)}"
-            )
+            kind = "unstripped" if all(subject.facts(b).has_symtab for b in pair) else "stripped"
+            evidence = f"{kind}: an initializer with the same code in both; "
+            yield _duplicate_finding(pair, evidence + _via(subject, pair, bound))
+
+
+def _package_pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[Pair]:
+    """Python extension modules of one package that no load context holds together: the
+    interpreter imports them into one process all the same (``RTLD_LOCAL``: each binds its own
+    exports, so only a registry of a third library they both load is shared)."""
+    for index, first in enumerate(files):
+        package = subject.package_of(first)
+        for second in files[index + 1 :] if package is not None else ():
+            if subject.package_of(second) == package and not subject.co_loaded(first, second):
+                yield first, second
 
 
 def _project_inits(facts: BinaryFacts) -> frozenset[str]:
@@ -249,10 +297,11 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         if also:
             reported.add(pair)
             yield _object_code_finding(subject, pair, names, also)
-        elif _reach_is_the_evidence(subject, pair) and (bound := registry_callees(subject, pair)):
+        elif _reach_is_read(subject, pair) and (bound := registry_callees(subject, pair)):
             reported.add(pair)
             yield _duplicate_finding(
-                pair, f"unstripped: static initializers {listed(names)}; {through(bound)}"
+                pair,
+                f"unstripped: static initializers {listed(names)}; {_via(subject, pair, bound)}",
             )
     yield from _alike_builds(subject, reported)
     exported = _stripped_exports(subject)
@@ -261,7 +310,18 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
         if pair not in reported and stripped:
             reported.add(pair)
             yield _stripped_finding(subject, pair, names)
-    yield from _stripped_registrations(subject, reported)
+    yield from _shared_registrations(subject, reported)
+
+
+def _reach_is_read(subject: Subject, pair: Pair) -> bool:
+    """Whether initializers of the same names, with no function in common, may be proven copies
+    by their code: when both files' initializers were read with the files (PE and Mach-O name
+    little of their code, so theirs are read again when left out). Same-named initializers are
+    weak evidence (``init.cpp`` is in many libraries), not worth reading a big wheel member
+    again for (libtorch_cpu.so's 434 MB)."""
+    if all(subject.facts(binary).format in ("pe", "macho") for binary in pair):
+        return True
+    return all(subject.facts(binary).initializers is not None for binary in pair)
 
 
 ALIKE: Final = 0.5
@@ -301,7 +361,7 @@ def _alike_builds(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
         pair = (second, first) if subject.needs(first, second) else (first, second)
         if pair in reported or (second, first) in reported or len(both) < ALIKE * union:
             continue
-        if _both_grafted(subject, pair):
+        if _both_grafted(subject, pair) or _both_symbolic(subject, pair):
             continue
         reported.add(pair)
         yield _duplicate_finding(
@@ -312,12 +372,11 @@ def _alike_builds(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
         )
 
 
-def _reach_is_the_evidence(subject: Subject, pair: Pair) -> bool:
-    """Whether, without functions in common, the same initializer in both files reaching one
-    registry is evidence enough: for PE and Mach-O, whose names show little of the code
-    (``BinaryFacts.symtab_functions``: none for PE, whose exports and COFF symbols carry no
-    COMDAT mark; a dylib's exported functions only, and hidden code exports nothing)."""
-    return all(subject.facts(binary).format in ("pe", "macho") for binary in pair)
+def _both_symbolic(subject: Subject, pair: Pair) -> bool:
+    """Both linked ``-Bsymbolic`` (``DT_SYMBOLIC``): each binds its own calls to its own code
+    first, so neither runs the other's (LLVM's static libraries in two such libraries load
+    both ways and work)."""
+    return all(subject.facts(binary).symbolic for binary in pair)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

@@ -1,14 +1,17 @@
 """Whether two copies of one initializer share state: both reach one function of a third,
-non-system library (a registry), so the second copy's registration collides with the first.
+non-system library loaded with them (a registry), or one that both export and the loader binds
+to one copy, so the second copy's registration collides with the first.
 
-The facts come from the code (``BinaryFacts.initializers``): which imported functions each
-initializer can call, and its shape, which two copies of one object file's initializer share.
+The facts come from the code (``BinaryFacts.initializers``): which functions each initializer can
+call by symbol, and its shape, which two copies of one object file's initializer share.
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach, is_toolchain_function
@@ -29,8 +32,28 @@ SYSTEM_LIBRARY: Final = re.compile(
 functions (``__cxa_atexit``, ``operator new``, ``atexit``) are what every initializer calls, no
 registry of a project's."""
 
+STARTUP_CALLEES: Final = frozenset(
+    {
+        "__register_frame_info",
+        "__register_frame_info_bases",
+        "__deregister_frame_info",
+        "__deregister_frame_info_bases",
+        "_ITM_registerTMCloneTable",
+        "_ITM_deregisterTMCloneTable",
+        "__cxa_finalize",
+        "_Jv_RegisterClasses",
+    }
+)
+"""What the toolchain's startup code in every library calls (crtstuff's ``frame_dummy`` and
+``register_tm_clones``, which the initializer array lists first): each library registers its own
+unwind tables there, never a name another library also registers."""
+
+SHOWN_STRINGS: Final = 4
+"""Strings of the duplicated initializers the evidence shows."""
+
 MIN_SHAPE_INSTRUCTIONS: Final = 8
-"""Stripped copies are matched by shape alone: a shorter initializer proves no common origin."""
+"""Copies are matched by shape alone: a shorter initializer proves a common origin only by the
+strings it registers (``InitializerReach.strings``)."""
 
 
 def _names(facts: BinaryFacts) -> frozenset[str]:
@@ -41,64 +64,112 @@ def _names(facts: BinaryFacts) -> frozenset[str]:
     return frozenset(key.split("@", 1)[0] for key in facts.defined - facts.weak_defined)
 
 
-def _is_system(binary: BinaryFile, facts: BinaryFacts) -> bool:
-    names = (GRAFT_SUFFIX.sub("", facts.soname or ""), GRAFT_SUFFIX.sub("", base_name(binary)))
+def _definitions(facts: BinaryFacts) -> frozenset[str]:
+    """Every dynamic definition by name, weak ones too (gflags' ``FlagRegisterer`` constructor
+    is a weak template instance of libgflags): an import binds to it all the same."""
+    return frozenset(key.split("@", 1)[0] for key in facts.defined)
+
+
+def _is_system(path: str, facts: BinaryFacts) -> bool:
+    names = (
+        GRAFT_SUFFIX.sub("", facts.soname or ""),
+        GRAFT_SUFFIX.sub("", posixpath.basename(path)),
+    )
     return any(SYSTEM_LIBRARY.match(name) for name in names if name)
+
+
+def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[str, InitializerReach]:
+    """The registering initializers by shape (their reaches joined: one shape, one copy)."""
+    found: dict[str, InitializerReach] = {}
+    for init in _registering(inits):
+        known = found.get(init.shape)
+        found[init.shape] = (
+            init if known is None else replace(known, reaches=known.reaches | init.reaches)
+        )
+    return found
 
 
 def _shared_reach(
     first: tuple[InitializerReach, ...], second: tuple[InitializerReach, ...]
 ) -> frozenset[str]:
-    """Imported functions that the initializers of one shape reach in both files: each shape
-    on its own (two files' unrelated initializers of another shape prove nothing), and only
-    shapes long enough to tell a copy (``_registering``)."""
+    """Functions that the initializers of one shape reach in both files: each shape on its own
+    (two files' unrelated initializers of another shape prove nothing), and only shapes that
+    tell a copy (``_registering``)."""
+    mine, theirs = _by_shape(first), _by_shape(second)
+    both = frozenset().union(
+        *(mine[shape].reaches & theirs[shape].reaches for shape in mine.keys() & theirs)
+    )
+    return frozenset(
+        name for name in both if not is_toolchain_function(name) and name not in STARTUP_CALLEES
+    )
 
-    def by_shape(inits: tuple[InitializerReach, ...]) -> dict[str, frozenset[str]]:
-        reaches: dict[str, frozenset[str]] = {}
-        for init in _registering(inits):
-            reaches[init.shape] = reaches.get(init.shape, frozenset()) | init.reaches
-        return reaches
 
-    mine, theirs = by_shape(first), by_shape(second)
-    both = frozenset().union(*(mine[shape] & theirs[shape] for shape in mine.keys() & theirs))
-    return frozenset(name for name in both if not is_toolchain_function(name))
+def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
+    """The strings the initializers both files have in common address (what they register)."""
+    mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
+    return tuple(
+        dict.fromkeys(s for shape in sorted(mine.keys() & theirs) for s in mine[shape].strings)
+    )
+
+
+def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
+    """The objects a process that loads both files also has, by path: those of a root's closure
+    that loads both, and those each file's own closure loads (inputs, or system libraries
+    found as ld.so finds them), less the pair."""
+    paths = [str(binary.location) for binary in pair]
+    found: dict[str, BinaryFacts] = {}
+    for closure in subject.contexts(pair[0]):
+        if all(path in closure.objects for path in paths):
+            found.update(closure.objects)
+    own = [subject.closures.get(binary.location) for binary in pair]
+    if own[0] is not None and own[1] is not None:
+        found.update({p: f for p, f in own[0].objects.items() if p in own[1].objects})
+    return {path: facts for path, facts in found.items() if path not in paths}
 
 
 def registry_callees(subject: Subject, pair: Pair) -> list[str]:
-    """``library:function`` for each function of a third, non-system library, loaded with both,
-    that the pair's duplicated initializers both reach (sorted)."""
+    """``library:function`` for each function the pair's duplicated initializers both reach that
+    binds to one copy in a process loading both: one of a third, non-system library loaded with
+    them, or, when one load context holds both, one both export (unless both bind their own
+    calls first, ``-Bsymbolic``), which the second one loaded binds to the first one's copy
+    (sorted). Modules the interpreter imports each ``RTLD_LOCAL`` bind their own."""
     first, second = (subject.initializers(binary) for binary in pair)
     reached = _shared_reach(first, second)
     if not reached:
         return []
     found: set[str] = set()
-    for other in subject.shared:
-        facts = subject.facts(other)
-        if other in pair or _is_system(other, facts):
-            continue
-        if not all(subject.co_loaded(other, binary) for binary in pair):
-            continue
-        found.update(f"{base_name(other)}:{name}" for name in reached & _names(facts))
+    facts = [subject.facts(binary) for binary in pair]
+    if not all(f.symbolic for f in facts) and subject.co_loaded(*pair):
+        exported = reached & _names(facts[0]) & _names(facts[1])
+        found.update(f"{base_name(pair[0])}:{name} (exported by both)" for name in exported)
+    for path, other in sorted(_loaded_with(subject, pair).items()):
+        if not _is_system(path, other):
+            name = posixpath.basename(path)
+            found.update(f"{name}:{callee}" for callee in reached & _definitions(other))
     return sorted(found)
 
 
-def through(callees: list[str]) -> str:
-    """The evidence: which registry both copies register through."""
+def through(callees: list[str], strings: tuple[str, ...] = ()) -> str:
+    """The evidence: which registry both copies register through, and the strings their code
+    addresses (the name registered)."""
     shown = ", ".join(callees[:4]) + (f" and {len(callees) - 4} more" if len(callees) > 4 else "")
-    return f"both register through {shown}"
+    named = ", ".join(repr(text) for text in strings[:SHOWN_STRINGS])
+    return f"both register through {shown}" + (f" (their code addresses {named})" if named else "")
 
 
 def _registering(inits: tuple[InitializerReach, ...]) -> Iterator[InitializerReach]:
+    """Initializers whose shape tells a copy: long enough, or naming what they register."""
     for init in inits:
-        if init.reaches and init.instructions >= MIN_SHAPE_INSTRUCTIONS and not init.guarded:
+        telling = init.instructions >= MIN_SHAPE_INSTRUCTIONS or init.strings
+        if init.reaches and telling and not init.guarded:
             yield init
 
 
 def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
-    """Shared libraries, at least one of them stripped, grouped by an initializer shape they
-    have in common (initializers that reach no import left out). An unstripped file whose
-    initializers a sparse read left unread is not read again for this: its pairs with others
-    are found by their static initializers' names."""
+    """Shared libraries grouped by an initializer shape they have in common (initializers that
+    call nothing by symbol left out): copies of one object file, whatever the files' names for
+    it. An unstripped file whose initializers a sparse read left unread is not read again for
+    this: its pairs with others are found by their static initializers' names."""
     by_shape: dict[str, list[BinaryFile]] = {}
     for binary in subject.shared:
         facts = subject.facts(binary)
@@ -106,11 +177,7 @@ def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
             continue
         for shape in {init.shape for init in _registering(subject.initializers(binary))}:
             by_shape.setdefault(shape, []).append(binary)
-    return [
-        group
-        for group in by_shape.values()
-        if len(group) > 1 and not all(subject.facts(b).has_symtab for b in group)
-    ]
+    return [group for group in by_shape.values() if len(group) > 1]
 
 
 STREAM_SETUP: Final = frozenset(

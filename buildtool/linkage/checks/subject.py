@@ -176,6 +176,32 @@ class Subject:
                 names.setdefault(unowned, set()).update(a.name for a in entry.aliases)
         return {origin: frozenset(found) for origin, found in names.items()}
 
+    def package_of(self, binary: BinaryFile) -> str | None:
+        """The import package a Python extension module belongs to: the first folder of its
+        path inside its input (a wheel's or an installed folder's top-level package), or the
+        input itself for a module directly in the folder given; None for anything but a
+        module. The interpreter imports a package's modules into one process whatever they
+        link, and wheels install their packages into one folder."""
+        if self.facts(binary).module_init is None:
+            return None
+        origin = self.origin_of(binary)
+        top = self._package_roots.get(str(binary.location), "")
+        return top or (origin.label if origin else None)
+
+    @cached_property
+    def _package_roots(self) -> dict[str, str]:
+        """Each file's first folder inside its input (see ``package_of``)."""
+        roots: dict[str, str] = {}
+        for entry in self.sets:
+            for binary in entry.files:
+                top = entry.root or binary.location.parent
+                try:
+                    inside = binary.location.relative_to(top).parts
+                except ValueError:  # beside the folder given (its .libs)
+                    inside = (binary.location.parent.name, "")
+                roots[str(binary.location)] = inside[0] if len(inside) > 1 else ""
+        return roots
+
     def origin_of(self, binary: BinaryFile) -> Origin | None:
         return self._origins.get(str(binary.location))
 

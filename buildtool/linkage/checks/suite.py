@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from buildtool.linkage.checks.binding import check_bound_imports
+from buildtool.linkage.checks.bindings import check_binding_types
 from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.duplicates import (
     check_duplicate_object_code,
@@ -40,6 +41,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_duplicate_object_code,
     check_owned_initializers,
     check_registrations,
+    check_binding_types,
     check_undefined_symbols,
     check_bound_imports,
     check_needed_found,

@@ -105,6 +105,9 @@ class InputSet:
     dll_directories: tuple[PurePosixPath, ...] = ()
     """Folders the input's packages add with ``os.add_dll_directory`` (``dll_directories``),
     located like ``files``."""
+    root: PurePosixPath | None = None
+    """Where the input's files lie, located like ``files``: the folder given, a wheel's install
+    root, a single file's folder (None: unknown)."""
     install_rpaths: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """A CMake build tree's files by name -> the RPATH ``cmake --install`` gives them
     (``cmake_install.cmake``; ``""``: none), which replaces CMake's build RPATH."""
@@ -272,7 +275,8 @@ def read_folder(
     folders = dll_directories(scripts, [b.location for b in files])
     rpaths, destinations = _install_scripts(roots) if kind == "build-tree" else ({}, {})
     return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders,
-                    install_rpaths=rpaths, install_folders=destinations)  # fmt: skip
+                    install_rpaths=rpaths, install_folders=destinations,
+                    root=_disk_location(path))  # fmt: skip
 
 
 def _install_scripts(roots: Collection[Path]) -> tuple[dict[str, str], dict[str, str]]:
@@ -454,7 +458,15 @@ def read_wheel(
         if (binary := _wheel_binary(source, outcome)) is not None
     ]
     folders = dll_directories(scripts, [b.location for b in files], in_wheel=True)
-    return InputSet("wheel", str(path), tuple(files), {}, distribution, dll_directories=folders)
+    return InputSet(
+        "wheel",
+        str(path),
+        tuple(files),
+        {},
+        distribution,
+        dll_directories=folders,
+        root=PurePosixPath("/"),
+    )
 
 
 def binary_free_wheel(entry: InputSet) -> InputError:
@@ -487,4 +499,4 @@ def read_input(
         raise InputError(
             f"{path}: not an ELF, Mach-O or PE file (expected a shared library or executable)"
         )
-    return InputSet("file", str(path), (binary,), {})
+    return InputSet("file", str(path), (binary,), {}, root=binary.location.parent)

@@ -18,6 +18,7 @@ from buildtool.linkage.binaries.elf.constants import (
     _DF_1_NOW,
     _DF_1_PIE,
     _DF_BIND_NOW,
+    _DF_SYMBOLIC,
     _DF_TEXTREL,
     _DT_BIND_NOW,
     _DT_FLAGS,
@@ -29,6 +30,7 @@ from buildtool.linkage.binaries.elf.constants import (
     _DT_SONAME,
     _DT_STRSZ,
     _DT_STRTAB,
+    _DT_SYMBOLIC,
     _DT_TEXTREL,
     _PN_XNUM,
     _PT_DYNAMIC,
@@ -492,6 +494,7 @@ class _DynamicFlags(NamedTuple):
     textrel: bool
     nodeflib: bool
     pie: bool
+    symbolic: bool
 
 
 def _dynamic_flags(values: Mapping[int, int]) -> _DynamicFlags:
@@ -501,6 +504,7 @@ def _dynamic_flags(values: Mapping[int, int]) -> _DynamicFlags:
         textrel=_DT_TEXTREL in values or bool(flags & _DF_TEXTREL),
         nodeflib=bool(flags_1 & _DF_1_NODEFLIB),
         pie=bool(flags_1 & _DF_1_PIE),
+        symbolic=_DT_SYMBOLIC in values or bool(flags & _DF_SYMBOLIC),
     )
 
 

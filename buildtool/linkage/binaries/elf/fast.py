@@ -37,7 +37,11 @@ from buildtool.linkage.binaries.elf.decoder import (
 )
 from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
 from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
-from buildtool.linkage.binaries.elf.initializers import read_initializers
+from buildtool.linkage.binaries.elf.initializers import (
+    defines_module_init,
+    read_initializers,
+    read_module_init,
+)
 from buildtool.linkage.binaries.elf.symtab import _read_static_symbols
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, InitializerReach
 
@@ -155,7 +159,13 @@ def _facts(
         exec_stack=not any(s.type == _PT_GNU_STACK and not s.flags & _PF_X for s in segments),
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
+        symbolic=flags.symbolic,
         initializers=read_initializers(img, segments, dyn, machine) if read_code else None,
+        module_init=(
+            read_module_init(img, segments, dyn, machine)
+            if read_code and soname is None and defines_module_init(symbols.defined)
+            else None
+        ),
     )
 
 

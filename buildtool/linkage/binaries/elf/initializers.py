@@ -5,12 +5,13 @@ functions ``DT_INIT_ARRAY`` runs and the GOT slots of its imports, decoded by th
 
 from __future__ import annotations
 
+import bisect
 import struct
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
 from buildtool.linkage.binaries.elf.constants import _PF_X, _PT_LOAD
 from buildtool.linkage.binaries.elf.decoder import (
     _Bad,
@@ -19,12 +20,16 @@ from buildtool.linkage.binaries.elf.decoder import (
     _Image,
     _Segment,
 )
-from buildtool.linkage.binaries.facts import InitializerReach
+from buildtool.linkage.binaries.elf.dynsym import _dynamic_symbol_count
+from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
-_DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 6, 25, 27
+_DT_SYMTAB, _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 6, 25, 27, 36
+_DT_RELACOUNT = 0x6FFFFFF9
 _RELATIVE: Final = {"x86_64": 8, "aarch64": 1027}
 _SLOT_TYPES: Final = {"x86_64": (6, 7), "aarch64": (1025, 1026)}  # GLOB_DAT, JUMP_SLOT
+_SYMBOLIC: Final = {"x86_64": (1, 6), "aarch64": (257, 1025)}  # 64-bit absolute, GLOB_DAT
+_STT_OBJECT, _STT_FUNC = 1, 2
 
 
 def init_array_targets(
@@ -77,15 +82,92 @@ def _slot_indexes(
     return {offsets[i]: info >> 32 for i, info in enumerate(infos) if info & 0xFFFFFFFF in kinds}
 
 
+class _RelaTable:
+    """The dynamic relocation table (``DT_RELA``) looked up by address: the rows ``DT_RELACOUNT``
+    says lead it are ``R_*_RELATIVE`` sorted by offset (bisected); the rest (a few per cent of
+    a big library's rows) indexed on the first lookup that needs them."""
+
+    def __init__(self, raw: bytes, offsets: Sequence[int], relative_count: int) -> None:
+        self.raw = raw
+        self.offsets = offsets
+        self.count = min(relative_count, len(offsets))
+        self._rest: dict[int, int] | None = None
+
+    def row(self, address: int) -> int | None:
+        """The index of the relocation of ``address``, None when there is none."""
+        index = bisect.bisect_left(self.offsets, address, 0, self.count)
+        if index < self.count and self.offsets[index] == address:
+            return index
+        if self._rest is None:
+            rest = range(self.count, len(self.offsets))
+            # reversed: the first row of an address is the one kept
+            self._rest = dict(
+                zip(reversed(self.offsets[self.count :]), reversed(rest), strict=True)
+            )
+        return self._rest.get(address)
+
+
+def _pointers(
+    img: _Image,
+    table: _RelaTable,
+    machine: str,
+    data_symbol: Callable[[int], int | None],
+    stored: Callable[[int, int], bytes] | None,
+) -> Callable[[int], int | None]:
+    """``CodeView.pointer`` from the RELA table: what the relocation of an address makes of
+    it, an ``R_*_RELATIVE`` addend, or the address of the defined data object a GLOB_DAT or
+    64-bit absolute relocation names (``data_symbol``: a dynamic symbol's index -> its address,
+    None for anything but a defined object), plus its addend. ``stored``: read the value in
+    place where no relocation names the address (DT_RELR tables keep the addends there)."""
+    relative, symbolic = _RELATIVE[machine], _SYMBOLIC[machine]
+    row = struct.Struct(img.layout.endian + "QQq")
+    key = struct.Struct(img.layout.endian + "Q")
+
+    def pointer(address: int) -> int | None:
+        index = table.row(address)
+        if index is not None:
+            info: int
+            addend: int
+            _offset, info, addend = row.unpack_from(table.raw, index * row.size)
+            if info & 0xFFFFFFFF == relative:
+                return addend
+            target = data_symbol(info >> 32) if info & 0xFFFFFFFF in symbolic else None
+            return target + addend if target else None
+        if stored is None:
+            return None
+        value = stored(address, 8)
+        return key.unpack(value)[0] or None if len(value) == 8 else None
+
+    return pointer
+
+
+def _symbol_row(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
+) -> tuple[int, int, int, int]:
+    """(name offset, st_info, st_shndx, st_value) of a dynamic symbol."""
+    offset, _end = _file_offset(segments, dyn.values[_DT_SYMTAB], "DT_SYMTAB", dyn.offset)
+    name, info, _other, shndx, value, _size = img.unpack(
+        struct.Struct(img.layout.endian + "IBBHQQ"), offset + 24 * index, "dynamic symbol"
+    )
+    return name, info, shndx, value
+
+
 def _symbol(
     img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
 ) -> tuple[str, int]:
-    offset, _end = _file_offset(segments, dyn.values[_DT_SYMTAB], "DT_SYMTAB", dyn.offset)
-    name, _info, _other, shndx, value, _size = img.unpack(
-        struct.Struct(img.layout.endian + "IBBHQQ"), offset + 24 * index, "dynamic symbol"
-    )
+    name, _info, shndx, value = _symbol_row(img, segments, dyn, index)
     assert dyn.strings is not None
     return dyn.strings.get(name), value if shndx else 0
+
+
+def _object_address(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic, index: int
+) -> int | None:
+    """A dynamic symbol's address when it is a defined data object."""
+    if not index or _DT_SYMTAB not in dyn.values:
+        return None
+    _name, info, shndx, value = _symbol_row(img, segments, dyn, index)
+    return value if shndx and info & 0xF == _STT_OBJECT else None
 
 
 def _loaded(segments: Sequence[_Segment], executable: bool) -> list[_Segment]:
@@ -108,20 +190,34 @@ def _segment_reader(
     return read
 
 
-def read_code_view(
-    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
-) -> CodeView | None:
-    """The fast decoder's ``CodeView``; None without initializers or for another machine."""
-    if dyn is None or machine not in _RELATIVE or img.layout.elf_class != 64:
-        return None
-    if _DT_INIT_ARRAY not in dyn.values or not dyn.values.get(_DT_INIT_ARRAYSZ):
-        return None
+def _array(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic) -> tuple[int, tuple[int, ...]]:
+    """The initializer array's address and its words as stored."""
     base = dyn.values[_DT_INIT_ARRAY]
     offset, end = _file_offset(segments, base, "DT_INIT_ARRAY", dyn.offset)
     count = min(dyn.values[_DT_INIT_ARRAYSZ], end - offset) // 8
-    words = struct.unpack(f"{img.layout.endian}{count}Q", img.span(offset, 8 * count, "array"))
+    return base, struct.unpack(f"{img.layout.endian}{count}Q", img.span(offset, 8 * count, "array"))
+
+
+def read_code_view(
+    img: _Image,
+    segments: Sequence[_Segment],
+    dyn: _Dynamic | None,
+    machine: str,
+    *,
+    entry: bool = False,
+) -> CodeView | None:
+    """The fast decoder's ``CodeView``; None without initializers (unless ``entry``: for a
+    function the caller names) or for another machine."""
+    if dyn is None or machine not in _RELATIVE or img.layout.elf_class != 64:
+        return None
+    has_array = _DT_INIT_ARRAY in dyn.values and bool(dyn.values.get(_DT_INIT_ARRAYSZ))
+    if not has_array and not entry:
+        return None
+    base, words = _array(img, segments, dyn) if has_array else (0, ())
+    count = len(words)
     tables = [(_DT_RELA, _DT_RELASZ), (_DT_JMPREL, _DT_PLTRELSZ)]
-    columns = [_relocations(img, _table(img, segments, dyn, *table)) for table in tables]
+    raw = [_table(img, segments, dyn, *table) for table in tables]
+    columns = [_relocations(img, table) for table in raw]
     relative: dict[int, int] = {}
     indexes: dict[int, int] = {}
     for column in columns:
@@ -134,8 +230,15 @@ def read_code_view(
         return _symbol(img, segments, dyn, index) if index and names else None
 
     targets = init_array_targets(words, base, relative, 8)
-    reader = _segment_reader(img, segments)
-    return CodeView(machine, reader, targets, slot, _segment_reader(img, segments, False))
+    data = _segment_reader(img, segments, False)
+    stored = data if _DT_RELR in dyn.values else None
+
+    def data_symbol(index: int) -> int | None:
+        return _object_address(img, segments, dyn, index)
+
+    table = _RelaTable(raw[0], columns[0][0], dyn.values.get(_DT_RELACOUNT, 0))
+    pointer = _pointers(img, table, machine, data_symbol, stored)
+    return CodeView(machine, _segment_reader(img, segments), targets, slot, data, pointer)
 
 
 class _LeftOut(Exception):
@@ -178,6 +281,41 @@ def initializer_code_left_out(
     except _LeftOut:
         return True
     return False
+
+
+MODULE_INIT_PREFIX: Final = "PyInit_"
+
+
+def defines_module_init(defined: frozenset[str]) -> bool:
+    """Whether dynamic definitions include a ``PyInit_<name>`` (a Python extension module's)."""
+    return any(key.startswith(MODULE_INIT_PREFIX) for key in defined)
+
+
+def _module_init_address(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic) -> int | None:
+    """Where the defined function ``PyInit_<name>`` starts (the first one), by the dynamic
+    symbol table that the hash table sizes."""
+    count = _dynamic_symbol_count(img, segments, dyn)
+    if not count or _DT_SYMTAB not in dyn.values or dyn.strings is None:
+        return None
+    for index in range(1, count):
+        name, info, shndx, value = _symbol_row(img, segments, dyn, index)
+        defined = shndx and info & 0xF == _STT_FUNC and value
+        if defined and dyn.strings.get(name).startswith(MODULE_INIT_PREFIX):
+            return value
+    return None
+
+
+def read_module_init(
+    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
+) -> ModuleInit | None:
+    """A Python extension module's init function, walked (``code_walk.walk_entry``); None
+    when the file defines none (or the tables it needs are damaged)."""
+    try:
+        view = read_code_view(img, segments, dyn, machine, entry=True)
+        address = _module_init_address(img, segments, dyn) if view and dyn else None
+    except _Bad:
+        return None
+    return walk_entry(view, address) if view and address else None
 
 
 def read_initializers(

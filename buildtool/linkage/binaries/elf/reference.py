@@ -51,7 +51,11 @@ from buildtool.linkage.binaries.elf.facts import (
     machine_name,
 )
 from buildtool.linkage.binaries.elf.fast import _find_names
-from buildtool.linkage.binaries.elf.reference_initializers import reference_initializers
+from buildtool.linkage.binaries.elf.initializers import defines_module_init
+from buildtool.linkage.binaries.elf.reference_initializers import (
+    reference_initializers,
+    reference_module_init,
+)
 from buildtool.linkage.binaries.elf.symtab import _join_parts, _new_sets
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, NameDigests
 
@@ -318,5 +322,11 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         exec_stack=segs.exec_stack,
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
+        symbolic=flags.symbolic,
         initializers=reference_initializers(elf, stream, values, machine),
+        module_init=(
+            reference_module_init(elf, stream, values, machine)
+            if soname is None and defines_module_init(symbols.defined)
+            else None
+        ),
     )

@@ -4,16 +4,17 @@ and dynamic symbols read independently of the fast decoder, then the same walk."
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
 from buildtool.linkage.binaries.elf.initializers import init_array_targets
-from buildtool.linkage.binaries.facts import InitializerReach
+from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
-_DT_INIT_ARRAY, _DT_INIT_ARRAYSZ = 25, 27
+_DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 25, 27, 36
 _RELATIVE = {"x86_64": 8, "aarch64": 1027}
 _SLOTS = {"x86_64": (6, 7), "aarch64": (1025, 1026)}
+_SYMBOLIC = {"x86_64": (1, 6), "aarch64": (257, 1025)}
 
 
 def _code_reader(elf: Any, stream: Any, executable: bool = True) -> Any:
@@ -56,6 +57,26 @@ def _slots(elf: Any, relocations: list[Any], machine: str) -> Mapping[int, tuple
     return slots
 
 
+def _data_pointers(elf: Any, relocations: list[Any], machine: str) -> dict[int, int]:
+    """Address -> what the pointer relocated there points to: a RELATIVE addend, or a defined
+    data object's address (GLOB_DAT, 64-bit absolute) plus the addend. The dynamic relocation
+    table's only (``.rela.dyn``), as the fast decoder's ``DT_RELA``."""
+    dynsym = elf.get_section_by_name(".dynsym")
+    pointers: dict[int, int] = {}
+    for rel in relocations:
+        kind = rel["r_info_type"]
+        if kind == _RELATIVE[machine]:
+            pointers.setdefault(rel["r_offset"], rel["r_addend"])
+        elif kind in _SYMBOLIC[machine] and rel["r_info_sym"] and dynsym is not None:
+            symbol = dynsym.get_symbol(rel["r_info_sym"])
+            defined = (
+                symbol["st_shndx"] != "SHN_UNDEF" and symbol["st_info"]["type"] == "STT_OBJECT"
+            )
+            if defined and symbol["st_value"]:
+                pointers.setdefault(rel["r_offset"], symbol["st_value"] + rel["r_addend"])
+    return pointers
+
+
 def _array(elf: Any, stream: Any, values: Mapping[int, Any]) -> tuple[int, list[int]]:
     base, size = values[_DT_INIT_ARRAY], values[_DT_INIT_ARRAYSZ]
     offset = next(iter(elf.address_offsets(base)))
@@ -65,17 +86,19 @@ def _array(elf: Any, stream: Any, values: Mapping[int, Any]) -> tuple[int, list[
     return base, [value for (value,) in struct.iter_unpack(fmt, raw)]
 
 
-def reference_initializers(
-    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
-) -> tuple[InitializerReach, ...]:
-    """Each initializer's reach, as ``initializers.read_initializers`` finds it."""
-    if machine not in _RELATIVE or elf.elfclass != 64 or not values.get(_DT_INIT_ARRAYSZ):
-        return ()
-    if _DT_INIT_ARRAY not in values:
-        return ()
-    base, words = _array(elf, stream, values)
+def _view(
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str, entry: bool = False
+) -> CodeView | None:
+    """The walk's view, as ``initializers.read_code_view`` makes it."""
+    if machine not in _RELATIVE or elf.elfclass != 64:
+        return None
+    has_array = bool(values.get(_DT_INIT_ARRAYSZ)) and _DT_INIT_ARRAY in values
+    if not has_array and not entry:
+        return None
+    base, words = _array(elf, stream, values) if has_array else (0, [])
     relocations = _relocations(elf)
     end = base + 8 * len(words)
+    every = _data_pointers(elf, relocations, machine)
     relative = {
         r["r_offset"]: r["r_addend"]
         for r in relocations
@@ -84,5 +107,46 @@ def reference_initializers(
     slots = _slots(elf, relocations, machine)
     targets = init_array_targets(words, base, relative, 8)
     constant = _code_reader(elf, stream, executable=False)
-    view = CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant)
-    return walk_initializers(view)
+    pointer = _pointer(every, constant if _DT_RELR in values else None, elf.little_endian)
+    return CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant, pointer)
+
+
+def reference_initializers(
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
+) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach, as ``initializers.read_initializers`` finds it."""
+    view = _view(elf, stream, values, machine)
+    return walk_initializers(view) if view else ()
+
+
+def reference_module_init(
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
+) -> ModuleInit | None:
+    """A Python extension module's init function walked, as ``read_module_init`` finds it."""
+    dynsym = elf.get_section_by_name(".dynsym")
+    starts = [
+        symbol["st_value"]
+        for symbol in (dynsym.iter_symbols() if dynsym is not None else ())
+        if symbol.name.startswith("PyInit_")
+        and symbol["st_info"]["type"] == "STT_FUNC"
+        and symbol["st_shndx"] != "SHN_UNDEF"
+        and symbol["st_value"]
+    ]
+    view = _view(elf, stream, values, machine, entry=True) if starts else None
+    return walk_entry(view, starts[0]) if view else None
+
+
+def _pointer(
+    relative: Mapping[int, int], stored: Any, little_endian: bool
+) -> Callable[[int], int | None]:
+    """What a pointer at an address points to: its RELATIVE relocation's addend, else (with a
+    DT_RELR table, which keeps addends in place) the value stored there."""
+    fmt = "<Q" if little_endian else ">Q"
+
+    def pointer(address: int) -> int | None:
+        if address in relative:
+            return relative[address]
+        value = stored(address, 8) if stored is not None else b""
+        return struct.unpack(fmt, value)[0] or None if len(value) == 8 else None
+
+    return pointer

@@ -411,6 +411,7 @@ def read_initializers(
     view = macho_code_view(
         image, header.order, machine, sections=found.sections, indirect=found.indirect,
         starts=pointers or starts, symbol_name=symbol_name,
+        stored=(found.text_address, found.chained_fixups),
     )  # fmt: skip
     try:
         return walk_initializers(view) if view else ()

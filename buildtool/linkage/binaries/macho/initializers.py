@@ -135,11 +135,20 @@ def macho_code_view(
     indirect: tuple[int, int],
     starts: tuple[int, ...],
     symbol_name: Callable[[int], str],
+    stored: tuple[int, bool] = (0, False),
 ) -> CodeView | None:
     """The walk's view of a thin 64-bit file; None without initializers or for another
-    machine."""
+    machine. ``stored``: the image's base address and whether its pointers are chained fixups
+    (how a pointer stored in its data reads)."""
     if not starts or machine not in WALKED or not indirect[1]:
         return None
     code = [s for s in sections if s.is_code]
     slots = _Slots(image, order, sections, indirect, symbol_name)
-    return CodeView(WALKED[machine], _reader(image, code), starts, slots, _reader(image, sections))
+    data = _reader(image, sections)
+    word = struct.Struct(f"{order}Q")
+
+    def pointer(address: int) -> int | None:
+        value = data(address, POINTER)
+        return pointer_target(word.unpack(value)[0], *stored) if len(value) == POINTER else None
+
+    return CodeView(WALKED[machine], _reader(image, code), starts, slots, data, pointer)

@@ -321,7 +321,14 @@ def _code_view(image: Image, symbols: CoffSymbols, imports: _Imports) -> CodeVie
         return (name, 0) if name is not None else None
 
     starts = tuple(base + rva for rva in symbols.initializer_rvas)
-    return CodeView(machine, _reader(image, True), starts, slot, _reader(image, False))
+    data = _reader(image, False)
+
+    def pointer(address: int) -> int | None:
+        # a PE file stores absolute addresses (the base relocations move them when rebased)
+        value = data(address, 8)
+        return int.from_bytes(value, "little") or None if len(value) == 8 else None
+
+    return CodeView(machine, _reader(image, True), starts, slot, data, pointer)
 
 
 def _data_regions(image: Image) -> list[tuple[int, int]]:

@@ -1,0 +1,3 @@
+extern "C" int one();
+extern "C" int two();
+int main() { return one() == two() ? 0 : 1; }
