@@ -347,6 +347,13 @@ def test_ci_passes_on_the_example(
         assert re.search(rf"^{name} +passed +\d+\.\d\d$", result.stdout, re.MULTILINE), name
     assert "::group::" not in result.stdout
     assert "\033[" not in result.stdout
+    # CMake detects the compiler once, for the build folder: the runtime proof's configure is
+    # an internal check, one line at the default level
+    assert result.stdout.count("-- The CXX compiler identification") == 1, result.stdout
+    assert "runtime-configuration" not in "".join(x for x in lines if x.startswith("$ "))
+    proof = [line for line in lines if "wheel comes from the full build" in line]
+    assert len(proof) == 1, result.stdout
+    assert "configured with DEMO_BUILD_COMPILER off" in proof[0]
 
 
 @pytest.mark.integration

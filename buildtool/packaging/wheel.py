@@ -343,9 +343,11 @@ def runtime_tree(
     proof = prove_runtime_unchanged(request.loaded.root, full.folder, configured, roots, extra)
     if proof.holds:
         log.info(
-            "the %s wheel comes from the full build: switching %s off changes none of %s",
+            "the %s wheel comes from the full build: configured with %s off (in %s, nothing "
+            "compiled), %s compile and link the same",
             runtime.name,
             ", ".join(plan.build_switches),
+            _shown(proof.runtime_tree),
             ", ".join(roots),
         )
         return full, proof
@@ -358,6 +360,13 @@ def runtime_tree(
         "; ".join(proof.differences),
     )
     return read_wheel_tree(proof.runtime_tree, plan, defines), proof
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working folder when it is inside it (as a log line reads)."""
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
 
 
 def wheel_trees(
