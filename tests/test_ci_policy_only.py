@@ -99,7 +99,7 @@ def test_the_wheel_comes_from_cis_build_folder_only_where_that_is_sound() -> Non
         ),
     }
     assert not any(folder.shared for folder in refused.values())
-    assert "its backend (hatchling.build) builds in folders of its own" in (
+    assert "its backend (hatchling.build) is not scikit-build-core" in (
         refused["unknown backend"].reason
     )
     assert "setuptools, pip's default" in refused["pip's default"].reason

@@ -191,8 +191,8 @@ def wheel_folder(
         named = backend or "setuptools, pip's default"
         return WheelFolder(
             False,
-            f"its backend ({named}) builds in folders of its own: buildtool cannot hand it "
-            "the build folder, so it compiles the project a second time",
+            f"its backend ({named}) is not scikit-build-core: buildtool cannot hand it this "
+            "build folder, so it compiles the project a second time, in folders of its own",
         )
     if isolated:
         return WheelFolder(
