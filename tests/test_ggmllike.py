@@ -281,6 +281,11 @@ def test_plugins_are_judged_as_their_host_opens_them(
     recipe = plugin_recipe(tmp_path, base, ggml)
     assert _all_findings(run_cli, build, recipe) == []
     assert _all_findings(run_cli, tmp_path / "prefix", recipe) == []
+    # Not declared, a module is judged as if opened on its own; the evidence says what to do.
+    alone = run_cli("verify-linkage", str(build), "--no-recipe", "--format", "json")
+    hints = {f["id"]: f["evidence"] for f in json.loads(alone.stdout)["findings"]}
+    assert hints["BT106"].endswith("declare it as that library's plugin ([plugins]) to judge "
+                                   "it with its host's closure loaded")  # fmt: skip
 
 
 def test_a_plugin_needing_what_its_host_does_not_load_fails_and_is_caught(

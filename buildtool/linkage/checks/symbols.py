@@ -62,7 +62,10 @@ def _undefined_findings(
         "BT106",
         binary.display,
         "has undefined symbols that nothing it loads defines",
-        "; ".join(parts) + f" (closure: {loaded or 'nothing'})" + _local_host(subject, binary),
+        "; ".join(parts)
+        + f" (closure: {loaded or 'nothing'})"
+        + _local_host(subject, binary)
+        + subject.undeclared_module(binary),
     )
 
 
@@ -73,7 +76,7 @@ def _local_host(subject: Subject, binary: BinaryFile) -> str:
     if plugin is None or plugin.host is None or plugin.rule.host_global:
         return ""
     return (
-        f"; its host {plugin.host.location.name} is opened RTLD_LOCAL (load = \"local\"), so "
+        f'; its host {plugin.host.location.name} is opened RTLD_LOCAL (load = "local"), so '
         "only what the plugin NEEDs is in its scope"
     )
 
