@@ -258,3 +258,25 @@ def test_split_wheels_ship_each_plugin_with_its_host_and_the_loader_finds_them(
         "plugins": ["ggml-blas", "ggml-cpu-haswell", "ggml-cpu-zen4", "ggml-rpc"],
         "loaded": "blas rpc zen4",
     }
+
+
+def test_a_project_target_named_like_a_plugin_is_refused_naming_its_key(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """Included mode claims the plugins' target names too: the project's own ggml-rpc is
+    refused before CMake fails inside buildtool's helpers."""
+    recipe = write_project(tmp_path / "ggmlplug", "included")
+    cmakelists = recipe.parent / "CMakeLists.txt"
+    cmakelists.write_text(
+        CMAKELISTS.replace(INCLUDE_LINE, f"add_library(ggml-rpc INTERFACE)\n{INCLUDE_LINE}")
+    )
+    result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(tmp_path / "build"))
+    assert result.exit_code == 2
+    assert (
+        result.stderr.rstrip()
+        .rsplit("\n", 1)[-1]
+        .startswith(
+            f"error: {recipe}: plugins.ggml-rpc makes the CMake target 'ggml-rpc', which the "
+            "project's own CMake defines too"
+        )
+    )
