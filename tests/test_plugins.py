@@ -280,3 +280,53 @@ def test_a_project_target_named_like_a_plugin_is_refused_naming_its_key(
             "project's own CMake defines too"
         )
     )
+
+
+def test_a_runtime_reconfigure_removes_the_optional_plugin_the_full_build_left(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """blas links the optional libggml-extra, so a runtime-only build does not make it. A full
+    build folder built again runtime-only must not keep the full build's blas: left behind, the
+    registry would try it and fail on the missing libggml-extra, and the tree would not be what
+    the runtime variant ships."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    build = tmp_path / "build"
+    argv = ["-q", "build", "--recipe", str(recipe), "--build-dir", str(build), "-j", "2"]
+    assert run_cli(*argv).exit_code == 0
+    assert (build / "lib" / "backends" / "libggml-blas.so").exists()
+    assert run_cli(*argv, "--variant", "runtime").exit_code == 0
+    backends = build / "lib" / "backends"
+    assert sorted(path.name for path in backends.iterdir()) == [
+        "libggml-cpu-haswell.so", "libggml-cpu-zen4.so", "libggml-rpc.so"]  # fmt: skip
+    assert not (build / "lib" / "libggml-extra.so").exists()
+    run = _program(build)
+    assert (run.stdout, run.stderr) == ("rpc zen4\n", "")
+    assert _findings(run_cli, build, recipe) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('sources = ["src/rpc.c"]\n', "",
+         "plugins.ggml-rpc.sources: empty; a recipe without sources can verify binaries built "
+         "elsewhere but cannot generate a build"),
+        ('sources = ["src/rpc.c"]\n', 'sources = ["src/rpc.c"]\nfile = "ggml-rpc.so"\n',
+         "plugins.ggml-rpc.file: the generated build makes libggml-rpc.so, not 'ggml-rpc.so'; "
+         "name the file lib<name>.so (or set output-name)"),
+    ],
+    ids=["no-sources", "other-file-form"],
+)  # fmt: skip
+def test_a_plugin_the_generated_build_cannot_make_is_refused_before_anything_is_written(
+    tmp_path: Path, run_cli: CliRunner, old: str, new: str, message: str
+) -> None:
+    """A plugin without sources, or named a file the build would not make, is fine for a recipe
+    that only verifies, but configure refuses it (exit 2, the key named), writing nothing."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    assert RECIPE.count(old) == 1
+    recipe.write_text(RECIPE.replace(old, new), encoding="utf-8")
+    build = tmp_path / "build"
+    result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(build))
+    assert result.exit_code == 2
+    assert result.stderr.rstrip().rsplit("\n", 1)[-1] == f"error: {recipe}: {message}"
+    assert not (recipe.parent / "CMakeLists.txt").exists()
+    assert not build.exists()
