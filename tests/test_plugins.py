@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,7 @@ registers = ["ggmllike.backend.blas"]
 
 [plugins.ggml-rpc]
 host = "ggml"
+distribution = "ggmlplug-rpc"
 sources = ["src/rpc.c"]
 links = ["ggml-base"]
 definitions = ["BACKEND=rpc", "REGISTERS=ggmllike.backend.rpc"]
@@ -227,14 +229,29 @@ def _pip(python: Path, *argv: str) -> None:
     subprocess.run(command, check=True, capture_output=True)
 
 
+def _wheel_files(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    return sorted(name for name in names if ".dist-info/" not in name and not name.endswith("/"))
+
+
+def _requirements(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode()
+    return [line.split(": ", 1)[1] for line in metadata.splitlines()
+            if line.startswith("Requires-Dist: ")]  # fmt: skip
+
+
 @pytest.mark.wheel
 def test_split_wheels_ship_each_plugin_with_its_host_and_the_loader_finds_them(
     tmp_path: Path, run_cli: CliRunner
 ) -> None:
-    """The runtime wheel ships libggml with the CPU variants and rpc under
-    ggmlplug/lib/backends; blas links the optional libggml-extra, so it ships in the add-on
-    beside it. Installed runtime-only, the registry loads rpc and zen4 from the folder the loader
-    reports; with the add-on, blas too."""
+    """The runtime wheel ships libggml with the CPU variants under ggmlplug/lib/backends; blas
+    links the optional libggml-extra, so it ships in the add-on beside it; rpc names a
+    distribution of its own, a wheel that holds only it and requires the runtime wheel.
+    Installed runtime-only, the registry loads zen4 from the folder the loader reports; with
+    rpc's wheel, rpc too; with the add-on, blas too."""
     recipe = write_project(tmp_path / "ggmlplug", "generated")
     out = tmp_path / "dist"
     argv = ["-q", "wheel", "--recipe", str(recipe), "--split", "--out-dir", str(out),
@@ -243,10 +260,20 @@ def test_split_wheels_ship_each_plugin_with_its_host_and_the_loader_finds_them(
     assert result.exit_code == 0, result.stdout + result.stderr
     runtime = next(out.glob("ggmlplug_runtime-0.21.0-*.whl"))
     addon = next(out.glob("ggmlplug_compiler-0.21.0-*.whl"))
+    rpc = next(out.glob("ggmlplug_rpc-0.21.0-*.whl"))
+    assert _wheel_files(rpc) == ["ggmlplug/lib/backends/libggml-rpc.so"]
+    assert _requirements(rpc) == ["ggmlplug-runtime==0.21.0"]
+    assert "ggmlplug/lib/backends/libggml-rpc.so" not in _wheel_files(runtime)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
     _pip(python, "install", "--no-index", "--no-deps", str(runtime))
+    assert _session(python) == {
+        "folder": "lib/backends",
+        "plugins": ["ggml-cpu-haswell", "ggml-cpu-zen4"],
+        "loaded": "zen4",
+    }
+    _pip(python, "install", "--no-index", "--no-deps", str(rpc))
     assert _session(python) == {
         "folder": "lib/backends",
         "plugins": ["ggml-cpu-haswell", "ggml-cpu-zen4", "ggml-rpc"],
@@ -330,3 +357,59 @@ def test_a_plugin_the_generated_build_cannot_make_is_refused_before_anything_is_
     assert result.stderr.rstrip().rsplit("\n", 1)[-1] == f"error: {recipe}: {message}"
     assert not (recipe.parent / "CMakeLists.txt").exists()
     assert not build.exists()
+
+
+def _pip_wheel(root: Path, out: Path, distribution: str) -> Path:
+    """``pip wheel`` of the project root (buildtool's backend) for one distribution."""
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+               "-w", str(out), f"-Cbuildtool.distribution={distribution}",
+               "-Cbuildtool.build-dir=build", "."]  # fmt: skip
+    ran = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    return next(out.glob(f"{distribution.replace('-', '_')}-0.21.0-*.whl"))
+
+
+@pytest.mark.wheel
+def test_a_plugin_wheel_needing_the_add_on_requires_it_and_pip_builds_it(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """blas with a distribution of its own links the optional libggml-extra, which the add-on
+    ships: its wheel (made by pip through buildtool's backend, verified beside the runtime wheel
+    and the add-on) requires both. Installed beside the runtime wheel alone it cannot open
+    libggml-extra and the registry goes on without it; verify-linkage on those two wheels says
+    the add-on is missing. With the add-on it loads."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    text = recipe.read_text(encoding="utf-8")
+    blas = 'links = ["ggml-base", "ggml-extra"]\n'
+    recipe.write_text(text.replace(blas, f'{blas}distribution = "ggmlplug-blas"\n'), "utf-8")
+    root = recipe.parent
+    assert run_cli("-q", "configure", "--recipe", str(recipe), "--build-dir",
+                   str(root / "build")).exit_code == 0  # fmt: skip
+    out = tmp_path / "dist"
+    wheels = {name: _pip_wheel(root, out, name)
+              for name in ("ggmlplug-runtime", "ggmlplug-compiler", "ggmlplug-blas")}  # fmt: skip
+    assert _wheel_files(wheels["ggmlplug-blas"]) == ["ggmlplug/lib/backends/libggml-blas.so"]
+    assert _requirements(wheels["ggmlplug-blas"]) == [
+        "ggmlplug-runtime==0.21.0", "ggmlplug-compiler==0.21.0"]  # fmt: skip
+    assert _wheel_files(wheels["ggmlplug-compiler"]) == ["ggmlplug/lib/libggml-extra.so"]
+
+    beside = [str(wheels["ggmlplug-runtime"]), str(wheels["ggmlplug-blas"])]
+    alone = run_cli("verify-linkage", *beside, "--recipe", str(recipe), "--format", "json")
+    found = [(f["id"], f["message"], f["evidence"].split(";")[0])
+             for f in json.loads(alone.stdout)["findings"]]  # fmt: skip
+    assert found == [("BT116", "needs libggml-extra.so, which no input ships",
+                      "the recipe ships it in ggmlplug-compiler (required, not among the "
+                      "inputs)")]  # fmt: skip
+    together = [*beside, str(wheels["ggmlplug-compiler"])]
+    checked = run_cli("verify-linkage", *together, "--recipe", str(recipe), "--format", "json")
+    assert json.loads(checked.stdout)["findings"] == []
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = venv / "bin" / "python"
+    _pip(python, "install", "--no-index", "--no-deps", *beside)
+    ran = subprocess.run([python, "-c", SESSION], capture_output=True, text=True, check=False)
+    assert json.loads(ran.stdout)["loaded"] == "zen4"
+    assert "libggml-blas.so: libggml-extra.so: cannot open shared object file" in ran.stderr
+    _pip(python, "install", "--no-index", "--no-deps", str(wheels["ggmlplug-compiler"]))
+    assert _session(python)["loaded"] == "blas zen4"
