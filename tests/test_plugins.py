@@ -413,3 +413,31 @@ def test_a_plugin_wheel_needing_the_add_on_requires_it_and_pip_builds_it(
     assert "libggml-blas.so: libggml-extra.so: cannot open shared object file" in ran.stderr
     _pip(python, "install", "--no-index", "--no-deps", str(wheels["ggmlplug-compiler"]))
     assert _session(python)["loaded"] == "blas zen4"
+
+
+def test_dashed_names_define_their_export_symbols_as_c_identifiers(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """A library's and a plugin's export symbol is a C identifier (GGML_BASE_EXPORTS, CMake's
+    ggml_rpc_EXPORTS): -DGGML-BASE_EXPORTS would define the macro GGML instead, and
+    -Dggml-rpc_EXPORTS the macro ggml, breaking any source of theirs that uses that word (here a
+    local variable in ggml-base's source and in an object library rpc owns)."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    root = recipe.parent
+    (root / "src" / "probe.c").write_text(
+        "int ggml_base_probe(void) { int GGML = 1; return GGML; }\n", encoding="utf-8"
+    )
+    (root / "src" / "rpc_probe.c").write_text(
+        "int ggml_rpc_probe(void) { int ggml = 2; return ggml; }\n", encoding="utf-8"
+    )
+    text = RECIPE.replace('sources = ["src/base.c"]', 'sources = ["src/base.c", "src/probe.c"]')
+    text = text.replace(
+        'sources = ["src/rpc.c"]\n', 'sources = ["src/rpc.c"]\nobjects = ["ggml-rpc-probe"]\n'
+    )
+    text += '\n[objects.ggml-rpc-probe]\nsources = ["src/rpc_probe.c"]\n'
+    recipe.write_text(text, encoding="utf-8")
+    build = tmp_path / "build"
+    result = run_cli("build", "--recipe", str(recipe), "--build-dir", str(build), "-j", "2")
+    assert result.exit_code == 0, result.stderr
+    assert "requires whitespace after the macro name" not in result.stderr
+    assert _program(build).stdout == "blas rpc zen4\n"
