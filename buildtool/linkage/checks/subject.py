@@ -14,7 +14,7 @@ from typing import NamedTuple
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach
 from buildtool.linkage.checks.policy import LinkagePolicy, PluginRule
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
-from buildtool.linkage.loaders.interpreter import is_extension_module
+from buildtool.linkage.loaders.interpreter import is_extension_module, named_as_extension_module
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
 from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
@@ -179,12 +179,13 @@ class Subject:
         return self._plugin_at.get(str(binary.location))
 
     def undeclared_module(self, binary: BinaryFile) -> str:
-        """For an ELF module without SONAME that is no extension module and no declared plugin
-        (something opens it with dlopen), a hint that declaring it as a plugin judges it with
-        its host's closure loaded; '' otherwise."""
+        """For an ELF module without SONAME that is no extension module (by entry point or by
+        name) and no declared plugin (something opens it with dlopen), a hint that declaring it
+        as a plugin judges it with its host's closure loaded; '' otherwise."""
         facts = self.facts(binary)
         module = facts.format == "elf" and facts.file_type == "shared" and facts.soname is None
-        if not module or is_extension_module(facts) or self.plugin_of(binary) is not None:
+        python = is_extension_module(facts) or named_as_extension_module(binary.location.name)
+        if not module or python or self.plugin_of(binary) is not None:
             return ""
         return (
             "; it has no SONAME: if a library opens it with dlopen, declare it as that "
