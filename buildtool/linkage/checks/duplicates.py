@@ -128,8 +128,10 @@ def _bound_privately(name: str, exported: frozenset[str]) -> bool:
 
 
 def _exported_names(facts: BinaryFacts) -> frozenset[str]:
-    """Strong dynamic definitions by name (a version suffix dropped)."""
-    names = facts.defined - facts.weak_defined
+    """Strong dynamic definitions by name (a version suffix dropped), less ``STB_GNU_UNIQUE``
+    ones: C++ inline variables and template static members, which the loader binds to one copy
+    in a process by design (Qt's ``QMetaTypeInterfaceWrapper<T>`` in every Qt library)."""
+    names = facts.defined - facts.weak_defined - facts.unique
     if facts.versioned_definitions:
         return frozenset(key.split("@", 1)[0] for key in names)
     return names

@@ -11,8 +11,7 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import Final
+from typing import Final, NamedTuple
 
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach, is_toolchain_function
 from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name
@@ -78,15 +77,42 @@ def _is_system(path: str, facts: BinaryFacts) -> bool:
     return any(SYSTEM_LIBRARY.match(name) for name in names if name)
 
 
-def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[str, InitializerReach]:
-    """The registering initializers by shape (their reaches joined: one shape, one copy)."""
-    found: dict[str, InitializerReach] = {}
+class _Shape(NamedTuple):
+    """A file's registering initializers of one shape (one shape, one copy)."""
+
+    reaches: frozenset[str]
+    """What they reach, joined."""
+    strings: tuple[str, ...]
+    contents: frozenset[str]
+    """Their ``InitializerReach.content``: what each hands on ("" for untold)."""
+
+
+def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[str, _Shape]:
+    """The registering initializers by shape."""
+    found: dict[str, _Shape] = {}
     for init in _registering(inits):
         known = found.get(init.shape)
         found[init.shape] = (
-            init if known is None else replace(known, reaches=known.reaches | init.reaches)
+            _Shape(init.reaches, init.strings, frozenset({init.content}))
+            if known is None
+            else known._replace(
+                reaches=known.reaches | init.reaches, contents=known.contents | {init.content}
+            )
         )
     return found
+
+
+def _copies(mine: dict[str, _Shape], theirs: dict[str, _Shape]) -> list[str]:
+    """The shapes of both files whose initializers may be copies: the same code handing on the
+    same, or one whose content is not told (""). One code handing on different functions or
+    data registers something else in each (Qt's resource initializers, each with its own
+    resources)."""
+    return sorted(
+        shape
+        for shape in mine.keys() & theirs
+        if mine[shape].contents & theirs[shape].contents
+        or "" in mine[shape].contents | theirs[shape].contents
+    )
 
 
 def _shared_reach(
@@ -94,22 +120,30 @@ def _shared_reach(
 ) -> frozenset[str]:
     """Functions that the initializers of one shape reach in both files: each shape on its own
     (two files' unrelated initializers of another shape prove nothing), and only shapes that
-    tell a copy (``_registering``)."""
+    tell a copy (``_registering``, ``_copies``)."""
     mine, theirs = _by_shape(first), _by_shape(second)
     both = frozenset().union(
-        *(mine[shape].reaches & theirs[shape].reaches for shape in mine.keys() & theirs)
+        *(mine[shape].reaches & theirs[shape].reaches for shape in _copies(mine, theirs))
     )
     return frozenset(
-        name for name in both if not is_toolchain_function(name) and name not in STARTUP_CALLEES
+        name
+        for name in both
+        if not is_toolchain_function(name)
+        and name not in STARTUP_CALLEES
+        and not name.startswith(CONST_MEMBER)
     )
+
+
+CONST_MEMBER: Final = "_ZNK"
+"""How an Itanium-mangled const member function starts: it reads its object (Qt's
+``QMetaObject::indexOfMethod``, which a copied initializer calls to look up a signal), a lookup,
+never the registry's insertion."""
 
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
     """The strings the initializers both files have in common address (what they register)."""
     mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
-    return tuple(
-        dict.fromkeys(s for shape in sorted(mine.keys() & theirs) for s in mine[shape].strings)
-    )
+    return tuple(dict.fromkeys(s for shape in _copies(mine, theirs) for s in mine[shape].strings))
 
 
 def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
