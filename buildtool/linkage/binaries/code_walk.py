@@ -434,9 +434,7 @@ class _Functions:
         """The function at ``target`` when it is a stub (a PLT entry): a few instructions whose
         only effect is a jump through a slot."""
         function = self.at(target)
-        if function.imports and function.instructions <= STUB_INSTRUCTIONS:
-            return function
-        return None
+        return function if _is_stub(function) else None
 
     def passed(self, function: _Function) -> list[tuple[str, bool]]:
         """The read-only data ``function`` passes out of the library (to a stub, or through a
@@ -486,7 +484,7 @@ class _Functions:
                 own, found = self.own_shape(function)
                 shape.extend(own)
                 strings.extend(found)
-            if depth == 1:
+            if depth == 1 and not _is_stub(function):
                 called.extend(function.shape)
             if depth <= 1:
                 passed.extend(self.passed(function))
@@ -499,9 +497,11 @@ class _Functions:
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
         named = tuple(dict.fromkeys(strings))[:MAX_STRINGS]
         # a walk the library's budget cut short may have missed what a copy's code hands on
-        content = _content(called, passed) if not named and self.left > 0 else ""
+        told = not named and self.left > 0
+        content = _content(called, passed) if told else ""
+        size = len(passed) if told else 0
         return InitializerReach(
-            digest, len(shape), frozenset(reaches), _guarded(shape), named, content=content
+            digest, len(shape), frozenset(reaches), _guarded(shape), named, content, size
         )
 
 
@@ -514,10 +514,16 @@ STUB_INSTRUCTIONS: Final = 4
 aarch64: ``adrp; ldr; add; br``)."""
 
 
+def _is_stub(function: _Function) -> bool:
+    """Whether ``function`` is a stub (a PLT entry), whose form the link chose, not the code."""
+    return bool(function.imports) and function.instructions <= STUB_INSTRUCTIONS
+
+
 def _content(called: Sequence[str], passed: Sequence[tuple[str, bool]]) -> str:
-    """``InitializerReach.content``: the shapes of the functions an initializer calls, and the
-    data it passes: the strings when there are any (an empty string reads as the bytes after
-    it, which are not the object's), else the start of each datum; "" for nothing."""
+    """``InitializerReach.content``: the shapes of the library's functions an initializer calls
+    (stubs left out: the link chose their form), and the data it passes: the strings when there
+    are any (an empty string reads as the bytes after it, which are not the object's), else the
+    start of each datum; "" for nothing."""
     strings = [key for key, is_string in passed if is_string]
     kept = [*called, "", *(strings or [key for key, _is_string in passed])]
     if len(kept) == 1:

@@ -196,6 +196,9 @@ class InitializerReach:
     object, or the strings among them). Qt's resource initializers are one code in every
     library, each passing its own resource tables to ``qRegisterResourceData``; a copy hands
     on the same. "" when it hands on nothing, or when the walk was cut short: nothing told."""
+    passed: int = 0
+    """How many read-only data it passes out of the library (``content`` holds them): what it
+    registers, which tells its copies as a string does, however short its own code."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from buildtool.linkage.checks.initializer_reach import (
     registry_callees,
     shape_groups,
     through,
+    told_apart,
 )
 from buildtool.linkage.checks.policy import LibraryRule, ObjectRule
 from buildtool.linkage.checks.subject import Subject
@@ -296,6 +297,8 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     reported: set[tuple[BinaryFile, BinaryFile]] = set()
     for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):
         also = functions.get(pair)
+        if also and told_apart(subject, pair):
+            continue  # same names, different content: the initializers' code says so
         if also:
             reported.add(pair)
             yield _object_code_finding(subject, pair, names, also)

@@ -51,8 +51,8 @@ SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
 
 MIN_SHAPE_INSTRUCTIONS: Final = 8
-"""Copies are matched by shape alone: a shorter initializer proves a common origin only by the
-strings it registers (``InitializerReach.strings``)."""
+"""Copies are matched by shape alone: a shorter initializer proves a common origin only by what
+it registers (``InitializerReach.strings``, or the data it passes: ``passed``)."""
 
 
 def _names(facts: BinaryFacts) -> frozenset[str]:
@@ -113,6 +113,14 @@ def _copies(mine: dict[str, _Shape], theirs: dict[str, _Shape]) -> list[str]:
         if mine[shape].contents & theirs[shape].contents
         or "" in mine[shape].contents | theirs[shape].contents
     )
+
+
+def told_apart(subject: Subject, pair: Pair) -> bool:
+    """Whether the pair's registering initializers of one shape all hand on different content:
+    one boilerplate registering something else in each (two libraries' ``qrc_resources.cpp``,
+    whose initializers and helpers rcc names alike), not copies, whatever their names say."""
+    mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
+    return bool(mine.keys() & theirs) and not _copies(mine, theirs)
 
 
 def _shared_reach(
@@ -192,9 +200,10 @@ def through(callees: list[str], strings: tuple[str, ...] = ()) -> str:
 
 
 def _registering(inits: tuple[InitializerReach, ...]) -> Iterator[InitializerReach]:
-    """Initializers whose shape tells a copy: long enough, or naming what they register."""
+    """Initializers whose shape tells a copy: long enough, or naming what they register (a
+    string, or data they pass to another library)."""
     for init in inits:
-        telling = init.instructions >= MIN_SHAPE_INSTRUCTIONS or init.strings
+        telling = init.instructions >= MIN_SHAPE_INSTRUCTIONS or init.strings or init.passed
         if init.reaches and telling and not init.guarded:
             yield init
 
