@@ -430,18 +430,18 @@ class _Functions:
                 return f"*{found!r}", found
         return None
 
-    def _stub(self, target: int) -> _Function | None:
-        """The function at ``target`` when it is a stub (a PLT entry): a few instructions whose
-        only effect is a jump through a slot."""
-        function = self.at(target)
-        return function if _is_stub(function) else None
-
-    def passed(self, function: _Function) -> list[tuple[str, bool]]:
-        """The read-only data ``function`` passes out of the library (to a stub, or through a
-        slot), each as (what ``InitializerReach.content`` keeps of it, whether a string)."""
+    def passed(
+        self, functions: Sequence[_Function], walked: set[int]
+    ) -> list[tuple[str, bool]] | None:
+        """The read-only data ``functions`` pass out of the library (to a stub, or through a
+        slot), each as (what ``InitializerReach.content`` keeps of it, whether a string); None
+        when a call's target was not ``walked`` (the walk's budget ended first): no code is
+        decoded for this beyond the walk, which a sparse read checked."""
         found: list[tuple[str, bool]] = []
-        for target, addresses in function.passes:
-            if target != THROUGH_SLOT and self._stub(target) is None:
+        for target, addresses in (item for function in functions for item in function.passes):
+            if target != THROUGH_SLOT and target not in walked:
+                return None
+            if target != THROUGH_SLOT and not _is_stub(self.at(target)):
                 continue  # a call within the library: what it passes on is walked in turn
             for address in addresses:
                 data = self.view.read_only(address, MAX_LITERAL)
@@ -473,11 +473,13 @@ class _Functions:
         reaches: set[str] = set()
         shape: list[str] = []
         strings: list[str] = []
-        passed: list[tuple[str, bool]] = []
+        outgoing: list[_Function] = []
         called: list[str] = []
+        walked: set[int] = set()
         while queue and budget > 0:
             current, depth = queue.pop(0)
             function = self.at(current)
+            walked.add(current)
             budget -= function.instructions
             reaches.update(function.imports)
             if depth == 0:
@@ -487,7 +489,7 @@ class _Functions:
             if depth == 1 and not _is_stub(function):
                 called.extend(function.shape)
             if depth <= 1:
-                passed.extend(self.passed(function))
+                outgoing.append(function)
             for target, is_call in function.calls:
                 if current <= target < function.end:
                     continue  # a branch within what the sweep decoded already
@@ -497,9 +499,9 @@ class _Functions:
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
         named = tuple(dict.fromkeys(strings))[:MAX_STRINGS]
         # a walk the library's budget cut short may have missed what a copy's code hands on
-        told = not named and self.left > 0
-        content = _content(called, passed) if told else ""
-        size = len(passed) if told else 0
+        passed = self.passed(outgoing, walked) if not named and self.left > 0 else None
+        content = _content(called, passed) if passed is not None else ""
+        size = len(passed) if passed is not None else 0
         return InitializerReach(
             digest, len(shape), frozenset(reaches), _guarded(shape), named, content, size
         )

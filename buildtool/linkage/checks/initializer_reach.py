@@ -78,40 +78,44 @@ def _is_system(path: str, facts: BinaryFacts) -> bool:
 
 
 class _Shape(NamedTuple):
-    """A file's registering initializers of one shape (one shape, one copy)."""
+    """A file's registering initializers of one shape and content (one copy)."""
 
     reaches: frozenset[str]
     """What they reach, joined."""
     strings: tuple[str, ...]
-    contents: frozenset[str]
-    """Their ``InitializerReach.content``: what each hands on ("" for untold)."""
 
 
-def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[str, _Shape]:
-    """The registering initializers by shape."""
-    found: dict[str, _Shape] = {}
+_Key = tuple[str, str]
+"""An initializer's shape and ``InitializerReach.content`` ("" for untold)."""
+
+
+def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
+    """The registering initializers by shape and content."""
+    found: dict[_Key, _Shape] = {}
     for init in _registering(inits):
-        known = found.get(init.shape)
-        found[init.shape] = (
-            _Shape(init.reaches, init.strings, frozenset({init.content}))
+        key = (init.shape, init.content)
+        known = found.get(key)
+        found[key] = (
+            _Shape(init.reaches, init.strings)
             if known is None
-            else known._replace(
-                reaches=known.reaches | init.reaches, contents=known.contents | {init.content}
-            )
+            else known._replace(reaches=known.reaches | init.reaches)
         )
     return found
 
 
-def _copies(mine: dict[str, _Shape], theirs: dict[str, _Shape]) -> list[str]:
-    """The shapes of both files whose initializers may be copies: the same code handing on the
-    same, or one whose content is not told (""). One code handing on different functions or
+def _copies(mine: dict[_Key, _Shape], theirs: dict[_Key, _Shape]) -> list[tuple[_Key, _Key]]:
+    """The initializers of both files that may be copies: one shape handing on the same, or
+    one of them handing on what is not told (""). One code handing on different functions or
     data registers something else in each (Qt's resource initializers, each with its own
     resources)."""
+    by_shape: dict[str, list[_Key]] = {}
+    for other in theirs:
+        by_shape.setdefault(other[0], []).append(other)
     return sorted(
-        shape
-        for shape in mine.keys() & theirs
-        if mine[shape].contents & theirs[shape].contents
-        or "" in mine[shape].contents | theirs[shape].contents
+        (key, other)
+        for key in mine
+        for other in by_shape.get(key[0], ())
+        if key[1] == other[1] or "" in (key[1], other[1])
     )
 
 
@@ -120,7 +124,8 @@ def told_apart(subject: Subject, pair: Pair) -> bool:
     one boilerplate registering something else in each (two libraries' ``qrc_resources.cpp``,
     whose initializers and helpers rcc names alike), not copies, whatever their names say."""
     mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
-    return bool(mine.keys() & theirs) and not _copies(mine, theirs)
+    shared = {key[0] for key in mine} & {key[0] for key in theirs}
+    return bool(shared) and not _copies(mine, theirs)
 
 
 def _shared_reach(
@@ -131,7 +136,7 @@ def _shared_reach(
     tell a copy (``_registering``, ``_copies``)."""
     mine, theirs = _by_shape(first), _by_shape(second)
     both = frozenset().union(
-        *(mine[shape].reaches & theirs[shape].reaches for shape in _copies(mine, theirs))
+        *(mine[key].reaches & theirs[other].reaches for key, other in _copies(mine, theirs))
     )
     return frozenset(
         name
@@ -151,7 +156,8 @@ never the registry's insertion."""
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
     """The strings the initializers both files have in common address (what they register)."""
     mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
-    return tuple(dict.fromkeys(s for shape in _copies(mine, theirs) for s in mine[shape].strings))
+    copies = _copies(mine, theirs)
+    return tuple(dict.fromkeys(text for key, _other in copies for text in mine[key].strings))
 
 
 def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
