@@ -189,6 +189,16 @@ class InitializerReach:
     """The strings its own code addresses, directly or through the first pointers of a
     structure it addresses, in order (at most a few): what it registers (a gflags flag's name,
     a ``.proto`` file's). Part of ``shape`` too."""
+    content: str = ""
+    """For an initializer that names nothing (no ``strings``): a digest of what its code hands
+    on, which its own code's shape leaves out: the code of the library's functions it calls,
+    and the read-only data it (or they) pass to another library's function (the start of each
+    object, or the strings among them). Qt's resource initializers are one code in every
+    library, each passing its own resource tables to ``qRegisterResourceData``; a copy hands
+    on the same. "" when it hands on nothing, or when the walk was cut short: nothing told."""
+    passed: int = 0
+    """How many read-only data it passes out of the library (``content`` holds them): what it
+    registers, which tells its copies as a string does, however short its own code."""
 
 
 @dataclass(frozen=True)
