@@ -258,6 +258,12 @@ def test_split_wheels_ship_each_plugin_with_its_host_and_the_loader_finds_them(
             "--build-dir", str(tmp_path / "build")]  # fmt: skip
     result = run_cli(*argv)
     assert result.exit_code == 0, result.stdout + result.stderr
+    # libggml depends on blas only to build it first: the runtime wheel still comes from the
+    # full build, nothing compiled a second time in the runtime configuration's folder
+    assert "builds apart" not in result.stderr
+    runtime_tree = tmp_path / "build" / "buildtool" / "runtime-configuration"
+    assert runtime_tree.is_dir()
+    assert not list(runtime_tree.rglob("*.o"))
     runtime = next(out.glob("ggmlplug_runtime-0.21.0-*.whl"))
     addon = next(out.glob("ggmlplug_compiler-0.21.0-*.whl"))
     rpc = next(out.glob("ggmlplug_rpc-0.21.0-*.whl"))
