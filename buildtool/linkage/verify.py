@@ -21,6 +21,7 @@ from buildtool.linkage.checks.growth import (
 )
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.subject import (
+    DeepInitializers,
     FunctionNames,
     Initializers,
     Subject,
@@ -93,23 +94,33 @@ def files_by_format(files: Sequence[BinaryFile]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _initializers(reader: InitializerLookup) -> Initializers:
-    """Initializers as the facts hold them, read again (once a file) when a sparse read left
-    them unread; none when the file cannot be read any more."""
-    known: dict[str, tuple[InitializerReach, ...]] = {}
+def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitializers]:
+    """Initializers as the facts hold them, and with some shapes walked whole: read again
+    (whole) when a sparse read left them unread or a deep walk is asked of incomplete ones;
+    none when the file cannot be read any more."""
+    known: dict[str, tuple[frozenset[str], tuple[InitializerReach, ...]]] = {}
+
+    def read_again(binary: BinaryFile, shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+        walked, found = known.get(binary.display, (None, ()))
+        if walked is None or not shapes <= walked:
+            shapes |= walked or frozenset()
+            try:
+                found = reader(binary.source, shapes) if binary.source else ()
+            except InputError:
+                found = ()
+            known[binary.display] = (shapes, found)
+        return found
 
     def initializers(binary: BinaryFile) -> tuple[InitializerReach, ...]:
         held = binary.facts.initializers if binary.facts is not None else ()
-        if held is not None:
-            return held
-        if binary.display not in known:
-            try:
-                known[binary.display] = reader(binary.source) if binary.source else ()
-            except InputError:
-                known[binary.display] = ()
-        return known[binary.display]
+        return held if held is not None else read_again(binary, frozenset())
 
-    return initializers
+    def deep(binary: BinaryFile, shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+        held = initializers(binary)
+        done = all(init.complete for init in held if init.shape in shapes)
+        return held if done else read_again(binary, shapes)
+
+    return initializers, deep
 
 
 def _function_names(reader: FunctionNameLookup) -> FunctionNames:
@@ -298,6 +309,7 @@ def verify_inputs(
     closures = _closures(relocated, read, envs)
     reader = FunctionNameLookup()
     init_reader = InitializerLookup()
+    initializers, deep_initializers = _initializers(init_reader)
     try:
         subject = Subject(
             files=tuple(good),
@@ -307,7 +319,8 @@ def verify_inputs(
             function_names=_function_names(reader),
             sets=relocated,
             platforms=platforms,
-            initializers=_initializers(init_reader),
+            initializers=initializers,
+            deep_initializers=deep_initializers,
             interpreters=_interpreters(relocated, read, envs),
         )
         checked = run_checks(subject)

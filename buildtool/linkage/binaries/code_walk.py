@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final, NamedTuple
 
 from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit, TypeRecord
@@ -131,8 +131,9 @@ _NOTHING: Final = _Function(0, 0, (), (), ())
 class _Sweep:
     """Decodes one function at a time, for ``_Functions``."""
 
-    def __init__(self, view: CodeView) -> None:
+    def __init__(self, view: CodeView, limit: int = MAX_FUNCTION_INSTRUCTIONS) -> None:
         self.view = view
+        self.limit = limit
         self.calls: list[tuple[int, int]] = []
         self.imports: list[str] = []
         self.shape: list[str] = []
@@ -170,9 +171,9 @@ def _sweep_function(
     stops: frozenset[str],
 ) -> None:
     """Decode from ``address`` to the first instruction whose shape starts with one of
-    ``stops`` (or ``MAX_FUNCTION_INSTRUCTIONS``); ``step(after, mnemonic, operands)`` follows
+    ``stops`` (or ``sweep.limit`` instructions); ``step(after, mnemonic, operands)`` follows
     each instruction and gives its shape."""
-    while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
+    while len(sweep.shape) < sweep.limit:
         decoded = 0
         code = sweep.view.read(address, _CHUNK)
         for at, size, mnemonic, operands in cs.disasm_lite(code, address, _BATCH):
@@ -180,7 +181,7 @@ def _sweep_function(
             sweep.end = at + size
             shape = step(at + size, mnemonic, operands)
             sweep.shape.append(shape)
-            if shape.split(" ", 1)[0] in stops or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
+            if shape.split(" ", 1)[0] in stops or len(sweep.shape) >= sweep.limit:
                 return
         if decoded == 0:
             return
@@ -276,8 +277,10 @@ def _arm_instruction(
 class _Functions:
     """Each function decoded once per library, however many initializers reach it."""
 
-    def __init__(self, view: CodeView) -> None:
+    def __init__(self, view: CodeView, limit: int = MAX_FUNCTION_INSTRUCTIONS) -> None:
         self.view = view
+        self.limit = limit
+        """Instructions of one sweep, at most."""
         self.cs = _capstone(view.machine)
         self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
         self.known: dict[int, _Function] = {}
@@ -289,7 +292,7 @@ class _Functions:
         if found is None:
             if self.left <= 0:
                 return _NOTHING
-            sweep = _Sweep(self.view)
+            sweep = _Sweep(self.view, self.limit)
             self.sweep(sweep, self.cs, address)
             found = self.known[address] = sweep.result()
             self.left -= found.instructions
@@ -338,32 +341,90 @@ class _Functions:
                 strings.append(found[1])
         return shape, strings
 
-    def reach(self, address: int) -> InitializerReach:
+    def _stub(self, target: int) -> _Function | None:
+        """The function at ``target`` when it is a stub (a PLT entry): a few instructions whose
+        only effect is a jump through a slot."""
+        function = self.at(target)
+        if function.imports and function.instructions <= STUB_INSTRUCTIONS:
+            return function
+        return None
+
+    def reach(self, address: int, deep: bool = True) -> InitializerReach:
         """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
-        all; the shape is that of the initializer's own function and the branches within it."""
-        queue, seen = [(address, 0)], {address}
-        budget = MAX_INSTRUCTIONS
-        reaches: set[str] = set()
-        shape: list[str] = []
-        strings: list[str] = []
-        while queue and budget > 0:
-            current, depth = queue.pop(0)
+        all; the shape is that of the initializer's own function and the branches within it.
+        Not ``deep``: its own code only, and the stubs it calls; ``complete`` says whether that
+        left any call unfollowed."""
+        walk = _Walk(address)
+        while walk.queue and walk.budget > 0:
+            current, depth = walk.queue.pop(0)
             function = self.at(current)
-            budget -= function.instructions
-            reaches.update(function.imports)
+            walk.budget -= function.instructions
+            walk.reaches.update(function.imports)
             if depth == 0:
                 own, found = self.own_shape(function)
-                shape.extend(own)
-                strings.extend(found)
+                walk.shape.extend(own)
+                walk.strings.extend(found)
+            if not deep and len(walk.shape) >= SHAPE_PREFIX:
+                walk.cut()
+                break
             for target, is_call in function.calls:
-                if current <= target < function.end:
+                if current <= target < function.end or target in walk.seen:
                     continue  # a branch within what the sweep decoded already
-                if target not in seen and depth + is_call <= MAX_DEPTH:
-                    seen.add(target)
-                    queue.append((target, depth + is_call))
+                if deep or depth + is_call == 0:
+                    walk.follow(target, depth + is_call)
+                else:
+                    walk.leave(target, self._stub(target))
+        return walk.result()
+
+
+SHAPE_PREFIX: Final = 64
+"""Instructions of an initializer's own code a read walks (its shape's digest): enough to tell
+copies from other code, a fraction of what a big library's initializers hold (libtorch_cpu.so's
+376: 95k instructions walked whole)."""
+STUB_INSTRUCTIONS: Final = 4
+"""A PLT entry's instructions, at most (x86-64 ``.plt.sec``: ``endbr64; bnd jmp [rip+X]``;
+aarch64: ``adrp; ldr; add; br``)."""
+
+
+class _Walk:
+    """One initializer's walk (``_Functions.reach``)."""
+
+    def __init__(self, address: int) -> None:
+        self.queue: list[tuple[int, int]] = [(address, 0)]
+        self.seen = {address}
+        self.budget = MAX_INSTRUCTIONS
+        self.reaches: set[str] = set()
+        self.shape: list[str] = []
+        self.strings: list[str] = []
+        self.complete = True
+
+    def follow(self, target: int, depth: int) -> None:
+        if depth <= MAX_DEPTH:
+            self.seen.add(target)
+            self.queue.append((target, depth))
+
+    def leave(self, target: int, stub: _Function | None) -> None:
+        """A call out of the initializer's own code, not followed: a stub's import counts (an
+        own export's stub still leads to code not walked)."""
+        self.seen.add(target)
+        if stub is None or stub.calls:
+            self.complete = False
+        if stub is not None:
+            self.reaches.update(stub.imports)
+
+    def cut(self) -> None:
+        """A walk of its own code ends at ``SHAPE_PREFIX`` instructions: the shape is their
+        digest, and the rest is walked only when another file has the same prefix."""
+        del self.shape[SHAPE_PREFIX:]
+        self.complete = False
+
+    def result(self) -> InitializerReach:
+        shape = self.shape
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
-        named = tuple(dict.fromkeys(strings))[:MAX_STRINGS]
-        return InitializerReach(digest, len(shape), frozenset(reaches), _guarded(shape), named)
+        named = tuple(dict.fromkeys(self.strings))[:MAX_STRINGS]
+        reaches = frozenset(self.reaches)
+        guarded = self.complete and _guarded(shape)  # a guard says nothing of the code not walked
+        return InitializerReach(digest, len(shape), reaches, guarded, named, self.complete)
 
 
 _GUARD_SET: Final = "mov byte ptr [rip], 1"
@@ -450,9 +511,24 @@ def walk_entry(view: CodeView, address: int) -> ModuleInit:
     return ModuleInit(tuple(dict.fromkeys(keys)), tuple(dict.fromkeys(records)))
 
 
-def walk_initializers(view: CodeView) -> tuple[InitializerReach, ...]:
-    """Each initializer's reach, in the view's order (empty for other machines)."""
+def walk_initializers(
+    view: CodeView, deep: bool | Collection[str] = True
+) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach, in the view's order (empty for other machines). Not ``deep``:
+    each initializer's own code and the stubs it calls (what its shape and strings need; a
+    fraction of the work), ``complete`` False where a call was left unfollowed; shapes: the
+    initializers of those shapes walked whole, the others in their own code."""
     if view.machine not in WALKED_MACHINES or not view.initializers:
         return ()
-    functions = _Functions(view)
-    return tuple(functions.reach(address) for address in view.initializers)
+    if deep is True:
+        functions = _Functions(view)
+        return tuple(functions.reach(address) for address in view.initializers)
+    own = _Functions(view, SHAPE_PREFIX)
+    shallow = tuple(own.reach(address, False) for address in view.initializers)
+    if deep is False or not deep:
+        return shallow
+    whole = _Functions(view)
+    return tuple(
+        init if init.complete or init.shape not in deep else whole.reach(address)
+        for address, init in zip(view.initializers, shallow, strict=True)
+    )

@@ -176,6 +176,10 @@ class InitializerReach:
     """The strings its own code addresses, directly or through the first pointers of a
     structure it addresses, in order (at most a few): what it registers (a gflags flag's name,
     a ``.proto`` file's). Part of ``shape`` too."""
+    complete: bool = True
+    """Whether ``reaches`` is what the whole walk finds. False when only the initializer's own
+    code (and the PLT stubs it calls) was walked and it calls other code: the checks walk it
+    again, deep, when its shape is one another file has."""
 
 
 @dataclass(frozen=True)

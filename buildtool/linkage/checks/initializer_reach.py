@@ -106,10 +106,9 @@ def _shared_reach(
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
     """The strings the initializers both files have in common address (what they register)."""
-    mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
-    return tuple(
-        dict.fromkeys(s for shape in sorted(mine.keys() & theirs) for s in mine[shape].strings)
-    )
+    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
+    shapes = sorted(mine.keys() & theirs)
+    return tuple(dict.fromkeys(text for shape in shapes for text in mine[shape].strings))
 
 
 def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
@@ -127,13 +126,24 @@ def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
     return {path: facts for path, facts in found.items() if path not in paths}
 
 
+def _walked(subject: Subject, pair: Pair, binary: BinaryFile) -> tuple[InitializerReach, ...]:
+    """``binary``'s initializers, walked whole when one of a shape the pair has in common was
+    walked in its own code only."""
+    held = subject.initializers(binary)
+    mine, theirs = (_by_shape(subject.initializers(b)).keys() for b in pair)
+    shared = frozenset(mine & theirs)
+    if all(init.complete for init in held if init.shape in shared):
+        return held
+    return subject.deep_initializers(binary, shared)
+
+
 def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     """``library:function`` for each function the pair's duplicated initializers both reach that
     binds to one copy in a process loading both: one of a third, non-system library loaded with
     them, or, when one load context holds both, one both export (unless both bind their own
     calls first, ``-Bsymbolic``), which the second one loaded binds to the first one's copy
     (sorted). Modules the interpreter imports each ``RTLD_LOCAL`` bind their own."""
-    first, second = (subject.initializers(binary) for binary in pair)
+    first, second = (_walked(subject, pair, binary) for binary in pair)
     reached = _shared_reach(first, second)
     if not reached:
         return []
@@ -161,7 +171,8 @@ def _registering(inits: tuple[InitializerReach, ...]) -> Iterator[InitializerRea
     """Initializers whose shape tells a copy: long enough, or naming what they register."""
     for init in inits:
         telling = init.instructions >= MIN_SHAPE_INSTRUCTIONS or init.strings
-        if init.reaches and telling and not init.guarded:
+        calls = init.reaches or not init.complete
+        if calls and telling and not init.guarded:
             yield init
 
 

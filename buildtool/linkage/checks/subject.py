@@ -28,6 +28,15 @@ Initializers = Callable[[BinaryFile], tuple[InitializerReach, ...]]
 """A file's initializers' reach (``BinaryFacts.initializers``), read again by the shell when a
 sparse read left them unread."""
 
+DeepInitializers = Callable[[BinaryFile, frozenset[str]], tuple[InitializerReach, ...]]
+"""The same, those of the given shapes walked whole: read again by the shell when the facts
+hold only their own code (``InitializerReach.complete``)."""
+
+
+def deep_as_read(binary: BinaryFile, _shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+    """A ``DeepInitializers`` that reads nothing: those the facts hold."""
+    return initializers_as_read(binary)
+
 
 def initializers_as_read(binary: BinaryFile) -> tuple[InitializerReach, ...]:
     """An ``Initializers`` that reads nothing: those the facts hold (none when unread)."""
@@ -69,6 +78,9 @@ class Subject:
     without a tag; absent when no policy data describes it."""
     initializers: Initializers = initializers_as_read
     """How the duplicate-code checks learn what a file's initializers reach."""
+    deep_initializers: DeepInitializers = deep_as_read
+    """The same, the initializers of some shapes walked as deep as the walk goes: what a pair
+    whose initializers share a shape needs."""
     interpreters: Mapping[str, Closure] = dataclasses.field(default_factory=dict)
     """What the Python interpreter has loaded before it opens an extension module
     (``loaders.interpreter``), by the module's path: ld.so binds the module's closure against

@@ -260,7 +260,7 @@ def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
     if initializers_left_out(raw.data, raw.size, left_out):
         return result
     try:
-        found = read_elf_initializers(raw.data, facts.path, size=raw.size)
+        found = read_elf_initializers(raw.data, facts.path, size=raw.size, deep=False)
     except MalformedElf:
         return result
     return dataclasses.replace(facts, initializers=found)
@@ -400,11 +400,17 @@ class InitializerLookup:
     def __init__(self) -> None:
         self._reader = _SourceDecoder(whole=True)
 
-    def __call__(self, source: Source) -> tuple[InitializerReach, ...]:
+    def __call__(self, source: Source, deep: Collection[str] = ()) -> tuple[InitializerReach, ...]:
+        """Each initializer as a read's facts hold it, those of the shapes ``deep`` walked
+        whole."""
         found = self._reader.decode(
             source,
             lambda raw: read_elf_initializers(
-                raw.data, source.display, size=raw.size, file_backed=raw.file_backed
+                raw.data,
+                source.display,
+                size=raw.size,
+                file_backed=raw.file_backed,
+                deep=frozenset(deep),
             ),
         )
         return found or ()

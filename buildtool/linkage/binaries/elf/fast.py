@@ -34,6 +34,7 @@ from buildtool.linkage.binaries.elf.decoder import (
     _Section,
     _Segment,
     _split_path,
+    _Structure,
 )
 from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
 from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
@@ -126,12 +127,13 @@ def _facts(
     soname = _dyn_string(dyn, _DT_SONAME) if dyn else None
     seg_types = {s.type for s in segments}
     machine = machine_name(st.header.machine, img.layout.elf_class)
+    file_type = file_type_name(st.header.e_type, flags.pie, interpreter, soname)
     return BinaryFacts(
         path=path,
         elf_class=img.layout.elf_class,
         little_endian=img.layout.endian == "<",
         machine=machine,
-        file_type=file_type_name(st.header.e_type, flags.pie, interpreter, soname),
+        file_type=file_type,
         interpreter=interpreter,
         soname=soname,
         needed=tuple(dyn.strings.get(n) for n in dyn.needed) if dyn and dyn.strings else (),
@@ -160,13 +162,24 @@ def _facts(
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
         symbolic=flags.symbolic,
-        initializers=read_initializers(img, segments, dyn, machine) if read_code else None,
+        initializers=_initializers(img, st, machine, file_type, read_code),
         module_init=(
             read_module_init(img, segments, dyn, machine)
             if read_code and soname is None and defines_module_init(symbols.defined)
             else None
         ),
     )
+
+
+def _initializers(
+    img: _Image, st: _Structure, machine: str, file_type: str, read_code: bool
+) -> tuple[InitializerReach, ...] | None:
+    """A shared library's initializers, each walked in its own code (``read_initializers``);
+    None when the code was left out. Others have none the checks read: only shared libraries
+    are paired as copies."""
+    if file_type != "shared":
+        return ()
+    return read_initializers(img, st.segments, st.dynamic, machine) if read_code else None
 
 
 def is_elf(data: ElfBuffer) -> bool:
@@ -220,13 +233,20 @@ def read_elf_file(
 
 
 def read_elf_initializers(
-    data: ElfBuffer, display_path: str, *, size: int | None = None, file_backed: bool = False
+    data: ElfBuffer,
+    display_path: str,
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+    deep: bool | Collection[str] = True,
 ) -> tuple[InitializerReach, ...]:
-    """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file."""
+    """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file;
+    ``deep``: the whole walk, or that of the initializers of these shapes (what the checks ask
+    for when a shape matters), else as a read's facts hold them."""
 
     def decode(img: _Image) -> tuple[InitializerReach, ...]:
         st = _read_structure(img)
         machine = machine_name(st.header.machine, img.layout.elf_class)
-        return read_initializers(img, st.segments, st.dynamic, machine)
+        return read_initializers(img, st.segments, st.dynamic, machine, deep)
 
     return _decoded(data, display_path, size, file_backed, decode)

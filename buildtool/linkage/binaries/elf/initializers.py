@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import struct
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Final
 
 from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
@@ -61,25 +61,30 @@ def _relocations(img: _Image, raw: bytes) -> tuple[Sequence[int], Sequence[int],
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
 
-def _relative(columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str,
-              start: int, end: int) -> dict[int, int]:  # fmt: skip
-    """Addends of the RELATIVE relocations of ``[start, end)``."""
-    offsets, infos, addends = columns
-    kind = _RELATIVE[machine]
-    return {
-        offsets[i]: addends[i]
-        for i, offset in enumerate(offsets)
-        if start <= offset < end and infos[i] & 0xFFFFFFFF == kind
-    }
+Columns = tuple[Sequence[int], Sequence[int], Sequence[int]]
 
 
-def _slot_indexes(
-    columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str
-) -> dict[int, int]:
-    """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations."""
-    kinds = _SLOT_TYPES[machine]
-    offsets, infos, _addends = columns
-    return {offsets[i]: info >> 32 for i, info in enumerate(infos) if info & 0xFFFFFFFF in kinds}
+class _SlotIndex:
+    """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations: indexed on
+    the first lookup, and past the RELATIVE rows that lead the RELA table (``skip``: none of
+    them names a symbol)."""
+
+    def __init__(self, tables: Sequence[Columns], machine: str, skip: int) -> None:
+        self._tables = tables
+        self._kinds = _SLOT_TYPES[machine]
+        self._skip = skip
+        self._index: dict[int, int] | None = None
+
+    def get(self, address: int) -> int | None:
+        if self._index is None:
+            self._index = {}
+            for number, (offsets, infos, _addends) in enumerate(self._tables):
+                start = self._skip if number == 0 else 0
+                for row in range(start, len(offsets)):
+                    info = infos[row]
+                    if info & 0xFFFFFFFF in self._kinds:
+                        self._index.setdefault(offsets[row], info >> 32)
+        return self._index.get(address)
 
 
 class _RelaTable:
@@ -105,6 +110,19 @@ class _RelaTable:
                 zip(reversed(self.offsets[self.count :]), reversed(rest), strict=True)
             )
         return self._rest.get(address)
+
+
+def _array_relative(
+    table: _RelaTable, columns: Columns, machine: str, slots: Sequence[int]
+) -> dict[int, int]:
+    """The addends of the RELATIVE relocations of the initializer array's slots."""
+    _offsets, infos, addends = columns
+    found: dict[int, int] = {}
+    for address in slots:
+        row = table.row(address)
+        if row is not None and infos[row] & 0xFFFFFFFF == _RELATIVE[machine]:
+            found[address] = addends[row]
+    return found
 
 
 def _pointers(
@@ -218,11 +236,9 @@ def read_code_view(
     tables = [(_DT_RELA, _DT_RELASZ), (_DT_JMPREL, _DT_PLTRELSZ)]
     raw = [_table(img, segments, dyn, *table) for table in tables]
     columns = [_relocations(img, table) for table in raw]
-    relative: dict[int, int] = {}
-    indexes: dict[int, int] = {}
-    for column in columns:
-        relative.update(_relative(column, machine, base, base + 8 * count))
-        indexes.update(_slot_indexes(column, machine))
+    table = _RelaTable(raw[0], columns[0][0], dyn.values.get(_DT_RELACOUNT, 0))
+    relative = _array_relative(table, columns[0], machine, [base + 8 * i for i in range(count)])
+    indexes = _SlotIndex(columns, machine, table.count)
     names = _DT_SYMTAB in dyn.values and dyn.strings is not None
 
     def slot(address: int) -> tuple[str, int] | None:
@@ -236,7 +252,6 @@ def read_code_view(
     def data_symbol(index: int) -> int | None:
         return _object_address(img, segments, dyn, index)
 
-    table = _RelaTable(raw[0], columns[0][0], dyn.values.get(_DT_RELACOUNT, 0))
     pointer = _pointers(img, table, machine, data_symbol, stored)
     return CodeView(machine, _segment_reader(img, segments), targets, slot, data, pointer)
 
@@ -277,7 +292,7 @@ def initializer_code_left_out(
 
     sparse = view._replace(read=checked(view.read, True), constant=checked(view.constant, False))
     try:
-        walk_initializers(sparse)
+        walk_initializers(sparse, deep=False)
     except _LeftOut:
         return True
     return False
@@ -319,10 +334,17 @@ def read_module_init(
 
 
 def read_initializers(
-    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
+    img: _Image,
+    segments: Sequence[_Segment],
+    dyn: _Dynamic | None,
+    machine: str,
+    deep: bool | Collection[str] = False,
 ) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach (``code_walk.walk_initializers``; ``deep``: the whole walk, or
+    that of the initializers of these shapes; else each initializer's own code, which the
+    facts of a read hold)."""
     try:
         view = read_code_view(img, segments, dyn, machine)
     except _Bad:
         return ()  # a damaged relocation or array: no reach known, as for a stripped copy
-    return walk_initializers(view) if view else ()
+    return walk_initializers(view, deep) if view else ()

@@ -283,14 +283,15 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
     elf_class = int(elf.elfclass)
     init_array = values.get(_DT_INIT_ARRAYSZ)
     machine = machine_name(_enum_value(elf["e_machine"], t.machine), elf_class)
+    file_type = file_type_name(
+        _enum_value(elf["e_type"], t.e_type), flags.pie, segs.interpreter, soname
+    )
     return BinaryFacts(
         path=path,
         elf_class=elf_class,
         little_endian=bool(elf.little_endian),
         machine=machine,
-        file_type=file_type_name(
-            _enum_value(elf["e_type"], t.e_type), flags.pie, segs.interpreter, soname
-        ),
+        file_type=file_type,
         interpreter=segs.interpreter,
         soname=soname,
         needed=tuple(needed),
@@ -323,7 +324,7 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
         symbolic=flags.symbolic,
-        initializers=reference_initializers(elf, stream, values, machine),
+        initializers=reference_initializers(elf, stream, values, machine, file_type),
         module_init=(
             reference_module_init(elf, stream, values, machine)
             if soname is None and defines_module_init(symbols.defined)

@@ -489,7 +489,12 @@ def thin_facts(
         nodeflib=False,
         format="macho",
         bound_imports=symbols.bound,
-        initializers=read_initializers(image, header, found, symbols.initializer_starts),
+        # only shared libraries are paired as copies: an executable's are read by no check
+        initializers=(
+            read_initializers(image, header, found, symbols.initializer_starts)
+            if FILE_TYPES.get(header.filetype) == "shared"
+            else ()
+        ),
         weak_needed=frozenset(weak),
         reexported=tuple(name for cmd, name in found.dylibs if cmd == LC_REEXPORT_DYLIB),
         minos=found.minos,
