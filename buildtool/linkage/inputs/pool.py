@@ -39,13 +39,13 @@ from buildtool.linkage.binaries.elf import (
     SymtabPart,
     code_ranges,
     cut_ranges,
-    initializers_left_out,
     left_out_unused,
     read_elf_facts,
     read_elf_facts_pyelftools,
     read_elf_initializers,
     read_function_names,
     read_symtab_part,
+    sparse_initializers,
     with_symtab,
 )
 from buildtool.linkage.binaries.facts import MalformedBinary
@@ -252,18 +252,14 @@ def _released_on_failure(decode: Callable[[_Bytes], _T], raw: _Bytes) -> _T:
 
 def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
     """A sparse read's facts (initializers unread) with their initializers read when the walk
-    needs none of the bytes left out; unread (None) otherwise: ``InitializerLookup`` reads
-    them again when a check needs them."""
+    needs none of the bytes left out (a shared library's only: the others have none the checks
+    read); unread (None) otherwise: ``InitializerLookup`` reads them again when a check needs
+    them."""
     facts = result if isinstance(result, BinaryFacts) else None
     if facts is None or facts.initializers is not None:
         return result
-    if initializers_left_out(raw.data, raw.size, left_out):
-        return result
-    try:
-        found = read_elf_initializers(raw.data, facts.path, size=raw.size, deep=False)
-    except MalformedElf:
-        return result
-    return dataclasses.replace(facts, initializers=found)
+    found = sparse_initializers(raw.data, raw.size, left_out)
+    return result if found is None else dataclasses.replace(facts, initializers=found)
 
 
 def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:

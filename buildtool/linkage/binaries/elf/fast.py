@@ -165,7 +165,10 @@ def _facts(
         initializers=_initializers(img, st, machine, file_type, read_code),
         module_init=(
             read_module_init(img, segments, dyn, machine)
-            if read_code and soname is None and defines_module_init(symbols.defined)
+            if read_code
+            and file_type == "shared"
+            and soname is None
+            and defines_module_init(symbols.defined)
             else None
         ),
     )

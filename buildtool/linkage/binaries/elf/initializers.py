@@ -260,21 +260,22 @@ class _LeftOut(Exception):
     """Internal: the walk reached bytes a sparse read left out."""
 
 
-def initializer_code_left_out(
+def initializers_unless_left_out(
     img: _Image,
     segments: Sequence[_Segment],
     dyn: _Dynamic | None,
     machine: str,
     left_out: Callable[[int, int], bool],
-) -> bool:
-    """Whether the initializers' walk reads a file range for which ``left_out(start, end)``
-    holds: a sparse read must then read the file again whole. Stops at the first one."""
+) -> tuple[InitializerReach, ...] | None:
+    """The initializers as a read's facts hold them (each walked in its own code), or None when
+    the walk reads a file range for which ``left_out(start, end)`` holds: a sparse read's
+    facts then say they were not read. Stops at the first such range."""
     try:
         view = read_code_view(img, segments, dyn, machine)
     except _Bad:
-        return False
+        return ()  # a damaged relocation or array: no reach known, as for a stripped copy
     if view is None:
-        return False
+        return ()
 
     def checked(read: Callable[[int, int], bytes], executable: bool) -> Callable[[int, int], bytes]:
         loaded = _loaded(segments, executable)
@@ -292,10 +293,9 @@ def initializer_code_left_out(
 
     sparse = view._replace(read=checked(view.read, True), constant=checked(view.constant, False))
     try:
-        walk_initializers(sparse, deep=False)
+        return walk_initializers(sparse, deep=False)
     except _LeftOut:
-        return True
-    return False
+        return None
 
 
 MODULE_INIT_PREFIX: Final = "PyInit_"

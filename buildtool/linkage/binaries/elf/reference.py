@@ -327,7 +327,7 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         initializers=reference_initializers(elf, stream, values, machine, file_type),
         module_init=(
             reference_module_init(elf, stream, values, machine)
-            if soname is None and defines_module_init(symbols.defined)
+            if file_type == "shared" and soname is None and defines_module_init(symbols.defined)
             else None
         ),
     )
