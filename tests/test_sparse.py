@@ -131,10 +131,14 @@ def test_wheel_members_read_without_their_code(
     inflate = pool._SourceDecoder._inflate
 
     def counted(
-        self: pool._SourceDecoder, source: pool.Source, member: object, sparse: bool
+        self: pool._SourceDecoder,
+        source: pool.Source,
+        member: object,
+        sparse: bool,
+        into: object = None,
     ) -> object:
         inflations.append(sparse)
-        return inflate(self, source, member, sparse)  # type: ignore[arg-type]
+        return inflate(self, source, member, sparse, into)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
     files = read_wheel(wheel, REGISTRATIONS, jobs=1).files

@@ -37,7 +37,13 @@ from buildtool.linkage.binaries.elf.decoder import (
     _Structure,
 )
 from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
-from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
+from buildtool.linkage.binaries.elf.facts import (
+    ELF_MAGIC,
+    PROGRAMS,
+    ElfBuffer,
+    file_type_name,
+    machine_name,
+)
 from buildtool.linkage.binaries.elf.initializers import (
     defines_module_init,
     read_initializers,
@@ -121,13 +127,14 @@ def _facts(
     dyn, sections, segments = st.dynamic, st.sections, st.segments
     values: Mapping[int, int] = dyn.values if dyn else {}
     symbols = _read_dynamic_symbols(img, sections, segments, dyn)
-    initializers, functions = _read_static_symbols(img, sections) if read_symtab else ((), NO_NAMES)
     flags = _dynamic_flags(values)
     interpreter = _interpreter(img, segments)
     soname = _dyn_string(dyn, _DT_SONAME) if dyn else None
     seg_types = {s.type for s in segments}
     machine = machine_name(st.header.machine, img.layout.elf_class)
     file_type = file_type_name(st.header.e_type, flags.pie, interpreter, soname)
+    read_names = read_symtab and file_type not in PROGRAMS
+    initializers, functions = _read_static_symbols(img, sections) if read_names else ((), NO_NAMES)
     return BinaryFacts(
         path=path,
         elf_class=img.layout.elf_class,

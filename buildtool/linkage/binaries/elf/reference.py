@@ -46,6 +46,7 @@ from buildtool.linkage.binaries.elf.dynsym import (
 )
 from buildtool.linkage.binaries.elf.facts import (
     ELF_MAGIC,
+    PROGRAMS,
     MalformedElf,
     file_type_name,
     machine_name,
@@ -277,7 +278,6 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
     sections = _ref_sections(elf, t)
     segs = _ref_segments(elf, t)
     symbols = _ref_dynamic_symbols(elf, t)
-    initializers, functions = _ref_static_symbols(elf, t)
     flags = _dynamic_flags({k: v for k, v in values.items() if isinstance(v, int)})
     soname = values.get(_DT_SONAME)
     elf_class = int(elf.elfclass)
@@ -286,6 +286,8 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
     file_type = file_type_name(
         _enum_value(elf["e_type"], t.e_type), flags.pie, segs.interpreter, soname
     )
+    programs = file_type in PROGRAMS
+    initializers, functions = ((), NO_NAMES) if programs else _ref_static_symbols(elf, t)
     return BinaryFacts(
         path=path,
         elf_class=elf_class,
