@@ -272,12 +272,12 @@ def _released_on_failure(decode: Callable[[_Bytes], _T], raw: _Bytes) -> _T:
 
 def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
     """A sparse read's facts (initializers unread) with their initializers read when the walk
-    needs none of the bytes left out (a shared library's only: the others have none the checks
-    read); unread (None) otherwise: ``InitializerLookup`` reads them again when a check needs
-    them."""
+    needs none of the bytes left out, for a stripped shared library (pairs of others are found
+    by names first; the checks read no program's); unread (None) otherwise:
+    ``InitializerLookup`` reads them again when a check needs them."""
     facts = result if isinstance(result, BinaryFacts) else None
-    if facts is None or facts.initializers is not None:
-        return result
+    if facts is None or facts.initializers is not None or facts.has_symtab:
+        return result  # an unstripped file's initializer names pair it first: read when needed
     found = sparse_initializers(raw.data, raw.size, left_out)
     return result if found is None else dataclasses.replace(facts, initializers=found)
 
