@@ -114,5 +114,6 @@ def realwheels(session: nox.Session) -> None:
     session.run(
         "pytest", "-p", "no:cacheprovider", "--realwheels", "-m", "realwheels",
         "tests/test_realwheels.py", "tests/test_realwheels_planted.py",
-        "tests/test_realwheels_platforms.py", *session.posargs,
+        "tests/test_realwheels_platforms.py", "tests/test_realwheels_verdicts.py",
+        *session.posargs,
     )  # fmt: skip

@@ -35,6 +35,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "build": ("build", "compile with ninja (configures first when needed)"),
     "verify-linkage": ("verify_linkage", "check the split on real binaries, folders and wheels"),
     "wheel": ("wheel", "build installable wheels (full, or runtime plus compiler add-on)"),
+    "repair": (
+        "repair",
+        "repair a wheel (auditwheel, delocate, delvewheel) without grafting the project's own "
+        "libraries, then verify it: cibuildwheel's repair-wheel-command",
+    ),
     "ci": ("ci", "the whole chain as one CI step: build, test, verify, wheels, install, import"),
     "check-cmake": ("check_cmake", "check a project's own CMake build tree for split mistakes"),
     "init": ("init", "write a starter policy recipe (--from-cmake BUILD_DIR)"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import PurePosixPath
 
@@ -498,9 +499,32 @@ class _Planner:
         return tuple(sorted((name, where[1]) for name, where in declared.items()))
 
 
+def identifier(name: str) -> str:
+    """A target name as a C macro or CMake option part: upper case, every character that is
+    not a letter, digit or ``_`` as ``_`` (``ggml-base`` -> ``GGML_BASE``)."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name).upper()
+
+
 def build_switch_name(project: ProjectSettings, library: str) -> str:
     """The CMake option that builds an optional library: ``DEMO_BUILD_COMPILER``."""
-    return f"{project.env_prefix}_BUILD_{library.upper()}"
+    return f"{project.env_prefix}_BUILD_{identifier(library)}"
+
+
+def split_distribution_names(project: ProjectSettings) -> tuple[str, str]:
+    """The split's runtime wheel and add-on: the recipe's ``runtime-distribution`` and
+    ``addon-distribution``, else ``<name>-runtime`` and ``<name>-compiler``."""
+    runtime = project.runtime_distribution or f"{project.name}-runtime"
+    return runtime, project.addon_distribution or f"{project.name}-compiler"
+
+
+def library_distributions(plan: LinkPlan) -> dict[str, tuple[str, str]]:
+    """Per library file name: the distributions whose wheels ship it, the full one (``<name>``)
+    and the runtime wheel (a required library) or the add-on (an optional one)."""
+    runtime, addon = split_distribution_names(plan.project)
+    return {
+        lib.file_name: (plan.project.name, addon if lib.optional else runtime)
+        for lib in plan.libraries
+    }
 
 
 def output_name_of_file(file_name: str) -> str:
@@ -532,7 +556,7 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
         load=lib.load,
         build_switch=build_switch_name(project, name) if lib.optional else "",
         requires_on=tuple(planner.requires(name)),
-        export_macro=f"{target.upper()}_API",
+        export_macro=f"{identifier(target)}_API",
         include_dirs=lib.include_dirs,
         target=target,
         settings=TargetSettings(

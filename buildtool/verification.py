@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from buildtool.errors import ChecksFailed
 from buildtool.linkage.binaries import STATIC_INIT_PREFIX
 from buildtool.linkage.checks.policy import ExecutableRule, LibraryRule, LinkagePolicy, ObjectRule
-from buildtool.linkage.report.model import Report
+from buildtool.linkage.inputs.collect import normalized
+from buildtool.linkage.report.model import Report, renamed_inputs
 from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
 
@@ -42,6 +43,8 @@ def static_initializer_symbol(source: str) -> str:
 
 
 def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> LibraryRule:
+    from buildtool.plan import library_distributions
+
     files = {other.name: other.file_name for other in plan.libraries}
     forbidden = list(verify.forbidden_needed.get(lib.name, ()))
     if not lib.optional:
@@ -67,6 +70,9 @@ def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> L
         size_budget=None if budget_mb is None else int(budget_mb * 1_000_000),
         max_growth_percent=verify.max_growth_percent.get(lib.name),
         static_initializers=tuple(static_initializer_symbol(src) for src in lib.sources),
+        distributions=tuple(
+            normalized(name) for name in library_distributions(plan)[lib.file_name]
+        ),
     )
 
 
@@ -137,18 +143,21 @@ def wheel_verifier(
     option_values: Mapping[str, bool] | None = None,
     *,
     with_graph: bool = False,
-) -> Callable[[Sequence[Path], LinkPlan], None]:
+) -> Callable[..., None]:
     """What ``build_wheels`` runs on the staged wheels before it publishes them, for ``buildtool
     wheel`` and ``buildtool ci`` alike: verify-linkage on all wheels of the variant together (as
     they are installed), the report handed to ``on_report`` whether it passed or not, and
-    ``WheelsRejected`` raised when any check failed."""
+    ``WheelsRejected`` raised when any check failed. The report names the wheels where they
+    are published (``published``), not in the staging folder that is gone after the run."""
 
-    def verify(wheels: Sequence[Path], plan: LinkPlan, /) -> None:
+    def verify(wheels: Sequence[Path], plan: LinkPlan, /, published: Sequence[Path] = ()) -> None:
         policy = dataclasses.replace(
             policy_from_plan(plan, loaded.recipe.verify, option_values),
             source_reason="the recipe the wheels were built from",
         )
         report = verify_paths(wheels, policy, with_graph=with_graph)
+        names = {str(old): str(new) for old, new in zip(wheels, published, strict=False)}
+        report = renamed_inputs(report, names)
         on_report(report)
         if report.failed:
             raise WheelsRejected(report)

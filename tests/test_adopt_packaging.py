@@ -308,6 +308,20 @@ def test_changed_build_environment_starts_a_build_folder_afresh(
     assert json.loads((folder / environment.ENVIRONMENT_STAMP).read_text())["CXXFLAGS"] == "-O3"
 
 
+def test_a_build_folder_configured_for_another_project_starts_afresh(tmp_path: Path) -> None:
+    """CMake refuses a folder configured for another source folder; buildtool clears its cache
+    (a build folder reused for another project, a moved project), as scikit-build-core does."""
+    folder, source = tmp_path / "build", tmp_path / "project"
+    (folder / "CMakeFiles").mkdir(parents=True)
+    cache = folder / "CMakeCache.txt"
+    cache.write_text(f"{environment.HOME_KEY}{source}\n")
+    environment.start_afresh_if_source_moved(folder, source)
+    assert cache.is_file()  # its own source folder: kept
+    environment.start_afresh_if_source_moved(folder, tmp_path / "elsewhere")
+    assert not cache.exists()
+    assert not (folder / "CMakeFiles").exists()
+
+
 @pytest.mark.parametrize("command", ["wheel", "ci"])
 def test_defines_reach_wheel_and_ci_requests(
     command: str, run_cli: CliRunner, monkeypatch: pytest.MonkeyPatch

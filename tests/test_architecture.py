@@ -27,6 +27,7 @@ ROOMS = (
     "cmakecheck",
     "migrate",
     "ci",
+    "backend",
 )
 
 ALLOWED: dict[str, set[str]] = {
@@ -53,6 +54,17 @@ ALLOWED: dict[str, set[str]] = {
         "cmakecheck",
         "migrate",
         "ci",
+    },
+    # the PEP 517 backend: a distribution built from the shared tree, then verified
+    "backend": {
+        "ground",
+        "recipe",
+        "plan",
+        "cmake",
+        "packaging",
+        "linkage",
+        "verification",
+        "backend",
     },
     "commands": {*ROOMS, "commands"},
     "cli": {"ground", "cli"},

@@ -158,6 +158,35 @@ def test_a_wheel_with_nothing_to_check_is_bad_input(tmp_path: Path, run_cli: Cli
     assert f"{wheel}: nothing to check: the wheel holds no shared library" in result.stderr
 
 
+def test_a_wheel_without_binaries_beside_one_with_them_is_valid_input(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """polars (pure Python) with polars-runtime-32 (its binary): checked together, exit 0."""
+    pure = tmp_path / "pure-1.0-py3-none-any.whl"
+    _wheel(pure, {
+        "pure/__init__.py": b"ANSWER = 42\n",
+        "pure-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pure\nVersion: 1.0\n"
+                                       b"Requires-Dist: pure-runtime==1.0\n",
+        "pure-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n",
+    })  # fmt: skip
+    library = tmp_path / "libruntime.so"
+    source = tmp_path / "runtime.c"
+    source.write_text("int runtime(void) { return 42; }\n")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    runtime = tmp_path / "pure_runtime-1.0-py3-none-manylinux_2_17_x86_64.whl"
+    _wheel(runtime, {
+        "pure_runtime/libruntime.so": library.read_bytes(),
+        "pure_runtime-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pure-runtime\n"
+                                               b"Version: 1.0\n",
+        "pure_runtime-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n",
+    })  # fmt: skip
+    result = run_cli("verify-linkage", "--no-recipe", str(pure), str(runtime))
+    assert result.exit_code == 0, result.stderr
+    report = verify_paths([pure, runtime], LinkagePolicy.empty())
+    assert report.findings == ()
+    assert report.files_checked == 1
+
+
 def _wheel(path: Path, members: dict[str, bytes]) -> Path:
     record = [record_line(name, content) for name, content in members.items()]
     record.append("pure-1.0.dist-info/RECORD,,")

@@ -33,7 +33,7 @@ from buildtool.cmakecheck.query import (
     toolchain_as_needed,
 )
 from buildtool.cmakecheck.rules import check_codemodel
-from buildtool.cmakecheck.starter import project_name, recipe_name, starter_recipe
+from buildtool.cmakecheck.starter import project_name, recipe_name, starter_recipe, table_key
 from buildtool.plan import make_plan
 from buildtool.recipe.load import load_recipe
 from tests.cmake_projects import (
@@ -144,7 +144,7 @@ def test_driver_dry_run_tells_the_linker_default() -> None:
 
 
 def test_the_install_script_says_which_rpath_each_file_gets() -> None:
-    from buildtool.cmakecheck.install import install_rpaths
+    from buildtool.linkage.inputs.cmake_install import install_rpaths
 
     script = """
   foreach(file
@@ -171,9 +171,15 @@ def test_the_install_script_says_which_rpath_each_file_gets() -> None:
 
 
 def test_names_become_recipe_names() -> None:
-    assert recipe_name("tvm-ffi") == "tvm_ffi"
-    assert recipe_name("3rd") == "_3rd"
-    assert recipe_name("a.b", ["a_b"]) == "a_b_2"
+    """A CMake target name is a recipe name as it is (ggml's ``ggml-base``, ``test-backend-ops``);
+    only what CMake itself would not take is replaced."""
+    assert recipe_name("tvm-ffi") == "tvm-ffi"
+    assert recipe_name("3rd") == "3rd"
+    assert recipe_name("a.b", ["a.b"]) == "a.b_2"
+    assert recipe_name("-x") == "_-x"
+    assert recipe_name("a b") == "a_b"
+    assert table_key("ggml-base") == "ggml-base"
+    assert table_key("a.b") == '"a.b"'
     assert project_name("My Project!") == "My-Project"
     assert project_name("$$") == "project"
 

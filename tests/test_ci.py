@@ -15,11 +15,12 @@ import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
 import pytest
 
+from buildtool import process
 from buildtool.ci import pipeline, reports
 from buildtool.cmake.configure import generated_files, plan_recipe, write_generated
 from buildtool.errors import ChecksFailed
@@ -178,6 +179,33 @@ def test_the_html_page_has_the_table_of_the_steps_and_their_outcomes() -> None:
     assert "buildtool ci: failed at step verify-build: 1 error" in page
     assert '<td class="num">1.75</td>' in steps  # the total
     assert 'href="#checks"' not in page  # no verify-linkage report: nothing to link to
+
+
+def test_a_failed_tools_last_lines_reach_the_reports_read_elsewhere() -> None:
+    """The console streamed the compile error once; JUnit, the HTML page and the step summary
+    are read where that stream is not, so they carry the tool's last lines."""
+    error = "main.cc:3:5: error: expected ';'"
+    failed = pipeline.StepResult(
+        "build", "failed", 2.0, "command failed with exit code 1: ninja (its output is above)",
+        output_tail=f"[1/2] Building CXX object main.cc.o\n{error}",
+    )  # fmt: skip
+    result = pipeline.CiResult("recipes/demo.toml", "none", (failed,))
+    root = ET.fromstring(reports.render_junit(result))
+    failure = next(root.iter("failure"))
+    assert error in (failure.text or "")
+    assert error in reports.render_markdown(result)
+    assert "main.cc:3:5: error: expected &#x27;;&#x27;" in reports.render_html(result)
+
+
+def test_a_step_that_raised_a_tool_failure_keeps_its_output_tail() -> None:
+    def fails(_workspace: pipeline.Workspace) -> pipeline.StepOutcome:
+        process.run([sys.executable, "-c", "print('the error'); raise SystemExit(1)"])
+        return pipeline.StepOutcome()
+
+    step = pipeline.Step("build", "compile", fails)
+    result = pipeline.run_step(step, cast(pipeline.Workspace, None))
+    assert result.status == "failed"
+    assert result.output_tail == "the error"
 
 
 def test_summary_table_lists_every_step_and_the_total() -> None:
@@ -476,6 +504,13 @@ def test_ci_publishes_no_wheel_that_fails_verification(
     document = json.loads((out_dir / reports.JSON_NAME).read_text(encoding="utf-8"))
     wheels_step = next(step for step in document["steps"] if step["name"] == "wheels")
     assert any(f["id"] == "BT121" for f in wheels_step["findings"])
+    # the staging folder is gone: the reports name the wheels where they would be published
+    finding_lines = [line for line in result.stdout.splitlines() if "BT121" in line]
+    assert finding_lines
+    assert all(".buildtool-wheel-" not in line for line in finding_lines)
+    assert ".buildtool-wheel-" not in (out_dir / reports.JSON_NAME).read_text(encoding="utf-8")
+    assert ".buildtool-wheel-" not in (out_dir / reports.HTML_NAME).read_text(encoding="utf-8")
+    assert all(f["path"].startswith(f"{out_dir}/") for f in wheels_step["findings"])
 
 
 @pytest.mark.integration

@@ -91,3 +91,11 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
     linked = set(re.findall(r"\]\(docs/([\w.-]+\.md)", readme))
     pages = {path.name for path in (REPO / "docs").glob("*.md")}
     assert pages == linked
+
+
+def test_the_contents_list_every_section_of_the_readme() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    sections = re.findall(r"^## (.+)$", readme, flags=re.MULTILINE)
+    contents = readme.split("## Contents", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^- \[([^\]]+)\]\(#", contents, flags=re.MULTILINE)
+    assert listed == [section for section in sections if section != "Contents"]

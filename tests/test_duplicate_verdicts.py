@@ -287,8 +287,11 @@ def test_libstdcxx_helpers_in_two_libraries_are_no_duplicate_code(tmp_path: Path
         "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
     assert subprocess.run([folder / "main"], check=False).returncode == 0
     assert check(folder).findings == ()
-    # the same two libraries sharing a function of the project's own are still caught
+    # the same two libraries exporting a function of the project's own are still reported:
+    # stripped, with no initializer reaching a registry, as the copy it is (each caller binds
+    # to the first one loaded, which works), not as an error
     for name in ("one", "two"):
         source = TOOLCHAIN_HELPERS.replace("NAME", name) + 'extern "C" int shared() { return 2; }\n'
         cxx(folder, f"lib{name}.so", {f"{name}.cc": source}, "-shared", "-fPIC", "-s")
-    assert ids(check(folder)) == {("BT103", "libtwo.so")}
+    assert subprocess.run([folder / "main"], check=False).returncode == 0
+    assert ids(check(folder)) == {("BT124", "libtwo.so")}

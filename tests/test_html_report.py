@@ -291,8 +291,8 @@ class DomNodes(HTMLParser):
 @pytest.fixture(scope="module")
 def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Report]:
     """The HTML report of a real build with findings on nodes and edges: a copy of the example's
-    build with a hostile file name added (a second copy of a library: BT122, needing a library
-    nowhere to be found: BT109), a policy its
+    build with a hostile file name added (a second copy of a library without initializers:
+    BT124, needing a library nowhere to be found: BT109), a policy its
     binaries break (BT101, BT102, BT130) and a baseline they outgrow (BT131)."""
     from buildtool.cli import main
     from buildtool.linkage.checks.growth import parse_baseline
@@ -343,7 +343,7 @@ def real_page(good_build: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
 def test_real_report_has_findings_on_nodes_and_edges(real_page: tuple[Path, Report]) -> None:
     _, report = real_page
     ids = {f.check_id for f in report.findings}
-    assert ids >= {"BT101", "BT102", "BT109", "BT122", "BT130", "BT131"}
+    assert ids >= {"BT101", "BT102", "BT109", "BT124", "BT130", "BT131"}
     missing = [node for node in report.graph.nodes if node.kind == "missing"]
     assert [node.name for node in missing] == ["libnowhere.so.1"]
     assert any(not edge.present for edge in report.graph.edges)  # minrpc -> compiler
@@ -373,7 +373,7 @@ def test_report_in_headless_chromium(
     assert sorted(n["data-path"] for n in libraries) == sorted(s.path for s in report.sizes)
     assert len(dom.nodes) == len(report.graph.nodes)
     hostile = next(n for n in libraries if n["data-path"].endswith("onerror=alert(1)>"))
-    assert "sev-error" in hostile["class"]  # BT122: a second copy of libdemo_ffi.so
+    assert "sev-error" in hostile["class"]  # BT109: it needs libnowhere.so.1
     with_findings = {n["data-path"] for n in dom.nodes if n.get("data-findings") != "0"}
     assert with_findings == {f.path for f in report.findings}
     marked_edges = [e for e in dom.edges if "sev-error" in e["class"].split()]
@@ -435,6 +435,38 @@ def test_two_reports_on_one_page_keep_their_anchors_apart() -> None:
         assert f'href="#{prefix}finding-0"' in page
         assert f'marker-end="url(#{prefix}arrow)"' in page
     assert 'id="node-0"' not in page
+
+
+def test_the_graph_draws_no_missing_node_that_no_finding_reports(tmp_path: Path) -> None:
+    """scipy + numpy's shape: libgfortran has no RUNPATH and NEEDs libquadmath, which its
+    loader (the module) loaded first, so ld.so matches the SONAME: it loads, no finding, and
+    the picture draws the edge to libquadmath, not a red "not found" node. A library nothing
+    provides stays a missing node, as its BT109 says."""
+    from buildtool.linkage.checks.policy import LinkagePolicy
+    from buildtool.linkage.verify import verify_paths
+    from tests.builders import gcc, lib
+
+    libs = tmp_path / "pkg" / "libs"
+    quadmath = lib(libs, "quadmath", "int quad(void) { return 2; }\n")
+    lib(libs, "gfortran", "int quad(void);\nint fortran(void) { return quad(); }\n",
+        "-Wl,--no-as-needed", "-lquadmath")  # fmt: skip
+    module = gcc(libs, tmp_path / "pkg" / "_mod.so",
+                 "int fortran(void);\nint PyInit__mod(void) { return fortran(); }\n",
+                 "-Wl,--no-as-needed", "-lquadmath", "-lgfortran",
+                 "-Wl,--enable-new-dtags,-rpath,$ORIGIN/libs")  # fmt: skip
+    code = "import ctypes, sys; sys.exit(ctypes.CDLL(sys.argv[1]).PyInit__mod())"
+    assert subprocess.run([sys.executable, "-c", code, str(module)], check=False).returncode == 2
+    report = verify_paths([tmp_path / "pkg"], LinkagePolicy.empty(), with_graph=True)
+    assert report.findings == ()
+    assert [node for node in report.graph.nodes if node.kind == "missing"] == []
+    assert any(edge.target.endswith(quadmath.name) and "gfortran" in edge.source
+               for edge in report.graph.edges)  # fmt: skip
+    subprocess.run(["patchelf", "--add-needed", "libnowhere.so.1", str(quadmath)], check=True)
+    broken = verify_paths([tmp_path / "pkg"], LinkagePolicy.empty(), with_graph=True)
+    assert {f.check_id for f in broken.findings} == {"BT109"}
+    assert [node.name for node in broken.graph.nodes if node.kind == "missing"] == [
+        "libnowhere.so.1"
+    ]
 
 
 # --- what a person sees: the wheels view, a report without a recipe -----------------------------

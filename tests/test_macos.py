@@ -70,11 +70,12 @@ def _errors(report: dict[str, object]) -> list[tuple[str, str, str]]:
     ("name", "spelled"),
     [
         ("@rpath/libdemo_runtime.dylib", "libdemo_runtime.so"),
-        ("libdemo_runtime.1.2.dylib", "libdemo_runtime.so.1.2"),
+        ("libdemo_runtime.1.2.dylib", "libdemo_runtime.so"),  # a versioned file: its link name
         ("libdemo_runtime.dll", "libdemo_runtime.so"),
         ("demo_runtime.DLL", "libdemo_runtime.so"),  # MSVC names DLLs without lib
         ("minrpc.exe", "minrpc"),
-        ("libdemo_runtime.so.1", "libdemo_runtime.so.1"),
+        ("libdemo_runtime.so.1", "libdemo_runtime.so"),
+        ("libggml-base.so.0.21.0", "libggml-base.so"),
         ("minrpc", "minrpc"),
     ],
 )

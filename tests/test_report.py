@@ -57,7 +57,7 @@ def test_text_groups_findings_under_their_input_and_file() -> None:
     ]
     # a recipe's size budget brings the table along
     assert "  lib/libx.so: 2.50 MB file, 1.00 MB code, 12 exported (budget 5.00 MB)" in text
-    assert text.endswith("3 ELF files checked, 28 checks: 1 errors, 1 warnings\n")
+    assert text.endswith("3 ELF files checked, 30 checks: 1 errors, 1 warnings\n")
 
 
 def test_text_lists_errors_first_and_sizes_only_when_asked() -> None:
@@ -300,3 +300,29 @@ def test_small_libraries_have_sizes_a_person_can_read() -> None:
     ]
     small = Report(("build",), "", 1, (), (SizeEntry("build/lib/liba.so", 27_300, 7_200, 8, None),))
     assert "  lib/liba.so: 27.3 kB file, 7.2 kB code, 8 exported" in render_text(small, sizes=True)
+
+
+def test_only_paths_that_start_with_the_input_are_made_relative() -> None:
+    finding = Finding(
+        "BT124", "build/lib/libb.so", "a copy also in build/lib/liba.so, not in ../x/build/lib/c.so"
+    )
+    text = render_text(Report(("build",), "", 2, (finding,), ()))
+    assert "a copy also in lib/liba.so, not in ../x/build/lib/c.so" in text
+
+
+def test_sizes_of_several_wheels_stand_under_each_wheels_name() -> None:
+    staged = "dist/.buildtool-wheel-x1/repaired"
+    runtime = f"{staged}/demo-runtime/demo_runtime-0.1.0-py3-none-linux_x86_64.whl"
+    compiler = f"{staged}/demo-compiler/demo_compiler-0.1.0-py3-none-linux_x86_64.whl"
+    sizes = (
+        SizeEntry(f"{runtime}!/demo/lib/libdemo_runtime.so", 28_400, 6_400, 2, None),
+        SizeEntry(f"{compiler}!/demo/lib/libdemo_compiler.so", 18_300, 2_700, 2, None),
+    )
+    text = render_text(Report((runtime, compiler), "", 2, (), sizes), sizes=True)
+    assert text.splitlines()[:5] == [
+        "library sizes",
+        "  demo_runtime-0.1.0-py3-none-linux_x86_64.whl",
+        "    demo/lib/libdemo_runtime.so: 28.4 kB file, 6.4 kB code, 2 exported",
+        "  demo_compiler-0.1.0-py3-none-linux_x86_64.whl",
+        "    demo/lib/libdemo_compiler.so: 18.3 kB file, 2.7 kB code, 2 exported",
+    ]

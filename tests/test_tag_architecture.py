@@ -148,3 +148,34 @@ def test_a_module_of_another_format_is_an_error(
         ("BT152", "is a Mach-O file, but the wheel's tags (manylinux_2_17_x86_64) install it "
          "where ELF files load")
     ]  # fmt: skip
+
+
+LIBRARY = "int sf_version(void) { return 1; }\n"
+
+
+def _library(folder: Path, compiler: str) -> Path:
+    require(shutil.which(compiler) is not None, f"{compiler} is not installed")
+    source = folder / "sndfile.c"
+    source.write_text(LIBRARY)
+    out = folder / compiler / "libsndfile_x86_64.so"
+    out.parent.mkdir()
+    command = [compiler, "-shared", "-fPIC", "-O1", "-o", str(out), str(source)]
+    subprocess.run(command, check=True, capture_output=True)
+    return out
+
+
+def test_a_library_opened_by_path_of_another_architecture_is_an_error(tmp_path: Path) -> None:
+    """soundfile's shape: cffi opens ``_soundfile_data/libsndfile_x86_64.so`` by path, and no
+    module NEEDs it. Its aarch64 build in an x86_64 wheel fails to open; the x86_64 one opens."""
+    require(sysconfig.get_platform() == "linux-x86_64", "the ground truth needs an x86_64 Linux")
+    tag = "py3-none-manylinux_2_17_x86_64"
+    for compiler, loads in (("gcc", True), ("aarch64-linux-gnu-gcc", False)):
+        library = _library(tmp_path, compiler)
+        code = "import ctypes, sys; ctypes.CDLL(sys.argv[1])"
+        command = [sys.executable, "-c", code, str(library)]
+        opened = subprocess.run(command, capture_output=True, text=True, check=False)
+        assert (opened.returncode == 0) is loads, opened.stderr
+        member = {"sf/_soundfile_data/libsndfile_x86_64.so": library.read_bytes()}
+        wheel = write_wheel(tmp_path / compiler / f"sf-1.0-{tag}.whl", "sf", member)
+        checks = {f.check_id for f in _check(wheel).findings}
+        assert checks == (set() if loads else {"BT152"})

@@ -172,7 +172,10 @@ def test_a_wheel_build_refuses_the_collision_too_and_publishes_nothing(
     (tmp_path / "python" / "acme").mkdir(parents=True)
     (tmp_path / "python" / "acme" / "__init__.py").write_text("")
     dist = tmp_path / "dist"
-    result = run_cli("wheel", "--recipe", str(recipe), "--out-dir", str(dist))
+    build = tmp_path / "build"
+    result = run_cli(
+        "wheel", "--recipe", str(recipe), "--out-dir", str(dist), "--build-dir", str(build)
+    )
     assert result.exit_code == 2
     assert error_line(result.stderr).startswith(
         f"error: {recipe}: libraries.core makes the CMake target 'acme_core', which the "
@@ -225,3 +228,61 @@ def test_a_target_name_cmake_reserves_is_refused_before_cmake_runs(
     )
     assert not (tmp_path / "b").exists()
     assert not (tmp_path / "CMakeLists.txt").exists()
+
+
+DASHED = """\
+[project]
+name = "ggmllike"
+library-prefix = ""
+
+[libraries.ggml-base]
+sources = ["core/*.cc", "core/*.c"]
+visibility = "default"
+
+[libraries.ggml]
+sources = ["ggml/*.cc"]
+links = ["ggml-base"]
+visibility = "default"
+optional = true
+
+[executables."test-backend-ops"]
+sources = ["programs/*.cc"]
+links = ["ggml"]
+
+[verify]
+size-budget-mb = { "ggml-base" = 1.0 }
+"""
+
+
+@pytest.mark.parametrize("mode", ["generated", "included"])
+def test_target_names_with_dashes_build_run_and_verify(
+    tmp_path: Path, run_cli: CliRunner, mode: str
+) -> None:
+    """ggml's names (``ggml-base``, ``test-backend-ops``) in both modes: they build, the program
+    runs, verify-linkage is clean, and the recipe's rules keyed by those names apply."""
+    cmakelists = HEAD + INCLUDE_LINE + "\n" if mode == "included" else None
+    recipe = write_project(tmp_path, DASHED.replace("ggmllike", "acme"), cmakelists)
+    (tmp_path / "ggml").mkdir()
+    (tmp_path / "ggml" / "ggml.cc").write_text("int core();\nint ggml() { return core() + 1; }\n")
+    (tmp_path / "programs").mkdir()
+    (tmp_path / "programs" / "ops.cc").write_text(
+        "int ggml();\nint main() { return ggml() - 2; }\n"
+    )
+    build = tmp_path / "build"
+    configured = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(build))
+    assert configured.exit_code == 0, configured.stderr
+    assert run_cli("build", "--recipe", str(recipe), "--build-dir", str(build)).exit_code == 0
+    program = next(build.rglob("test-backend-ops"))
+    assert subprocess.run([program], check=False).returncode == 0
+    verified = run_cli("verify-linkage", str(build), "--recipe", str(recipe))
+    assert verified.exit_code == 0, verified.stdout
+    # the rules of the dashed names apply: a budget the base library exceeds, a NEEDED the
+    # program has that the recipe forbids
+    recipe.write_text(recipe.read_text().replace(
+        '{ "ggml-base" = 1.0 }', '{ "ggml-base" = 0.000001 }\n'
+        'forbidden-needed = { "test-backend-ops" = ["libggml.so"] }'
+    ))  # fmt: skip
+    verified = run_cli("verify-linkage", str(build), "--recipe", str(recipe), "--format", "json")
+    assert verified.exit_code == 1
+    assert '"BT102"' in verified.stdout
+    assert '"BT130"' in verified.stdout

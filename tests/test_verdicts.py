@@ -352,11 +352,19 @@ def test_modules_with_one_name_in_two_packages_are_not_copies(tmp_path: Path) ->
     assert check(tmp_path / "site").findings == ()
 
 
-def test_a_grafted_copy_of_the_projects_library_stays_an_error(tmp_path: Path) -> None:
+def test_a_grafted_copy_of_the_projects_library_is_reported(tmp_path: Path) -> None:
+    """Without initializers the two copies each keep their own state (BT124); one whose
+    initializers build state collides (BT122: tests/test_shared_code_verdicts.py loads it)."""
     site = tmp_path / "site"
     lib(site / "pkg" / "lib", "p", "int p(void) { return 1; }\n")
     graft = site / "pkg.libs" / "libp-1a2b3c4d.so"
     gcc(tmp_path, graft, "int p(void) { return 1; }\n", "-Wl,-soname,libp-1a2b3c4d.so")
+    assert ids(check(site / "pkg")) == {("BT124", graft.name)}
+    body = "#include <stdlib.h>\nstatic void* state;\n"
+    body += "__attribute__((constructor)) static void init(void) { state = malloc(8); }\n"
+    body += "int p(void) { return state != 0; }\n"
+    lib(site / "pkg" / "lib", "p", body)
+    gcc(tmp_path, graft, body, "-Wl,-soname,libp-1a2b3c4d.so")
     assert ids(check(site / "pkg")) == {("BT122", graft.name)}
 
 

@@ -435,8 +435,8 @@ def test_failed_verification_publishes_nothing(tmp_path: Path, build_root: Path)
     out.mkdir()
     (out / "keep.txt").write_text("untouched", encoding="utf-8")
 
-    def reject(wheels: Sequence[Path], plan: LinkPlan) -> None:
-        names = ", ".join(path.name for path in wheels)
+    def reject(wheels: Sequence[Path], plan: LinkPlan, published: Sequence[Path] = ()) -> None:
+        names = ", ".join(path.name for path in published or wheels)
         raise ChecksFailed(f"{names}: rejected for the test ({plan.project.name})")
 
     with pytest.raises(ChecksFailed, match="rejected for the test"):

@@ -81,11 +81,56 @@ def test_workflow_runs_ci_on_pull_requests_and_releases_with_cibuildwheel() -> N
         s for s in wheels["steps"] if str(s.get("uses", "")).startswith("pypa/cibuildwheel@")
     ]
     assert len(cibuildwheel) == 1
+    assert cibuildwheel[0]["with"]["config-file"] == "cibuildwheel.toml"
     settings = cibuildwheel[0]["env"]
     assert all(name.startswith("CIBW_") or name == "SOURCE_DATE_EPOCH" for name in settings)
-    # The repair tools must never graft a second copy of the project's own libraries.
-    assert "--exclude" in settings["CIBW_REPAIR_WHEEL_COMMAND_LINUX"]
-    assert "--exclude" in settings["CIBW_REPAIR_WHEEL_COMMAND_MACOS"]
+    # no platform's repair command is set here, beside the configuration's
+    assert not any(name.startswith("CIBW_REPAIR_WHEEL_COMMAND") for name in settings)
+
+
+# --- cibuildwheel's configuration: each half of the split, repaired by buildtool ---------------
+
+CIBUILDWHEEL_CONFIG = REPO / "examples" / "cibuildwheel.toml"
+
+
+def cibuildwheel_config() -> dict[str, Any]:
+    with CIBUILDWHEEL_CONFIG.open("rb") as handle:
+        config: dict[str, Any] = tomllib.load(handle)["tool"]["cibuildwheel"]
+    return config
+
+
+def test_every_platform_repairs_with_buildtool_repair_and_real_options() -> None:
+    config = cibuildwheel_config()
+    # one command for every platform: no override may bring back a bare auditwheel, delocate
+    # or delvewheel that grafts the project's own libraries
+    assert not any(
+        "repair-wheel-command" in config.get(p, {}) for p in ("linux", "macos", "windows")
+    )
+    words = shlex.split(config["repair-wheel-command"])
+    assert words[:2] == ["buildtool", "repair"]
+    options = cli_options()["repair"]
+    assert all(word.split("=")[0] in options for word in words[2:] if word.startswith("-"))
+    assert {"{wheel}", "{dest_dir}"} <= set(words)
+
+
+def test_buildtool_is_installed_where_cibuildwheel_builds_on_every_platform() -> None:
+    config = cibuildwheel_config()
+    assert config["before-build"] == 'python -m pip install "$BUILDTOOL"'
+    assert config["windows"]["before-build"] == 'python -m pip install "%BUILDTOOL%"'  # cmd.exe
+    assert "BUILDTOOL" in config["linux"]["environment-pass"]  # into the manylinux container
+
+
+def test_each_half_is_one_run_over_its_generated_pyproject() -> None:
+    workflow = load_workflow()
+    root = REPO / workflow["env"]["PROJECT_ROOT"]
+    entries = workflow["jobs"]["wheels"]["strategy"]["matrix"]["distribution"]
+    names = {}
+    for entry in entries:
+        with (root / entry["dir"] / "pyproject.toml").open("rb") as handle:
+            names[entry["name"]] = tomllib.load(handle)["project"]["name"]
+    assert names == {"full": "demo", "runtime": "demo-runtime", "compiler": "demo-compiler"}
+    skipped = {entry["name"] for entry in entries if entry["test-skip"] == "*"}
+    assert skipped == {"compiler"}  # it imports only with the runtime wheel installed
 
 
 # --- what pip installs as buildtool --------------------------------------------------------------

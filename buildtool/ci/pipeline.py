@@ -22,11 +22,11 @@ from buildtool.cmake import configure
 from buildtool.cmake.launcher import LAUNCHER_VARIABLES, LAUNCHERS, CacheStats, read_cache_stats
 from buildtool.cmake.run import cached_option_values, ctest_command
 from buildtool.console import collecting_warnings, warnings_summary
-from buildtool.errors import BuildtoolError, ChecksFailed, TerminationRequested
+from buildtool.errors import BuildtoolError, ChecksFailed, TerminationRequested, ToolFailed
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.growth import Baseline
-from buildtool.linkage.report.model import Report
+from buildtool.linkage.report.model import Report, human_size
 from buildtool.linkage.report.text import demangled_names, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.packaging import wheel
@@ -88,6 +88,9 @@ class StepResult:
     findings: tuple[Finding, ...] = ()
     report: Report | None = None
     """The step's verify-linkage report, when it made one."""
+    output_tail: str = ""
+    """The last lines of a failed tool's output, which the console showed as it ran: the
+    reports read elsewhere (JUnit, HTML, the step summary) carry them."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,7 +265,7 @@ def step_wheels(workspace: Workspace) -> StepOutcome:
         detail = f"nothing published: verify-linkage failed on the staged wheels: {outcome.detail}"
         return dataclasses.replace(outcome, detail=detail)
     workspace.wheels = [artifact.path for artifact in built]
-    names = ", ".join(f"{a.path.name} ({a.size} bytes)" for a in built)
+    names = ", ".join(f"{a.path.name} ({human_size(a.size)})" for a in built)
     return StepOutcome(detail=f"{variant} wheels: {names}")
 
 
@@ -403,15 +406,19 @@ def run_step(step: Step, workspace: Workspace) -> StepResult:
     """Run one step, timed; a ``BuildtoolError`` makes it a failed step."""
     start = time.monotonic()
     with collecting_warnings() as warnings:
+        tail = ""
         try:
             outcome = step.run(workspace)
         except BuildtoolError as error:
             outcome = StepOutcome("failed", str(error))
+            tail = error.output_tail if isinstance(error, ToolFailed) else ""
     seconds = round(time.monotonic() - start, 2)
     detail = with_warnings(outcome.detail, warnings.lines)
     if warnings.lines:
         log.warning("%s: %s", step.name, warnings_summary(warnings.lines))
-    return StepResult(step.name, outcome.status, seconds, detail, outcome.findings, outcome.report)
+    return StepResult(
+        step.name, outcome.status, seconds, detail, outcome.findings, outcome.report, tail
+    )
 
 
 def with_warnings(detail: str, warnings: Sequence[str]) -> str:
@@ -456,9 +463,16 @@ def _launcher_stats(request: CiRequest) -> CacheStats | None:
         return None
 
 
-def run_ci(request: CiRequest, observer: CiObserver, steps: Sequence[Step] = STEPS) -> CiResult:
-    """The whole chain on ``request``'s recipe."""
-    workspace = Workspace(request, configure.plan_recipe(request.loaded))
+def run_ci(
+    request: CiRequest,
+    observer: CiObserver,
+    steps: Sequence[Step] = STEPS,
+    workspace: Workspace | None = None,
+) -> CiResult:
+    """The whole chain on ``request``'s recipe; ``steps`` and ``workspace``: another chain's
+    (``policy_only.prepare``: the project's own CMake and pyproject.toml)."""
+    if workspace is None:
+        workspace = Workspace(request, configure.plan_recipe(request.loaded))
     before = _launcher_stats(request)
     result = run_steps(steps, workspace, observer)
     after = _launcher_stats(request) if before is not None else None

@@ -120,7 +120,8 @@ def _junit_case(suite: ET.Element, step: StepResult) -> None:
     )
     if step.status == "failed":
         failure = ET.SubElement(case, "failure", message=first_line(step.detail), type="failed")
-        failure.text = "\n".join([step.detail, *(_finding_line(f) for f in step.findings)])
+        tail = [f"--- last lines of its output ---\n{step.output_tail}"] if step.output_tail else []
+        failure.text = "\n".join([step.detail, *tail, *(_finding_line(f) for f in step.findings)])
     elif step.status == "skipped":
         ET.SubElement(case, "skipped", message=first_line(step.detail))
     elif step.detail:
@@ -174,8 +175,21 @@ def render_markdown(result: CiResult) -> str:
         lines += ["", "### library sizes (verify-build)", "", *markdown_sizes(build)]
     failed = result.failed_step
     if failed is not None and not failed.findings:
-        lines += ["", f"### `{failed.name}` failed", "", "```", failed.detail.strip(), "```"]
+        shown = [failed.detail.strip(), *([failed.output_tail] if failed.output_tail else [])]
+        lines += ["", f"### `{failed.name}` failed", "", "```", *shown, "```"]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _html_tail(step: StepResult) -> str:
+    """A failed tool's last lines, folded under its step."""
+    if not step.output_tail:
+        return ""
+    from buildtool.linkage.report.svg import xml_text
+
+    return (
+        "<details><summary>last lines of its output</summary>"
+        f'<pre class="detail">{xml_text(step.output_tail)}</pre></details>'
+    )
 
 
 def _html_steps(result: CiResult) -> str:
@@ -186,7 +200,8 @@ def _html_steps(result: CiResult) -> str:
         f'<tr class="step {step.status}"><td><code>{xml_text(step.name)}</code></td>'
         f'<td><span class="status {step.status}">{step.status}</span></td>'
         f'<td class="num">{step.seconds:.2f}</td>'
-        f'<td><span class="detail">{xml_text(step.detail.strip())}</span></td></tr>'
+        f'<td><span class="detail">{xml_text(step.detail.strip())}</span>{_html_tail(step)}</td>'
+        "</tr>"
         for step in result.steps
     )
     state = "passed" if result.passed else "failed"

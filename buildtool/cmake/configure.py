@@ -330,6 +330,7 @@ def configure(
         )
         write_stamp(build_dir, stamp)
         environment.start_afresh_if_environment_changed(build_dir)
+        environment.start_afresh_if_source_moved(build_dir, loaded.root)
         cmake.write_file_api_query(build_dir)
         command = cmake.configure_command(loaded.root, build_dir, defines, extra)
         try:
@@ -381,6 +382,10 @@ def reconfiguration(loaded: LoadedRecipe, build_dir: Path) -> str:
     stamp = read_stamp(build_dir)
     if stamp is None:
         return "it has no record of the recipe it was configured from"
+    command = cmake.cached_values(build_dir, ["CMAKE_COMMAND"]).get("CMAKE_COMMAND")
+    if command and not Path(command).is_file():
+        # a front end's isolated environment, gone: ninja could not regenerate with its cmake
+        return f"the cmake that configured it ({command}) is gone"
     if stamp.recipe != str(loaded.path):
         return f"it was configured from {stamp.recipe}"
     if stamp.generated == PENDING:

@@ -63,3 +63,22 @@ def record_environment(folder: Path) -> None:
     """Record the environment of the configure that just succeeded in ``folder``."""
     text = json.dumps(current_environment(), indent=2, sort_keys=True) + "\n"
     write_atomic(folder / ENVIRONMENT_STAMP, text)
+
+
+def start_afresh_if_source_moved(folder: Path, source_dir: Path) -> None:
+    """Clear CMake's cache in ``folder`` when it was configured for another source folder
+    (CMake refuses to configure it otherwise): a build folder reused for another project, or a
+    project moved."""
+    try:
+        lines = (folder / "CMakeCache.txt").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return
+    home = next((line.split("=", 1)[1] for line in lines if line.startswith(HOME_KEY)), None)
+    if home is not None and Path(home).resolve() != source_dir.resolve():
+        log.info("%s was configured for %s: configuring it from scratch", folder, home)
+        (folder / "CMakeCache.txt").unlink(missing_ok=True)
+        shutil.rmtree(folder / "CMakeFiles", ignore_errors=True)
+
+
+HOME_KEY = "CMAKE_HOME_DIRECTORY:INTERNAL="
+"""The cache entry naming the source folder a build folder was configured for."""

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from buildtool.cmakecheck.install import install_rpaths
 from buildtool.errors import InputError
+from buildtool.linkage.inputs.cmake_install import install_rpaths
 
 LINKED_TYPES = ("SHARED_LIBRARY", "MODULE_LIBRARY", "EXECUTABLE")
 """Targets the linker produces: the ones that hold object code at run time."""

@@ -42,6 +42,11 @@ def _cmake_for(cache: Path) -> str:
     return str(cmake_executable())
 
 
+def configured_cmake(build_dir: Path) -> str:
+    """The cmake that configured ``build_dir`` (a re-run keeps its generator), else PyPI's."""
+    return _cmake_for(build_dir / "CMakeCache.txt")
+
+
 def reply_is_current(build_dir: Path) -> bool:
     """A reply with a code model, written after the last change to CMakeCache.txt."""
     reply_dir = build_dir / ".cmake" / "api" / "v1" / "reply"

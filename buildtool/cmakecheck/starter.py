@@ -32,15 +32,21 @@ HEADER = """\
 
 
 def recipe_name(target: str, taken: Iterable[str] = ()) -> str:
-    """A CMake target name as a recipe table name (letters, digits, '_'), unique in ``taken``."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", target)
-    if not name or name[0].isdigit():
+    """A CMake target name as a recipe table name (a target name: letters, digits, ``_``, ``.``,
+    ``+``, ``-``; kept as it is when it is one), unique in ``taken``."""
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", target)
+    if not name or name[0] in ".+-":
         name = f"_{name}"
     used = set(taken)
     base, number = name, 2
     while name in used:
         name, number = f"{base}_{number}", number + 1
     return name
+
+
+def table_key(name: str) -> str:
+    """A table name as a TOML key: bare when it can be, quoted otherwise (``"libx.so"``)."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
 
 
 def project_name(name: str) -> str:
@@ -164,7 +170,11 @@ def _library_tables(graph: Graph, names: Mapping[str, str], left_out: Iterable[s
         if target.name not in names:
             continue
         name = names[target.name]
-        lines += ["", f"[libraries.{name}]", f"file = {json.dumps(target.file_names[0])}"]
+        lines += [
+            "",
+            f"[libraries.{table_key(name)}]",
+            f"file = {json.dumps(target.file_names[0])}",
+        ]
         links = _library_links(graph, target, names)
         if links:
             lines.append(f"links = {_array(links)}")
@@ -179,7 +189,7 @@ def _library_tables(graph: Graph, names: Mapping[str, str], left_out: Iterable[s
             )
             lines += [*_comment(text), "optional = true"]
     for obj in owners:
-        lines += ["", f"[objects.{recipe_name(obj)}]"]
+        lines += ["", f"[objects.{table_key(recipe_name(obj))}]"]
     return lines + (["", *notes] if notes else [])
 
 
@@ -201,7 +211,7 @@ def _executable_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
                       "not a recipe name, so it is left out"]  # fmt: skip
             continue
         taken.add(name)
-        lines += ["", f"[executables.{name}]"]
+        lines += ["", f"[executables.{table_key(name)}]"]
         links = [names[link] for link in graph.linked[target.name] if link in names]
         if links:
             lines.append(f"links = {_array(links)}")
@@ -211,8 +221,9 @@ def _executable_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
     return lines
 
 
-def starter_recipe(model: Codemodel, build_dir: str) -> str:
-    """The starter recipe's text."""
+def starter_recipe(model: Codemodel, build_dir: str, root: str = ".") -> str:
+    """The starter recipe's text; ``root``: the project's source folder relative to the folder
+    the recipe is written to (``project.root``)."""
     graph = make_graph(model)
     left_out = alternatives(graph)
     names: dict[str, str] = {}
@@ -224,6 +235,8 @@ def starter_recipe(model: Codemodel, build_dir: str) -> str:
             names[target.name] = recipe_name(target.name, names.values())
     lines = [HEADER.format(build_dir=build_dir).rstrip("\n"), "", "[project]"]
     lines.append(f"name = {json.dumps(project_name(model.project))}")
+    if root != ".":
+        lines.append(f"root = {json.dumps(root)}  # the CMake project, from this file's folder")
     for name, (other, shared) in left_out.items():
         lines += _alternative_note(model.target(name), other, shared)
     if vendored:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from buildtool.ci import pipeline, reports
+from buildtool.ci import pipeline, policy_only, reports
 from buildtool.cmake.launcher import chosen_launcher
 from buildtool.commands.common import (
     add_build_dir_option,
@@ -144,13 +144,19 @@ def run(args: argparse.Namespace) -> int:
         baseline=baseline,
         jobs=build_jobs(args),
     )
+    # A recipe without sources: the project's own CMake and pyproject.toml (bad input: exit 2)
+    own = policy_only.prepare(request) if policy_only.is_policy_only(loaded) else None
     # Usage errors above went to stderr; from here on one stream keeps folds and lines in order.
     stream = sys.stdout
     install_log_handler(stream, args.verbose - args.quiet)
     github = on_github()
     renderer_type = GitHubRenderer if github else ConsoleRenderer
     renderer = renderer_type(stream, use_colour(stream))
-    result = pipeline.run_ci(request, renderer)
+    if own is None:
+        result = pipeline.run_ci(request, renderer)
+    else:
+        workspace, steps = own
+        result = pipeline.run_ci(request, renderer, steps, workspace)
     written = write_reports(result, args.out_dir)
     if github:
         append_step_summary(reports.render_markdown(result))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import shlex
 from pathlib import Path
 
 from buildtool.errors import UsageError
@@ -42,10 +44,28 @@ def run(args: argparse.Namespace) -> int:
     if output.exists() or output.is_symlink():
         raise UsageError(f"{output}: already exists; init never overwrites a file (--output FILE)")
     model = load_codemodel(args.from_cmake)
-    write_atomic(output, starter_recipe(model, str(args.from_cmake)))
+    root = os.path.relpath(model.source_dir, output.resolve().parent)
+    write_atomic(output, starter_recipe(model, str(args.from_cmake), Path(root).as_posix()))
     log.info("starter recipe written to %s", output)
+    log.info("next: %s", next_command(output, args.from_cmake))
+    log.info(
+        "  (review its decide: lines first) ci configures the project's own CMake, checks the "
+        "split before anything compiles, builds, runs its tests, verifies the binaries and, "
+        "with a pyproject.toml, builds, repairs, verifies and imports its wheel"
+    )
     _say_what_it_shadows(output)
     return 0
+
+
+def next_command(output: Path, build_dir: Path) -> str:
+    """The ``buildtool ci`` line that picks up the new recipe (named unless the default search
+    from here finds it) and the build folder init read."""
+    command = ["buildtool", "ci"]
+    if output.resolve() != (Path.cwd() / DEFAULT_OUTPUT).resolve():
+        command += ["--recipe", str(output)]
+    if build_dir.resolve() != (Path.cwd() / "build").resolve():
+        command += ["--build-dir", str(build_dir)]
+    return shlex.join(command)
 
 
 def _say_what_it_shadows(output: Path) -> None:

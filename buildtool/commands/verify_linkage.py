@@ -116,9 +116,10 @@ def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, 
 
 
 def _render(report: Report, output_format: str, colour: bool, sizes: bool) -> str:
+    """``report`` as ``output_format``; all but JSON get it with its C++ names demangled (JSON
+    keeps them as ``nm`` and the linker print them)."""
     if output_format == "json":
-        return render_json(report)  # the names as nm and the linker print them
-    report = readable_report(report)
+        return render_json(report)
     if output_format == "github":
         return render_github(report)
     if output_format == "html":
@@ -149,12 +150,13 @@ def run(args: argparse.Namespace) -> int:
         baseline=baseline,
         with_graph=args.format == "html",
     )
+    shown = report if args.format == "json" else readable_report(report)  # one c++filt run
     if args.format == "github":
-        append_step_summary(render_markdown(readable_report(report)))
+        append_step_summary(render_markdown(shown))
     if args.output is None:
-        sys.stdout.write(_render(report, args.format, use_colour(sys.stdout), args.sizes))
+        sys.stdout.write(_render(shown, args.format, use_colour(sys.stdout), args.sizes))
     else:
-        write_atomic(args.output, _render(report, args.format, colour=False, sizes=args.sizes))
+        write_atomic(args.output, _render(shown, args.format, colour=False, sizes=args.sizes))
         log.info("report written to %s", args.output)
     if report.failed:
         raise ChecksFailed()

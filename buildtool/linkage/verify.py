@@ -23,15 +23,21 @@ from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.subject import (
     DeepInitializers,
     FunctionNames,
+    HostLookup,
     Initializers,
     Subject,
     digests_as_names,
 )
 from buildtool.linkage.checks.suite import run_checks
-from buildtool.linkage.inputs.collect import BinaryFile, InputSet, read_input
+from buildtool.linkage.inputs.collect import (
+    BinaryFile,
+    InputSet,
+    binary_free_wheel,
+    read_input,
+)
 from buildtool.linkage.inputs.pool import FunctionNameLookup, InitializerLookup, wait_for_workers
 from buildtool.linkage.loaders.closure import Environment, filesystem_lookup, resolve_closure
-from buildtool.linkage.loaders.glibc import FactsLookup, load_ld_so_cache
+from buildtool.linkage.loaders.glibc import FactsLookup, LdSoCache, load_ld_so_cache
 from buildtool.linkage.loaders.interpreter import interpreter_closure, is_extension_module
 from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.platform import (
@@ -243,8 +249,9 @@ def _environments(
     ld_library_path: Sequence[str] | None,
 ) -> dict[str, Environment]:
     """What ld.so takes from the system, per input: this machine's cache and folders, except
-    for a foreign platform's wheel (an aarch64 or musl wheel here), which gets its platform's
-    libraries only."""
+    for a wheel whose tag names a policy (manylinux, musllinux) or another platform (an aarch64
+    or musl wheel here), which gets its platform's libraries only: a wheel's verdict does not
+    depend on what the checking machine happens to have installed."""
     cache = load_ld_so_cache()
     # PE roots search every input's os.add_dll_directory folders: the packages share a process
     dlls = tuple(str(folder) for entry in inputs for folder in entry.dll_directories)
@@ -253,12 +260,25 @@ def _environments(
         target = platforms.get(entry.label)
         if target is not None and target.foreign:
             env = Environment(system_dirs=(), platform=target, dll_directories=dlls)
+        elif target is not None and target.portable:
+            # a manylinux/musllinux wheel gets the same verdict here as on a slim container
+            env = Environment(cache, None, ld_library_path, target, dlls, policy_only=True)
         elif target is not None and target.tag != "host":
             env = Environment(cache, None, ld_library_path, target, dlls)
         else:
             env = Environment(cache=cache, ld_library_path=ld_library_path, dll_directories=dlls)
         envs[entry.label] = env
     return envs
+
+
+def _on_this_machine(cache: LdSoCache) -> HostLookup:
+    """Where this machine's ld.so.cache has a library of a file's class and machine."""
+
+    def find(name: str, facts: BinaryFacts) -> str | None:
+        found = cache.paths(name, facts.elf_class, facts.machine)
+        return found[0] if found else None
+
+    return find
 
 
 def _compare(
@@ -322,6 +342,7 @@ def verify_inputs(
             initializers=initializers,
             deep_initializers=deep_initializers,
             interpreters=_interpreters(relocated, read, envs),
+            on_this_machine=_on_this_machine(load_ld_so_cache()),
         )
         checked = run_checks(subject)
     finally:
@@ -373,6 +394,8 @@ def verify_paths(
     names = policy.registration_names
     try:
         inputs = [read_input(path, names, jobs, decoder) for path in paths]
+        if inputs and not any(entry.files for entry in inputs):
+            raise binary_free_wheel(inputs[0])
         return verify_inputs(
             inputs,
             policy,

@@ -23,13 +23,19 @@ from typing import Literal
 
 from buildtool import __version__
 from buildtool.cmake.generate import fill
-from buildtool.plan import ExtensionPlan, LinkPlan
+from buildtool.plan import ExtensionPlan, LinkPlan, split_distribution_names
 from buildtool.recipe.model import WheelSettings
 
 WheelVariant = Literal["full", "split"]
 WHEEL_VARIANTS: tuple[WheelVariant, ...] = ("full", "split")
 
 BUILD_BACKEND = "scikit_build_core.build"
+"""The engine: scikit-build-core builds every distribution (``buildtool wheel`` calls it)."""
+BUILDTOOL_BACKEND = "buildtool.backend"
+"""buildtool's PEP 517 backend: what the project's root pyproject.toml names, so that pip, build
+and uv make every distribution (``-C buildtool.distribution=runtime|addon``)."""
+BUILDTOOL_REQUIREMENT = f"buildtool-split>={__version__}"
+"""The distribution that holds ``buildtool.backend``."""
 PYTHON_COMPONENT = "python"
 """The CMake install component of the Python package (``bt_python_package``)."""
 
@@ -94,8 +100,7 @@ def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
     """The runtime wheel (``<name>-runtime``) and its add-on (``<name>-compiler``), unless the
     recipe names them (``runtime-distribution``, ``addon-distribution``)."""
     project = plan.project
-    runtime_name = project.runtime_distribution or f"{project.name}-runtime"
-    compiler_name = project.addon_distribution or f"{project.name}-compiler"
+    runtime_name, compiler_name = split_distribution_names(project)
     runtime = Distribution(
         name=runtime_name,
         project_dir=f"{PACKAGING_DIR}/{runtime_name}",
@@ -144,9 +149,14 @@ def _toml_strings(items: tuple[str, ...]) -> str:
 
 
 def render_pyproject(
-    plan: LinkPlan, dist: Distribution, settings: WheelSettings, template: str
+    plan: LinkPlan,
+    dist: Distribution,
+    settings: WheelSettings,
+    template: str,
+    backend: str = BUILD_BACKEND,
 ) -> str:
-    """The pyproject.toml of one distribution."""
+    """The pyproject.toml of one distribution, naming ``backend`` as its build backend."""
+    requires = BUILDTOOL_REQUIREMENT if backend == BUILDTOOL_BACKEND else "scikit-build-core>=0.10"
     defines = "".join(f'{name} = "{value}"\n' for name, value in dist.defines)
     return fill(
         template,
@@ -154,7 +164,8 @@ def render_pyproject(
             "BUILDTOOL_VERSION": __version__,
             "RECIPE": plan.recipe_source,
             "SUMMARY": dist.summary,
-            "BUILD_BACKEND": BUILD_BACKEND,
+            "BUILD_BACKEND": backend,
+            "REQUIRES": f'"{requires}"',
             "DISTRIBUTION": dist.name,
             "VERSION": plan.project.version,
             "PYTHON_REQUIRES": settings.python_requires,
@@ -207,6 +218,13 @@ def render_pyprojects(
         return {}
     template = templates["pyproject.toml.in"]
     return {
-        dist.pyproject: render_pyproject(plan, dist, settings, template)
+        dist.pyproject: render_pyproject(plan, dist, settings, template, backend_of(dist))
         for dist in all_distributions(plan, full_dir)
     }
+
+
+def backend_of(dist: Distribution) -> str:
+    """The root's pyproject.toml (generated mode: no project pyproject.toml of its own) names
+    buildtool's backend, so ``pip wheel .`` makes any distribution; those under ``packaging/``
+    name scikit-build-core, which builds each of them."""
+    return BUILDTOOL_BACKEND if dist.project_dir == "." else BUILD_BACKEND

@@ -63,7 +63,11 @@ class WheelVerifier(Protocol):
     Raises ``ChecksFailed`` (or any ``BuildtoolError``) to reject them; returns to accept them.
     """
 
-    def __call__(self, wheels: Sequence[Path], plan: LinkPlan, /) -> None: ...
+    def __call__(
+        self, wheels: Sequence[Path], plan: LinkPlan, /, published: Sequence[Path] = ()
+    ) -> None:
+        """``published``: where each wheel will be published, for the report to name (the
+        staged files are gone once a run ends)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -315,7 +319,9 @@ def _build_one(
 def full_tree(request: WheelRequest, plan: LinkPlan) -> WheelTree:
     """The build tree of the full build, configured for it first when it is not."""
     defines = {**configure.variant_defines(plan, "full"), **dict(request.defines)}
-    configure.ensure_configured(request.loaded, request.build_dir, dict(request.defines))
+    # the interpreter too: scikit-build-core configures with its own (an isolated build's)
+    expected = {**configure.python_defines(plan), **dict(request.defines)}
+    configure.ensure_configured(request.loaded, request.build_dir, expected)
     return read_wheel_tree(request.build_dir, plan, defines)
 
 
@@ -416,7 +422,8 @@ def build_wheels(
         if verify is None:
             log.warning("verify-linkage skipped: the wheels were checked for contents only")
         else:
-            verify([wheel for _, wheel in staged], plan)
+            wheels = [wheel for _, wheel in staged]
+            verify(wheels, plan, [request.out_dir / wheel.name for wheel in wheels])
         if request.sdist:
             staged.append((plan.project.name, build_sdist(request, plan, staging)))
         return _publish(staged, request.out_dir)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from buildtool.errors import RecipeError, UsageError
-from buildtool.recipe.model import FreeKey, ProjectSettings, Recipe
+from buildtool.recipe.model import TARGET_NAME, FreeKey, ProjectSettings, Recipe
 from buildtool.recipe.values import check_values, normalized_version
 
 if sys.version_info >= (3, 11):
@@ -29,9 +29,30 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_TARGET_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
 _ENV_PREFIX = re.compile(r"[A-Z_][A-Z0-9_]*\Z")
 _LIBRARY_PREFIX = re.compile(r"[A-Za-z0-9_.+-]*\Z")
 _DISTRIBUTION = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
+
+
+def _is_target_name(key_type: Any) -> bool:
+    return TARGET_NAME in getattr(key_type, "__metadata__", ())
+
+
+def _bad_key(name: str, key_type: Any) -> str:
+    """What is wrong with a table key of ``key_type``, or ''."""
+    if key_type is FreeKey:
+        return ""
+    if _is_target_name(key_type):
+        if _TARGET_NAME.match(name):
+            return ""
+        return (
+            "expected a target name of letters, digits, '_', '.', '+' and '-' (not starting "
+            "with '.', '+' or '-')"
+        )
+    if _NAME.match(name):
+        return ""
+    return "expected a name of letters, digits and '_' (not starting with a digit)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,7 +135,7 @@ class _Converter:
             return self.array(value, typing.get_args(hint)[0], key)
         if origin is dict:
             key_type, item = typing.get_args(hint)
-            return self.table(value, item, key, free_keys=key_type is FreeKey)
+            return self.table(value, item, key, key_type)
         if origin in (typing.Union, types.UnionType):
             return self.convert(value, typing.get_args(hint)[0], key)
         return self.scalar(value, hint, key)
@@ -140,26 +161,22 @@ class _Converter:
             raise self.fail(key, f"expected an array, found {_type_name(value)}")
         return tuple(self.convert(entry, item, key_path(key, i)) for i, entry in enumerate(value))
 
-    def table(
-        self, value: object, item: Any, key: str, *, free_keys: bool = False
-    ) -> dict[str, object]:
+    def table(self, value: object, item: Any, key: str, key_type: Any = str) -> dict[str, object]:
         if not isinstance(value, Mapping):
             raise self.fail(key, f"expected a table, found {_type_name(value)}")
         result: dict[str, object] = {}
         for name, entry in value.items():
             entry_key = key_path(key, name)
-            if not free_keys and not _NAME.match(name):
-                raise self.fail(
-                    entry_key,
-                    "expected a name of letters, digits and '_' (not starting with a digit)",
-                )
+            problem = _bad_key(name, key_type)
+            if problem:
+                raise self.fail(entry_key, problem)
             result[name] = self.convert(entry, item, entry_key)
         return result
 
     def dataclass(self, value: object, cls: type, key: str) -> object:
         if not isinstance(value, Mapping):
             raise self.fail(key, f"expected a table, found {_type_name(value)}")
-        hints = typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls, include_extras=True)
         fields = {field.name.replace("_", "-"): field for field in dataclasses.fields(cls)}
         for name in value:
             if name not in fields:

@@ -8,11 +8,20 @@ for ``_``.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal, NewType
+from typing import Annotated, Final, Literal, NewType
 
 FreeKey = NewType("FreeKey", str)
 """A table key that is free text (a file name, a header path, a dotted registration name)
 rather than a name of letters, digits and ``_``; written quoted in TOML."""
+
+TARGET_NAME: Final = "target-name"
+TargetName = Annotated[str, TARGET_NAME]
+"""The name of a library, object library, executable or test: letters, digits, ``_``, ``.``,
+``+`` and ``-`` (what CMake allows in a target name: ``ggml-base``, ``test-backend-ops``), not
+starting with ``.``, ``+`` or ``-``; quoted in TOML when it has more than letters, digits, ``_``
+and ``-``. Where a name must be an identifier (an export macro, a build switch), the other
+characters become ``_``. Annotated, not a NewType: code indexes these tables with plain
+strings."""
 
 LoadMode = Literal["global", "local"]
 LauncherName = Literal["none", "ccache", "sccache", "distcc"]
@@ -359,17 +368,17 @@ class BuildSettings:
 class VerifySettings:
     """The ``[verify]`` table: the linkage policy beyond what the libraries already imply."""
 
-    forbidden_needed: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    forbidden_needed: dict[TargetName, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     """Per library or executable: NEEDED patterns it must never have
     (``runtime = ["libLLVM*"]``)."""
 
     removed: tuple[str, ...] = ()
     """Legacy file names that must no longer exist (a stale monolith such as ``libdemo.so``)."""
 
-    size_budget_mb: dict[str, float] = dataclasses.field(default_factory=dict)
+    size_budget_mb: dict[TargetName, float] = dataclasses.field(default_factory=dict)
     """Per library: largest allowed file size in MB (10**6 bytes)."""
 
-    max_growth_percent: dict[str, float] = dataclasses.field(default_factory=dict)
+    max_growth_percent: dict[TargetName, float] = dataclasses.field(default_factory=dict)
     """Per library: largest allowed growth of its file size, in percent, against the report of an
     earlier build (``verify-linkage --baseline previous.json``); more fails the run (BT131).
     ``runtime = 2.0`` lets the runtime grow by 2 %; libraries not listed may grow freely. A
@@ -428,16 +437,16 @@ class Recipe:
     project: ProjectSettings
     """Names shared by generation, packaging and the loader."""
 
-    libraries: dict[str, SharedLibrary] = dataclasses.field(default_factory=dict)
+    libraries: dict[TargetName, SharedLibrary] = dataclasses.field(default_factory=dict)
     """Shared libraries of the split, by name (``ffi``, ``runtime``, ``compiler``)."""
 
-    objects: dict[str, ObjectLibrary] = dataclasses.field(default_factory=dict)
+    objects: dict[TargetName, ObjectLibrary] = dataclasses.field(default_factory=dict)
     """Object libraries, by name; each owned by exactly one shared library."""
 
-    executables: dict[str, Executable] = dataclasses.field(default_factory=dict)
+    executables: dict[TargetName, Executable] = dataclasses.field(default_factory=dict)
     """Executables, by name (``minrpc``)."""
 
-    tests: dict[str, Executable] = dataclasses.field(default_factory=dict)
+    tests: dict[TargetName, Executable] = dataclasses.field(default_factory=dict)
     """Test executables run by ctest, by name."""
 
     externals: dict[str, External] = dataclasses.field(default_factory=dict)

@@ -37,6 +37,15 @@ def _toml_name(name: str) -> str:
     return name.replace("_", "-")
 
 
+def _key_schema(key_type: Any) -> dict[str, Any]:
+    """What a table's keys may be (``load._bad_key`` says the same in words)."""
+    if key_type is recipe_model.FreeKey:
+        return {"minLength": 1}
+    if recipe_model.TARGET_NAME in getattr(key_type, "__metadata__", ()):
+        return {"pattern": "^[A-Za-z0-9_][A-Za-z0-9_.+-]*$"}
+    return {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+
+
 def _type_schema(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
     origin = typing.get_origin(hint)
     if dataclasses.is_dataclass(hint) and isinstance(hint, type):
@@ -50,11 +59,7 @@ def _type_schema(hint: Any, definitions: dict[str, Any]) -> dict[str, Any]:
     if origin is dict:
         key_type, value_type = typing.get_args(hint)
         item = _type_schema(value_type, definitions)
-        names = (
-            {"minLength": 1}
-            if key_type is recipe_model.FreeKey
-            else {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
-        )
+        names = _key_schema(key_type)
         return {"type": "object", "propertyNames": names, "additionalProperties": item}
     if origin in (typing.Union, types.UnionType):
         return _type_schema(typing.get_args(hint)[0], definitions)
@@ -76,7 +81,7 @@ def _default(field: dataclasses.Field[Any]) -> Any:
 
 
 def _dataclass_schema(cls: type, definitions: dict[str, Any]) -> dict[str, Any]:
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     docs = field_docs(cls)
     properties: dict[str, Any] = {}
     required: list[str] = []

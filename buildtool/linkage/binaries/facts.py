@@ -3,6 +3,7 @@ No decoding here: each format's reader (``elf/``, ``macho/``, ``pe/``) produces 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
@@ -52,10 +53,22 @@ TOOLCHAIN_PREFIXES: Final = ("_ZGTt",)
 exception constructors."""
 
 
+TOOLCHAIN_INITIALIZERS: Final = re.compile(r"_GLOBAL__sub_I_(?:\w+48|eh_\w+)\.cc")
+"""Static initializers of libstdc++'s and libsupc++'s own sources that a devtoolset compiler
+links into every C++ library from ``libstdc++_nonshared``: ``system_error48.cc`` (its GCC 4.8
+compatibility units), ``eh_terminate.cc``. Two libraries holding them share the toolchain's
+runtime, not a project's code (vtk's libvtkfmt and libviskores_filter_core)."""
+
+
 def is_toolchain_function(name: str) -> bool:
-    """Whether ``name`` (a symbol key, a version suffix allowed) is a toolchain helper."""
+    """Whether ``name`` (a symbol key, a version suffix allowed) is a toolchain helper, or one
+    of the toolchain runtime's static initializers."""
     bare = name.split("@", 1)[0]
-    return bare in TOOLCHAIN_FUNCTIONS or bare.startswith(TOOLCHAIN_PREFIXES)
+    return (
+        bare in TOOLCHAIN_FUNCTIONS
+        or bare.startswith(TOOLCHAIN_PREFIXES)
+        or TOOLCHAIN_INITIALIZERS.fullmatch(bare.removesuffix(".cold")) is not None
+    )
 
 
 CRT_FUNCTIONS: Final = frozenset(

@@ -61,7 +61,14 @@ CHECKS: tuple[Check, ...] = (
         "copies can collide: its static initializers run twice against shared state (duplicate "
         "registration abort), or its exported definitions interpose. Unstripped, code whose "
         "functions have internal linkage only, or are mostly exported by both, collides; code "
-        "whose external-linkage functions are bound inside each library is BT124.",
+        "whose external-linkage functions are bound inside each library is BT124. Stripped, "
+        "exports in common count when an initializer of both reaches one registry; without "
+        "that they are BT124. Two builds of one library (at least half of the functions the "
+        "two export are the same names: a program linking two of ggml's CPU variants) "
+        "interpose, stripped or not: each library's calls to its own exports run the copy "
+        "loaded first. The linker's own symbols (_end, even versioned by a catch-all "
+        "script) and the toolchain runtime's (devtoolset's libstdc++_nonshared) are no "
+        "evidence.",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
     ),
     Check(
@@ -117,10 +124,15 @@ CHECKS: tuple[Check, ...] = (
         "BT109",
         "needed-not-shipped",
         "error",
-        "A DT_NEEDED entry found nowhere: no input ships it, this machine (for a foreign "
-        "platform's wheel: its platform) does not provide it, and it is no driver library or "
-        "host-provided library. Loading the file fails everywhere (a bundled library deleted "
-        "from the wheel, a library the build linked but nothing ships).",
+        "A DT_NEEDED entry found nowhere: no input ships it, its platform does not provide it, "
+        "and it is no driver library or host-provided library. A manylinux or musllinux wheel "
+        "is judged by its tag on every host: a library outside the tag's policy is this error "
+        "even where the checking machine has it (lightgbm's libgomp.so.1: it loads there, and "
+        "fails on a compliant system without it, such as a slim container); the evidence says "
+        "where this machine has it. An input without a policy tag (a build tree, a linux_* "
+        "wheel) is judged by the machine it was built for. Loading the file fails where the "
+        "library is absent (a bundled library deleted from the wheel, a library the build "
+        "linked but nothing ships).",
         "Bundle the library (auditwheel repair grafts it into <pkg>.libs/), ship the "
         "distribution that has it and require it, or, if the target machines provide it, list "
         "it in [verify] host-provided.",
@@ -133,7 +145,9 @@ CHECKS: tuple[Check, ...] = (
         "or build-tree folder that resolves a NEEDED entry (or would, on a machine that has the "
         "folder), an entry relative to the current directory ('', '.', 'lib') or in a "
         "world-writable folder. With a recipe, any non-$ORIGIN entry of the project's own "
-        "libraries and executables.",
+        "libraries and executables. In a CMake build tree, a file that cmake --install installs "
+        "is judged by the RPATH its cmake_install.cmake writes, not by CMake's build RPATH "
+        "(absolute, with an empty entry), which the install replaces.",
         "Use $ORIGIN-relative entries only (CMake: BUILD_WITH_INSTALL_RPATH, INSTALL_RPATH "
         "$ORIGIN).",
     ),
@@ -209,7 +223,8 @@ CHECKS: tuple[Check, ...] = (
         "BT120",
         "libraries-not-together",
         "error",
-        "The project's libraries are not all in one lib/ folder (the loader looks in one).",
+        "The project's libraries are not all in one lib/ folder (the loader looks in one). In "
+        "a CMake build tree, a file counts in the folder cmake --install puts it in.",
         "Install every project library to <package>/lib/ (build trees: <build>/lib/).",
     ),
     Check(
@@ -224,8 +239,11 @@ CHECKS: tuple[Check, ...] = (
         "BT122",
         "duplicate-library-copy",
         "error",
-        "A second copy of a library (the same SONAME in two files), e.g. grafted by auditwheel "
-        "repair into <pkg>.libs/: loading both runs the registrations twice.",
+        "A second copy of a library (the same SONAME in two files) whose initializers build "
+        "state (they call imported functions: a registry, C++ objects allocated and "
+        "registered), e.g. grafted by auditwheel repair into <pkg>.libs/: loading both runs "
+        "the registrations twice or splits them between two registries. Copies whose "
+        "initializers call nothing imported, or that have none, are BT124.",
         "Repair with --exclude for the project's own libraries and give them RUNPATH $ORIGIN.",
     ),
     Check(
@@ -236,8 +254,10 @@ CHECKS: tuple[Check, ...] = (
         "statically linked library whose functions each library binds to its own copy (hidden, "
         "or localized by a version script) and whose static initializers reach no function of "
         "a shared registry library in common (each registers into its own copy of its "
-        "registry, like pyarrow's protobuf copies), or code that two libraries a repair tool "
-        "grafted both export. Both work; the copy costs space. Initializers of both copies "
+        "registry, like pyarrow's protobuf copies); code that two libraries export both "
+        "(stripped, so each binds to the copy loaded first) with no initializer reaching a "
+        "registry (tables' two LZ4 builds); or a second copy of a library (one SONAME) that "
+        "runs no initializers. Both work; the copy costs space. Initializers of both copies "
         "reaching one registry are BT103.",
         "Link the shared code into one library that both need, if the space matters.",
     ),
@@ -262,6 +282,18 @@ CHECKS: tuple[Check, ...] = (
         "libraries beside it: the monolith the split replaced, still shipped (loaded by an old "
         "path, it registers everything a second time).",
         "Delete it from the build or wheel (with a recipe, list it in verify.removed).",
+    ),
+    Check(
+        "BT126",
+        "recipe-library-missing",
+        "warning",
+        "A library the recipe requires (not optional) matches no file of the inputs, by its file "
+        "name, its SONAME or a versioned file (libggml.so, libggml.so.0, libggml.so.0.21.0 are "
+        "one library): none of the recipe's rules for it was checked. Not judged when wheels "
+        "are checked (each wheel of a split holds part of the libraries).",
+        "Give the input that holds it (the build tree's lib/, every wheel of the split), or "
+        "correct the recipe's file name.",
+        needs_recipe=True,
     ),
     Check(
         "BT130",
@@ -378,6 +410,31 @@ CHECKS: tuple[Check, ...] = (
         "Build for the tag's architectures (macOS: CMAKE_OSX_ARCHITECTURES, which "
         "scikit-build-core sets from ARCHFLAGS; universal2: both slices, or lipo -create), or "
         "tag the wheel for what its files are built for.",
+    ),
+    Check(
+        "BT153",
+        "python-symbol-not-exported",
+        "error",
+        "A Python extension module (or a library one loads from its wheel) needs a C-API name "
+        "(Py*, _Py*) that the CPython it is built for does not export: the release its file "
+        "name (.cpython-311-...) or its wheel's tag (cp311) names, or, for abi3, a release from "
+        "the tag's (cp39-abi3: 3.9) on. pip installs it there and the import fails with "
+        '"undefined symbol". Judged against the export lists of CPython 3.6 to 3.13 '
+        "(loaders/cpython_exports.py) and the stable ABI (abi3info's data), never against the "
+        "interpreter that runs the check; a release without a list, a free-threaded or debug "
+        "build is not judged.",
+        "Build the module with the CPython its name and tag say (a cibuildwheel build per "
+        "release), or, for abi3, define Py_LIMITED_API to the tag's release.",
+    ),
+    Check(
+        "BT154",
+        "python-symbol-outside-stable-abi",
+        "warning",
+        "An abi3 extension module needs a C-API name outside the stable ABI: every CPython "
+        "release with an export list has it, so it imports today, but no later release promises "
+        "to keep it.",
+        "Compile with Py_LIMITED_API set to the tag's release, which hides what the stable ABI "
+        "does not hold, or tag the wheel for one CPython release.",
     ),
 )
 
@@ -528,6 +585,34 @@ class Finding:
         return self.check.severity
 
 
+PLATFORM_DECISION = """## Which machine a verdict is about
+
+A verdict does not depend on the machine that checks. Each input is judged for the platform it
+targets:
+
+- **A manylinux or musllinux wheel** (its platform tag names a policy): what the tag provides is
+  its policy's list of libraries (auditwheel's policy data: libc, libm, libstdc++, libgcc_s,
+  libGL, libX11, ...), the symbol versions the policy allows (BT150) and what the interpreter
+  has loaded (libm and libc); nothing the checking machine has beyond that counts. A library the
+  wheel needs, does not bundle and its policy does not provide is BT109 on every host, with the
+  evidence saying where this machine has it when it does (lightgbm's libgomp.so.1: it loads on
+  a CI runner with gcc installed and fails in a slim container). Another architecture's or
+  libc's wheel (an aarch64 or musl wheel checked on x86_64 glibc) is judged the same way.
+- **What a host may add**: GPU drivers' libraries (libcuda.so.1, libnvidia-ml.so.1,
+  libOpenCL.so.1, libvulkan.so.1, libEGL.so.1, libGLX.so.0) and whatever the recipe lists in
+  `[verify] host-provided`: not found, they are BT108 warnings, never errors. Nothing else.
+- **An extension module's interpreter**: the CPython its file name or wheel tag names (BT153,
+  BT154), never the interpreter that runs the check.
+- **An input without a policy tag** (a build tree, a folder, a `linux_*` wheel, which promises
+  nothing beyond the machine it was built on): the machine its ELF files were built for, with
+  that machine's ld.so.cache and default folders when it is this machine's kind; a
+  cross-built tree gets its platform's policy libraries only.
+- **macOS and Windows wheels**: dyld's and the Windows loader's rules (the system libraries and
+  DLLs those platforms have), whatever this machine is.
+
+"""
+
+
 def render_checks_doc() -> str:
     """docs/checks.md: the reference of every check, generated from ``CHECKS``."""
     lines = [
@@ -539,6 +624,7 @@ def render_checks_doc() -> str:
         "*hardening* only when the recipe says `[verify] hardening = true`; those marked",
         "*baseline* only with `--baseline` (the JSON report of an earlier run).",
         "",
+        *PLATFORM_DECISION.splitlines(),
     ]
     for check in (*CHECKS, *CMAKE_CHECKS):
         if check is CMAKE_CHECKS[0]:

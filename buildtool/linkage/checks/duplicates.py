@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final
 
 from buildtool.linkage.binaries import LINKER_GENERATED, BinaryFacts, is_toolchain_function
 from buildtool.linkage.checks.catalogue import Finding
@@ -20,15 +21,20 @@ from buildtool.linkage.checks.initializer_reach import (
     shape_groups,
     through,
 )
-from buildtool.linkage.checks.policy import LibraryRule, ObjectRule, recipe_spelling
+from buildtool.linkage.checks.policy import LibraryRule, ObjectRule
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 
 
 def _exported_strong(facts: BinaryFacts, among: frozenset[str]) -> frozenset[str]:
     """The keys of ``among`` that ``facts`` exports as strong, non-unique definitions."""
-    strong = (among & facts.defined) - facts.unique - facts.weak_defined - LINKER_GENERATED
-    return frozenset(key for key in strong if not is_toolchain_function(key))
+    strong = (among & facts.defined) - facts.unique - facts.weak_defined
+    # a catch-all version script ({ *; }) exports the linker's own symbols too: _end@@Qt_6
+    return frozenset(
+        key
+        for key in strong
+        if key.split("@", 1)[0] not in LINKER_GENERATED and not is_toolchain_function(key)
+    )
 
 
 def _pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[tuple[BinaryFile, BinaryFile]]:
@@ -237,7 +243,16 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
             "of that code",
             f"stripped: exported symbols defined in both: {listed(names)}",
         )
-    return _duplicate_finding(pair, f"stripped: exported symbols defined in both: {listed(names)}")
+    # one library binding to the other's exports works (tables' two LZ4 builds round-trip):
+    # without a registration the copies collide on, it costs space, not the load
+    return Finding(
+        "BT124",
+        pair[1].display,
+        f"exports code that {pair[0].display} exports too; one process binds both libraries' "
+        "callers to the copy loaded first",
+        f"stripped: exported symbols defined in both: {listed(names)}; no static initializer of "
+        "either reaches a registry of a third library",
+    )
 
 
 def _shared_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
@@ -268,8 +283,13 @@ def _package_pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[Pair]:
                 yield first, second
 
 
+def _project_inits(facts: BinaryFacts) -> frozenset[str]:
+    """Static initializers less the toolchain runtime's (``is_toolchain_function``)."""
+    return frozenset(name for name in static_inits(facts) if not is_toolchain_function(name))
+
+
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
-    inits = _shared_keys(subject, static_inits)
+    inits = _shared_keys(subject, _project_inits)
     functions = _shared_functions(subject, inits)
     reported: set[tuple[BinaryFile, BinaryFile]] = set()
     for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):
@@ -283,6 +303,7 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
                 pair,
                 f"unstripped: static initializers {listed(names)}; {_via(subject, pair, bound)}",
             )
+    yield from _alike_builds(subject, reported)
     exported = _stripped_exports(subject)
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
         stripped = not all(subject.facts(b).has_symtab for b in pair)
@@ -301,6 +322,54 @@ def _reach_is_read(subject: Subject, pair: Pair) -> bool:
     if all(subject.facts(binary).format in ("pe", "macho") for binary in pair):
         return True
     return all(subject.facts(binary).initializers is not None for binary in pair)
+
+
+ALIKE: Final = 0.5
+"""Two libraries whose exported names overlap this much (shared / all, at least
+``ALIKE_NAMES``) are two builds of one library: ggml's CPU variants, not a static library
+leaking a few of its names into a bigger one (tables' LZ4 in libblosc2: 0.2)."""
+ALIKE_NAMES: Final = 3
+
+
+def _exported_functions(facts: BinaryFacts) -> frozenset[str]:
+    names = _exported_names(facts)
+    return frozenset(n for n in names if n not in LINKER_GENERATED and not is_toolchain_function(n))
+
+
+def _alike_candidates(subject: Subject) -> Iterator[tuple[Pair, frozenset[str], int]]:
+    """Co-loaded pairs whose export sets could be alike enough (sizes within the ratio), with
+    the names both export and the size of their union."""
+    sized = sorted(
+        ((b, _exported_functions(subject.facts(b))) for b in subject.shared
+         if subject.facts(b).format == "elf"),
+        key=lambda item: len(item[1]),
+    )  # fmt: skip
+    for index, (first, mine) in enumerate(sized):
+        for second, theirs in sized[index + 1 :]:
+            if len(mine) < ALIKE * len(theirs):
+                break
+            both = mine & theirs
+            if len(both) >= ALIKE_NAMES and subject.co_loaded(first, second):
+                yield (first, second), both, len(mine | theirs)
+
+
+def _alike_builds(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
+    """BT103 for two builds of one library that one process loads (a program linking two CPU
+    variants): every caller, and each library's calls to its own exported functions, bind to
+    the copy loaded first, so one library runs the other's code, stripped or not."""
+    for (first, second), both, union in _alike_candidates(subject):
+        pair = (second, first) if subject.needs(first, second) else (first, second)
+        if pair in reported or (second, first) in reported or len(both) < ALIKE * union:
+            continue
+        if _both_grafted(subject, pair):
+            continue
+        reported.add(pair)
+        yield _duplicate_finding(
+            pair,
+            f"{len(both)} of the {union} functions the two export are the same names: two "
+            f"builds of one library, whose callers (and its own calls to them) bind to the copy "
+            f"loaded first: {listed(both)}",
+        )
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:
@@ -324,7 +393,7 @@ def check_owned_initializers(subject: Subject) -> Iterator[Finding]:
     for rule in subject.policy.libraries:
         for obj in rule.objects:
             for binary in subject.shared:
-                if recipe_spelling(base_name(binary)) == rule.file_name:
+                if rule.matches(base_name(binary)):
                     continue
                 evidence = _object_marks(subject.facts(binary), obj)
                 if evidence:
@@ -343,9 +412,7 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
             holders = [b for b in subject.shared if name in subject.facts(b).registration_strings]
             for pair in _pairs(subject, holders):
                 # The library the recipe names keeps the name; the other one is the intruder.
-                first, second = (
-                    pair[::-1] if recipe_spelling(base_name(pair[1])) == rule.file_name else pair
-                )
+                first, second = pair[::-1] if rule.matches(base_name(pair[1])) else pair
                 yield Finding(
                     "BT104",
                     second.display,
@@ -353,7 +420,7 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
                     f"{rule.file_name}",
                     "string constant present in both libraries",
                 )
-            owners = [b for b in subject.shared if recipe_spelling(base_name(b)) == rule.file_name]
+            owners = [b for b in subject.shared if rule.matches(base_name(b))]
             for owner in owners:
                 if name not in subject.facts(owner).registration_strings:
                     yield _registration_missing(subject.facts(owner), owner, rule, name)

@@ -19,7 +19,7 @@ from typing import Any
 from buildtool.errors import InputError
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import base_name
-from buildtool.linkage.checks.policy import LinkagePolicy, recipe_spelling
+from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.subject import Subject
 
 MEMBER_SEPARATOR = "!/"
@@ -186,11 +186,7 @@ def check_size_budgets(subject: Subject) -> Iterator[Finding]:
     for rule in subject.policy.libraries:
         for binary in subject.shared:
             size = subject.facts(binary).file_size
-            if (
-                recipe_spelling(base_name(binary)) == rule.file_name
-                and rule.size_budget
-                and size > rule.size_budget
-            ):
+            if rule.matches(base_name(binary)) and rule.size_budget and size > rule.size_budget:
                 yield Finding(
                     "BT130",
                     binary.display,

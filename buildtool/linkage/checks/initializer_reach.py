@@ -189,3 +189,29 @@ def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
         for shape in {init.shape for init in _registering(subject.initializers(binary))}:
             by_shape.setdefault(shape, []).append(binary)
     return [group for group in by_shape.values() if len(group) > 1]
+
+
+STREAM_SETUP: Final = frozenset(
+    {"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "_ZSt21ios_base_library_initv",
+     "__cxa_atexit"}
+)  # fmt: skip
+"""What including <iostream> makes every C++ file's initializer call: no state of its own."""
+
+
+def initializers_build_state(subject: Subject, binary: BinaryFile) -> bool | None:
+    """Whether ``binary``'s initializers build state a second copy of it would split or
+    duplicate: they call some imported function (a registry in another library, libtvm_ffi's
+    own C++ objects allocated and registered, a function it exports, which the copy loaded
+    second binds to the first's), beyond <iostream>'s setup. False when they call nothing
+    imported (blosc2's constructor filling its own CPU dispatch tables); None when nothing was
+    read."""
+    inits = subject.initializers(binary)
+    if not inits:
+        return None
+    reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
+    unwalked = frozenset(i.shape for i in inits if not i.guarded and not i.complete)
+    if reached - STREAM_SETUP or not unwalked:
+        return bool(reached - STREAM_SETUP)
+    inits = subject.deep_initializers(binary, unwalked)  # the calls their own code leaves to
+    reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
+    return bool(reached - STREAM_SETUP)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
@@ -31,7 +31,7 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
         rule_required += executable.required_needed if executable else ()
         spelled = {recipe_spelling(entry) for entry in needed}
         for required in rule_required:
-            if required not in spelled:
+            if recipe_spelling(required) not in spelled:
                 yield Finding(
                     "BT101",
                     binary.display,
@@ -43,9 +43,13 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
 
 def _matches(entry: str, pattern: str) -> bool:
     """A NEEDED entry against a recipe's pattern, in its own spelling or the recipe's (a
-    pattern written as ``libx.so`` holds for ``@rpath/libx.dylib`` and ``libx.dll``)."""
-    return fnmatch.fnmatchcase(entry, pattern) or fnmatch.fnmatchcase(
-        recipe_spelling(entry), pattern
+    pattern written as ``libx.so`` holds for ``@rpath/libx.dylib``, ``libx.dll`` and
+    ``libx.so.0``; one written as a versioned file, for its SONAME)."""
+    spelled = recipe_spelling(entry)
+    return (
+        fnmatch.fnmatchcase(entry, pattern)
+        or fnmatch.fnmatchcase(spelled, pattern)
+        or spelled == recipe_spelling(pattern)  # libggml.so.0 is libggml.so.0.21.0's library
     )
 
 
@@ -70,6 +74,25 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
         if is_project and not allowed:
             shown = ", ".join(executable.allowed_project_needed) or "none"
             yield entry, f"is a project library outside its allow-list ({shown})"
+
+
+def check_recipe_libraries_present(subject: Subject) -> Iterator[Finding]:
+    """BT126: a required recipe library that no input file is (in any spelling). Not for
+    wheels: each wheel of a split holds part of the libraries (the compiler add-on's wheel
+    requires the runtime's)."""
+    if any(entry.in_wheel for entry in subject.sets):
+        return
+    names = {base_name(b) for b in subject.files} | set(subject.in_input)
+    names |= {subject.facts(b).soname or "" for b in subject.files}
+    for rule in subject.policy.libraries:
+        if rule.optional or any(rule.matches(name) for name in names if name):
+            continue
+        yield Finding(
+            "BT126",
+            subject.policy.source or rule.file_name,
+            f"library {rule.name} ({rule.file_name}) matches no file of the inputs",
+            f"searched {len(subject.files)} files by file name, SONAME and versioned name",
+        )
 
 
 def check_forbidden_needed(subject: Subject) -> Iterator[Finding]:
@@ -172,6 +195,22 @@ def _named_like(requirement: str, library: str) -> bool:
     return any(word in stem for word in words) or (len(stem) >= 3 and stem in joined)
 
 
+Providers = Callable[[BinaryFile], list[str]]
+"""``_possible_providers`` of one subject, remembered per file: computed once per file, not
+once per missing NEEDED entry (a file with 20,000 of them)."""
+
+
+def _providers_memo(subject: Subject) -> Providers:
+    known: dict[str, list[str]] = {}
+
+    def providers(binary: BinaryFile) -> list[str]:
+        if binary.display not in known:
+            known[binary.display] = _possible_providers(subject, binary)
+        return known[binary.display]
+
+    return providers
+
+
 def _possible_providers(subject: Subject, binary: BinaryFile) -> list[str]:
     """The unchecked requirements that may ship what ``binary`` needs and its own input lacks:
     those named like one of those libraries (torch for torchvision's libtorch.so; then its
@@ -185,7 +224,11 @@ def _possible_providers(subject: Subject, binary: BinaryFile) -> list[str]:
     return [
         requirement
         for requirement in _unchecked_requirements(subject, binary)
-        if any(_named_like(requirement, entry) for entry in lacking)
+        if any(
+            _named_like(requirement, entry)
+            or requirement in subject.policy.shipping_distributions(entry)
+            for entry in lacking
+        )
     ]
 
 
@@ -255,36 +298,79 @@ def _from_another_distribution(
 
 
 def _missing_finding(
-    subject: Subject, binary: BinaryFile, name: str, roots: Sequence[BinaryFile]
+    subject: Subject,
+    binary: BinaryFile,
+    name: str,
+    roots: Sequence[BinaryFile],
+    providers: Providers,
 ) -> Finding:
     facts = subject.facts(binary)
     evidence = _searched(facts, subject.platform_of(binary)) + _context(binary, roots)
     message = f"needs {name}, which the dynamic loader would not find"
     if subject.ships(binary, name):
-        return Finding("BT107", binary.display, message, evidence, needed=name)
+        other = _other_machine(subject, binary, name)
+        return Finding("BT107", binary.display, message, other + evidence, needed=name)
     finding, evidence = _from_another_distribution(subject, binary, name, evidence)
     if finding is not None:
         return finding
+    shipped_in = subject.required_distribution_ships(binary, name)
+    if shipped_in is not None:  # the recipe's runtime wheel, for its add-on checked alone
+        where = f"the recipe ships it in {shipped_in} (required, not among the inputs)"
+        message = f"needs {name}, which no input ships"
+        return Finding("BT116", binary.display, message, f"{where}; {evidence}", needed=name)
     why = provided_by(subject, binary, name)
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
     known = _known_missing(subject, binary, name)
-    unchecked = _possible_providers(subject, binary) if known is None else []
+    unchecked = providers(binary) if known is None else []
     if unchecked:
         message = f"needs {name}, which no input ships"
         evidence = (
             f"it may ship in {listed(unchecked)} (required, not among the inputs); {evidence}"
         )
         return Finding("BT116", binary.display, message, evidence, needed=name)
-    message = f"needs {name}, which no input ships and nothing provides: loading it fails"
+    message, here = _not_shipped(subject, binary, name)
     if known is None and _unchecked_requirements(subject, binary):
         others = listed(_unchecked_requirements(subject, binary))
         known = f"none of its requirements not among the inputs ({others}) is named like it"
     evidence = f"{known}; {evidence}" if known else evidence
-    return Finding("BT109", binary.display, message, evidence, needed=name)
+    return Finding("BT109", binary.display, message, here + evidence, needed=name)
+
+
+def _not_shipped(subject: Subject, binary: BinaryFile, name: str) -> tuple[str, str]:
+    """BT109's message, and what this machine has, for a wheel judged by its tag: a library it
+    has beyond the tag's policy loads here and fails on a compliant system without it."""
+    platform = subject.platform_of(binary)
+    if platform is None or not (platform.portable or platform.foreign):
+        return f"needs {name}, which no input ships and nothing provides: loading it fails", ""
+    message = (
+        f"needs {name}, which no input ships and {platform.tag} does not provide: loading it "
+        "fails where it is not installed"
+    )
+    found = subject.on_this_machine(name, subject.facts(binary))
+    here = f"this machine has it ({found}), outside the tag's policy; " if found else ""
+    return message, here
+
+
+def _other_machine(subject: Subject, binary: BinaryFile, name: str) -> str:
+    """Why a library the input ships is not found when it is built for another machine or
+    class (ld.so skips it as if absent): said, or ''."""
+    facts = subject.facts(binary)
+    own = subject.origin_of(binary)
+    for other in subject.files:
+        found = subject.facts(other)
+        if name not in (other.location.name, found.soname) or subject.origin_of(other) != own:
+            continue
+        if (found.machine, found.elf_class) != (facts.machine, facts.elf_class):
+            return (
+                f"{other.display} is built for {found.machine} ({found.elf_class}-bit), this "
+                f"file for {facts.machine} ({facts.elf_class}-bit): ld.so skips it; "
+            )
+    return ""
 
 
 def check_needed_found(subject: Subject) -> Iterator[Finding]:
+    providers = _providers_memo(subject)
     no_runpath: dict[str, tuple[BinaryFile, list[str], list[BinaryFile]]] = {}
     for (location, name), (binary, roots) in _missing_in_contexts(subject).items():
         facts = subject.facts(binary)
@@ -294,7 +380,7 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
             entry[1].append(name)
             entry[2].extend(roots)
             continue
-        yield _missing_finding(subject, binary, name, roots)
+        yield _missing_finding(subject, binary, name, roots, providers)
     for binary, names, roots in no_runpath.values():
         yield Finding(
             "BT112",

@@ -14,6 +14,7 @@ from buildtool.linkage.checks.common import (
     listed,
     static_inits,
 )
+from buildtool.linkage.checks.initializer_reach import initializers_build_state
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 
@@ -27,9 +28,17 @@ _LIBRARY_FOLDERS: dict[str, tuple[str, ...]] = {"pe": ("lib", "bin")}
 sits in bin/ beside the executables that load it."""
 
 
+def _installed_parent(subject: Subject, binary: BinaryFile) -> str:
+    installed = subject.folder_name(binary)
+    if installed == binary.location.parent.name:
+        return str(binary.location.parent)
+    return f"(installed) {installed}"
+
+
 def check_placement(subject: Subject) -> Iterator[Finding]:
     project = [b for b in subject.shared if subject.policy.is_project_library(base_name(b))]
-    folders = sorted({str(b.location.parent) for b in project})
+    # a build tree's libraries count where its install puts them (ggml's build/src -> lib)
+    folders = sorted({_installed_parent(subject, b) for b in project})
     if len(folders) > 1:
         yield Finding(
             "BT120",
@@ -39,7 +48,7 @@ def check_placement(subject: Subject) -> Iterator[Finding]:
         )
     for binary in project:
         allowed = _LIBRARY_FOLDERS.get(subject.facts(binary).format, ("lib",))
-        if binary.location.parent.name not in allowed:
+        if subject.folder_name(binary) not in allowed:
             yield Finding(
                 "BT120",
                 binary.display,
@@ -67,23 +76,61 @@ def _harmless_copy(subject: Subject, first: BinaryFile, second: BinaryFile) -> b
 
 
 def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
-    """BT122 keys on SONAME: files without one are modules, not copies of a library."""
+    """BT122 keys on SONAME: files without one, and extension modules, are modules, not copies
+    of a library."""
     same = subject.identical_copies
     seen: dict[str, list[BinaryFile]] = {}
     for binary in sorted(subject.shared, key=lambda b: (len(b.display), b.display)):
         facts = subject.facts(binary)
-        if facts.soname is None or binary.display in same:
+        if facts.soname is None or binary.display in same or _is_extension_module(facts):
             continue
         key = _grafted_name(binary, facts)
         earlier = [b for b in seen.get(key, []) if not _harmless_copy(subject, b, binary)]
         if earlier:
-            yield Finding(
-                "BT122",
-                binary.display,
-                f"is a second copy of {earlier[0].display}",
-                f"both are {key} (SONAMEs {subject.facts(earlier[0]).soname} and {facts.soname})",
-            )
+            yield _copy_finding(subject, earlier[0], binary, key)
         seen.setdefault(key, []).append(binary)
+
+
+def _is_extension_module(facts: BinaryFacts) -> bool:
+    """A Python extension module of any format (a DLL's export name is its file name, so two
+    ``_zeros.cp311-win_amd64.pyd`` in two folders look alike): Python loads each by its full
+    path as a module of its own, never one for the other."""
+    return any(key.startswith(("PyInit_", "_PyInit_")) for key in facts.defined)
+
+
+def _runs_initializers(facts: BinaryFacts) -> bool:
+    """Whether loading the file runs code of its own: static initializers by name, or an init
+    array longer than the C runtime's one entry (frame_dummy; a C constructor has no name to
+    find). Not known for another format: assumed."""
+    if facts.format != "elf":
+        return True
+    pointer = 8 if facts.elf_class == 64 else 4
+    return bool(static_inits(facts)) or facts.init_array_size > pointer
+
+
+def _copy_collides(subject: Subject, binary: BinaryFile) -> bool:
+    """Whether a second copy of ``binary`` collides with the first: it runs initializers that
+    build state (``initializers_build_state``; unknown counts as yes)."""
+    if not _runs_initializers(subject.facts(binary)):
+        return False
+    return initializers_build_state(subject, binary) is not False
+
+
+def _copy_finding(subject: Subject, first: BinaryFile, second: BinaryFile, key: str) -> Finding:
+    """BT122 when a copy runs initializers that build state (registrations run twice, or split
+    between two registries); else BT124: each copy keeps its own state (tables' two libblosc2
+    builds)."""
+    a, b = subject.facts(first), subject.facts(second)
+    names = f"both are {key} (SONAMEs {a.soname} and {b.soname})"
+    if _copy_collides(subject, first) or _copy_collides(subject, second):
+        return Finding("BT122", second.display, f"is a second copy of {first.display}", names)
+    return Finding(
+        "BT124",
+        second.display,
+        f"is a second copy of {first.display} whose initializers call nothing imported: each "
+        "copy keeps its own state",
+        f"{names}; neither copy's initializers call an imported function",
+    )
 
 
 def _shared_initializers(

@@ -11,18 +11,22 @@ import dataclasses
 import re
 
 _DYLIB = re.compile(r"(lib.+?)((?:\.\d+)*)\.dylib")
+_VERSIONED_SO = re.compile(r"(.+?\.so)(?:\.\d+)+")
 _DLL = re.compile(r"(.+)\.dll", re.IGNORECASE)
 _EXE = re.compile(r"(.+)\.exe", re.IGNORECASE)
 
 
 def recipe_spelling(name: str) -> str:
     """A library's or executable's file or NEEDED name as a recipe spells it, which is its ELF
-    name: a Mach-O install name or file (``@rpath/libx.1.dylib`` -> ``libx.so.1``), a DLL
-    (mingw's ``libx.dll`` and MSVC's ``x.dll`` -> ``libx.so``), an executable without ``.exe``.
-    Every other name stays as it is."""
+    link name: a versioned library, its SONAME and its file (``libggml.so.0``,
+    ``libggml.so.0.21.0`` -> ``libggml.so``), a Mach-O install name or file
+    (``@rpath/libx.1.dylib`` -> ``libx.so``), a DLL (mingw's ``libx.dll`` and MSVC's ``x.dll``
+    -> ``libx.so``), an executable without ``.exe``. Every other name stays as it is."""
     base = name.rsplit("/", 1)[-1]
+    if versioned := _VERSIONED_SO.fullmatch(base):
+        return versioned[1]
     if dylib := _DYLIB.fullmatch(base):
-        return f"{dylib[1]}.so{dylib[2]}"
+        return f"{dylib[1]}.so"
     if dll := _DLL.fullmatch(base):
         stem = dll[1]
         return f"{stem if stem.lower().startswith('lib') else 'lib' + stem}.so"
@@ -64,6 +68,15 @@ class LibraryRule:
     static_initializers: tuple[str, ...] = ()
     """``.symtab`` static-init functions of its own sources (evidence that their code is in
     it, registrations included)."""
+    distributions: tuple[str, ...] = ()
+    """Normalized names of the distributions whose wheels ship it (the full one, and the
+    runtime wheel or the add-on), when known: a wheel of another distribution that requires one
+    of them finds it there once installed, rather than lacking it."""
+
+    def matches(self, name: str) -> bool:
+        """Whether a file or NEEDED name is this library in any spelling: its link name, SONAME,
+        versioned file, another format's name (``recipe_spelling``)."""
+        return recipe_spelling(name) == recipe_spelling(self.file_name)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,15 +126,20 @@ class LinkagePolicy:
 
     @property
     def project_files(self) -> frozenset[str]:
-        return frozenset(lib.file_name for lib in self.libraries)
+        return frozenset(recipe_spelling(lib.file_name) for lib in self.libraries)
 
     def is_project_library(self, name: str) -> bool:
         """Whether a file or NEEDED name, in any binary format's spelling, is a recipe library."""
         return recipe_spelling(name) in self.project_files
 
+    def shipping_distributions(self, name: str) -> tuple[str, ...]:
+        """The distributions the recipe ships the library ``name`` in (any spelling); empty
+        when it is not a recipe library or they are not known."""
+        rule = self.library_by_file(name)
+        return rule.distributions if rule is not None else ()
+
     def library_by_file(self, file_name: str) -> LibraryRule | None:
-        spelled = recipe_spelling(file_name)
-        return next((lib for lib in self.libraries if lib.file_name == spelled), None)
+        return next((lib for lib in self.libraries if lib.matches(file_name)), None)
 
     def executable_by_file(self, file_name: str) -> ExecutableRule | None:
         spelled = recipe_spelling(file_name)

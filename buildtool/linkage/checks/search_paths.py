@@ -58,12 +58,18 @@ def _entry_consequence(subject: Subject, binary: BinaryFile, entry: str, tag: st
 
 
 def _search_entry_finding(
-    subject: Subject, binary: BinaryFile, entry: str, tag: str, entries: tuple[str, ...]
+    subject: Subject,
+    binary: BinaryFile,
+    entry: str,
+    tag: str,
+    entries: tuple[str, ...],
+    *,
+    built: str = "",
 ) -> Finding | None:
     problem = _bad_search_entry(entry)
     if problem is None:
         return None
-    evidence = f"{tag}: {':'.join(entries)}"
+    evidence = f"{tag}: {':'.join(entries)}{built}"
     if problem != "absolute" or _is_project_file(subject, binary):
         return Finding("BT110", binary.display, f"{tag} entry {entry!r} is {problem}", evidence)
     facts = subject.facts(binary)
@@ -91,6 +97,21 @@ def _macho_search_paths(binary: BinaryFile, entries: tuple[str, ...]) -> Iterato
             )
 
 
+def _judged_entries(
+    subject: Subject, binary: BinaryFile, entries: tuple[str, ...], tag: str
+) -> tuple[tuple[str, ...], str, str]:
+    """The entries to judge, their name and a note: in a CMake build tree, what ``cmake
+    --install`` writes (CMake's build RPATH, absolute and ending in an empty entry, is
+    replaced at install and judged no further); elsewhere the file's own."""
+    installed = subject.install_rpath(binary)
+    if installed is None or installed == ":".join(entries):
+        return entries, tag, ""
+    judged = tuple(installed.split(":")) if installed else ()
+    note = f" (installed by cmake_install.cmake; CMake's build {tag} {':'.join(entries)} is "
+    note += "replaced at install)"
+    return judged, f"install {tag}", note
+
+
 def check_search_paths(subject: Subject) -> Iterator[Finding]:
     for binary in subject.files:
         facts = subject.facts(binary)
@@ -99,8 +120,9 @@ def check_search_paths(subject: Subject) -> Iterator[Finding]:
             continue
         entries = facts.runpath if facts.runpath is not None else facts.rpath
         tag = "RUNPATH" if facts.runpath is not None else "RPATH"
-        for entry in entries or ():
-            finding = _search_entry_finding(subject, binary, entry, tag, entries or ())
+        judged, tag, built = _judged_entries(subject, binary, entries or (), tag)
+        for entry in judged:
+            finding = _search_entry_finding(subject, binary, entry, tag, judged, built=built)
             if finding:
                 yield finding
         if facts.rpath is not None and facts.runpath is None:

@@ -24,6 +24,16 @@ FunctionNames = Callable[[BinaryFile, frozenset[int]], Mapping[int, str]]
 which shows them, needs names."""
 
 
+HostLookup = Callable[[str, BinaryFacts], str | None]
+"""Where this machine has a library by a NEEDED name for a file like the one given (None:
+nowhere): said in a finding, never used to resolve a wheel's dependencies."""
+
+
+def nowhere(_name: str, _facts: BinaryFacts) -> str | None:
+    """A ``HostLookup`` that finds nothing."""
+    return None
+
+
 Initializers = Callable[[BinaryFile], tuple[InitializerReach, ...]]
 """A file's initializers' reach (``BinaryFacts.initializers``), read again by the shell when a
 sparse read left them unread."""
@@ -81,6 +91,8 @@ class Subject:
     deep_initializers: DeepInitializers = deep_as_read
     """The same, the initializers of some shapes walked as deep as the walk goes: what a pair
     whose initializers share a shape needs."""
+    on_this_machine: HostLookup = nowhere
+    """Where this machine has a library a wheel does not ship (said in BT109's evidence)."""
     interpreters: Mapping[str, Closure] = dataclasses.field(default_factory=dict)
     """What the Python interpreter has loaded before it opens an extension module
     (``loaders.interpreter``), by the module's path: ld.so binds the module's closure against
@@ -205,6 +217,23 @@ class Subject:
     def origin_of(self, binary: BinaryFile) -> Origin | None:
         return self._origins.get(str(binary.location))
 
+    def _own_set(self, binary: BinaryFile) -> InputSet | None:
+        origin = self.origin_of(binary)
+        return next((e for e in self.sets if origin is not None and e.label == origin.label), None)
+
+    def install_rpath(self, binary: BinaryFile) -> str | None:
+        """The RPATH ``cmake --install`` gives ``binary`` when its input is a CMake build tree
+        whose install scripts say (``InputSet.install_rpaths``); None otherwise."""
+        entry = self._own_set(binary)
+        return entry.install_rpaths.get(binary.location.name) if entry else None
+
+    def folder_name(self, binary: BinaryFile) -> str:
+        """The name of the folder ``binary`` sits in once installed: where a build tree's
+        install scripts put it (``InputSet.install_folders``), else where it lies."""
+        entry = self._own_set(binary)
+        installed = entry.install_folders.get(binary.location.name) if entry else None
+        return installed or binary.location.parent.name
+
     def platform_of(self, binary: BinaryFile) -> Platform | None:
         """The platform ``binary``'s input targets (see ``platforms``)."""
         origin = self.origin_of(binary)
@@ -222,11 +251,22 @@ class Subject:
         found by ``name`` (the recipe's libraries count as shipped too); without inputs,
         whether any input has it."""
         if self.policy.is_project_library(name):
-            return True
+            return not self.required_distribution_ships(binary, name)
         origin = self.origin_of(binary)
         if origin is None:
             return name in self.in_input
         return name in self._origin_names.get(origin, frozenset())
+
+    def required_distribution_ships(self, binary: BinaryFile, name: str) -> str | None:
+        """The distribution that, by the recipe, ships the project library ``name`` for
+        ``binary``'s own distribution, which requires it and does not ship it itself (the
+        runtime wheel, for the compiler add-on); None otherwise."""
+        own = self.origin_of(binary)
+        dist = own.distribution if own else None
+        shipping = self.policy.shipping_distributions(name)
+        if dist is None or dist.name in shipping:
+            return None
+        return next((other for other in shipping if other in dist.requires), None)
 
     def other_providers(self, binary: BinaryFile, name: str) -> tuple[Origin, ...]:
         """The other inputs (or distributions) that have a file found by ``name``."""

@@ -18,6 +18,7 @@ from buildtool.linkage.checks.macos_tag import check_macos_tag
 from buildtool.linkage.checks.needed import (
     check_forbidden_needed,
     check_needed_found,
+    check_recipe_libraries_present,
     check_required_needed,
     check_symbol_versions,
 )
@@ -26,6 +27,7 @@ from buildtool.linkage.checks.placement import (
     check_placement,
     check_stale_monolith,
 )
+from buildtool.linkage.checks.python_abi import check_python_abi
 from buildtool.linkage.checks.search_paths import check_search_paths
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.checks.symbols import check_undefined_symbols
@@ -35,6 +37,7 @@ from buildtool.linkage.checks.underlinking import check_underlinked_libraries
 CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_required_needed,
     check_forbidden_needed,
+    check_recipe_libraries_present,
     check_duplicate_object_code,
     check_owned_initializers,
     check_registrations,
@@ -43,6 +46,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_bound_imports,
     check_needed_found,
     check_symbol_versions,
+    check_python_abi,
     check_underlinked_libraries,
     check_macos_tag,
     check_tag_architecture,

@@ -5,8 +5,9 @@ in every binary Python will load from it: its extension modules and the librarie
 A macOS arm64 wheel built on an Intel runner whose CMake ignored ``ARCHFLAGS``, a
 ``universal2`` wheel with thin files, an aarch64 module in an x86_64 wheel: each installs and
 then fails at import (dyld: "incompatible architecture", ld.so: "cannot open shared object
-file"). Other binaries a wheel carries as data (a helper injected into 32-bit processes) are
-not judged. Pure.
+file"). Every ELF shared library of a Linux wheel counts too, whoever opens it (cffi's dlopen
+by path). Other binaries a wheel carries as data (executables, a DLL injected into 32-bit
+processes) are not judged. Pure.
 """
 
 from __future__ import annotations
@@ -76,6 +77,13 @@ def _loaded_by_modules(subject: Subject, entry: InputSet) -> set[str]:
     return paths
 
 
+def _bundled_library(facts: BinaryFacts) -> bool:
+    """An ELF shared library of a Linux wheel: whoever loads it (a NEEDED entry, or cffi and
+    ctypes by path, like soundfile's ``libsndfile_x86_64.so``) does so in the interpreter's
+    process, so it must be built for the tag's machine even when no module NEEDs it."""
+    return facts.format == "elf" and facts.file_type == "shared"
+
+
 def _have(facts: BinaryFacts) -> tuple[str, ...]:
     return facts.architectures or (facts.machine,)
 
@@ -111,9 +119,11 @@ def check_tag_architecture(subject: Subject) -> Iterator[Finding]:
         if not required:
             continue
         loaded = _loaded_by_modules(subject, entry)
+        linux = any(file_format == "elf" for file_format, _ in required)
         for binary in entry.files:
             facts = binary.facts
-            if facts is None or str(binary.location) not in loaded:
+            judged = facts is not None and (linux and _bundled_library(facts))
+            if facts is None or not (judged or str(binary.location) in loaded):
                 continue
             have = {(facts.format, machine) for machine in _have(facts)}
             missing = {key: tag for key, tag in required.items() if key not in have}

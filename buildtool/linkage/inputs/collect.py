@@ -108,6 +108,12 @@ class InputSet:
     root: PurePosixPath | None = None
     """Where the input's files lie, located like ``files``: the folder given, a wheel's install
     root, a single file's folder (None: unknown)."""
+    install_rpaths: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """A CMake build tree's files by name -> the RPATH ``cmake --install`` gives them
+    (``cmake_install.cmake``; ``""``: none), which replaces CMake's build RPATH."""
+    install_folders: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """A CMake build tree's files by name -> the name of the folder ``cmake --install`` puts
+    them in (``lib``), which is where they are judged to sit."""
 
     @property
     def in_wheel(self) -> bool:
@@ -267,15 +273,28 @@ def read_folder(
     owners = _installed_owners(path, {b.location for b in files}) if kind == "folder" else {}
     scripts = _disk_scripts([candidate for candidate, _size in candidates])
     folders = dll_directories(scripts, [b.location for b in files])
-    return InputSet(
-        kind,
-        str(path),
-        files,
-        aliases,
-        owners=owners,
-        dll_directories=folders,
-        root=_disk_location(path),
-    )
+    rpaths, destinations = _install_scripts(roots) if kind == "build-tree" else ({}, {})
+    return InputSet(kind, str(path), files, aliases, owners=owners, dll_directories=folders,
+                    install_rpaths=rpaths, install_folders=destinations,
+                    root=_disk_location(path))  # fmt: skip
+
+
+def _install_scripts(roots: Collection[Path]) -> tuple[dict[str, str], dict[str, str]]:
+    """What every ``cmake_install.cmake`` of a build tree says about RPATHs and destination
+    folders (an unreadable script says nothing: that file is judged where it lies)."""
+    from buildtool.linkage.inputs.cmake_install import install_folders, install_rpaths
+
+    rpaths: dict[str, str] = {}
+    destinations: dict[str, str] = {}
+    for root in roots:
+        for script in sorted(root.rglob("cmake_install.cmake")):
+            try:
+                text = script.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            rpaths.update(install_rpaths(text))
+            destinations.update(install_folders(text))
+    return rpaths, destinations
 
 
 def _disk_scripts(candidates: Collection[Path]) -> list[tuple[PurePosixPath, str]]:
@@ -438,12 +457,6 @@ def read_wheel(
         for source, outcome in zip(sources, outcomes, strict=True)
         if (binary := _wheel_binary(source, outcome)) is not None
     ]
-    if not files:
-        raise InputError(
-            f"{path}: nothing to check: the wheel holds no shared library, executable or "
-            "extension module (ELF, Mach-O or PE) in any of its members; a pure-Python wheel has "
-            "no linkage to verify"
-        )
     folders = dll_directories(scripts, [b.location for b in files], in_wheel=True)
     return InputSet(
         "wheel",
@@ -453,6 +466,17 @@ def read_wheel(
         distribution,
         dll_directories=folders,
         root=PurePosixPath("/"),
+    )
+
+
+def binary_free_wheel(entry: InputSet) -> InputError:
+    """Exit 2 for a run whose only inputs are wheels without a binary: a pass on nothing
+    checked is no pass. Beside other inputs such a wheel is valid: its ``Requires-Dist``
+    counts (polars beside polars-runtime-32)."""
+    return InputError(
+        f"{entry.label}: nothing to check: the wheel holds no shared library, executable or "
+        "extension module (ELF, Mach-O or PE) in any of its members; a pure-Python wheel has "
+        "no linkage to verify (give it together with the wheels it requires)"
     )
 
 

@@ -40,6 +40,10 @@ class Environment:
     platform the caller also leaves out this machine's cache and default directories."""
     dll_directories: Sequence[str] = ()
     """Folders the inputs' packages add with ``os.add_dll_directory`` (PE roots only)."""
+    policy_only: bool = False
+    """Take from this machine's cache and default folders only the libraries ``platform``
+    provides (a manylinux wheel: this machine's libz stands for every compliant system's, its
+    libgomp for nothing)."""
 
 
 @dataclass
@@ -108,10 +112,19 @@ def _find(
     else:
         candidates = _candidates(walk, path, name, env)
     for step, candidate in candidates:
+        if env.policy_only and step in _SYSTEM_STEPS and not _provided(env, name):
+            continue
         found = walk.objects.get(candidate) or read(candidate)
         if found is not None and _compatible(walk.root, found):
             return (step, candidate, found)
     return None
+
+
+_SYSTEM_STEPS = frozenset({"cache", "default"})
+
+
+def _provided(env: Environment, name: str) -> bool:
+    return env.platform is not None and env.platform.provides(name)
 
 
 def _platform_hit(walk: _Walk, name: str, env: Environment) -> tuple[str, str, BinaryFacts] | None:

@@ -104,6 +104,13 @@ class Platform:
     """Its architecture or libc is not this machine's: this machine's ld.so.cache and default
     directories say nothing about it, and its policy's libraries count as found."""
 
+    @property
+    def portable(self) -> bool:
+        """A tag that names a policy (manylinux, musllinux): the wheel promises to load on any
+        system of that policy, so what this machine has beyond it counts for nothing. A plain
+        ``linux_*`` tag promises nothing beyond the machine it was built on."""
+        return self.tag != "host" and self.policy.name != "linux"
+
     def provides(self, name: str) -> bool:
         """Whether the platform has a library found by this NEEDED name."""
         return name in self.policy.libraries or bool(_LOADER.fullmatch(name))

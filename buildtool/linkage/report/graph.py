@@ -18,7 +18,7 @@ from typing import Literal
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.collect import BinaryFile
-from buildtool.linkage.loaders.loaded import Closure
+from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 
 NodeKind = Literal["library", "executable", "extension", "missing"]
 
@@ -95,6 +95,33 @@ def _node(
     return GraphNode(binary.display, name, _kind(binary), role, recipe_name, outside, distribution)
 
 
+def _by_soname(files: Sequence[BinaryFile]) -> dict[str, str]:
+    """Input files by SONAME (and file name): where a NEEDED entry resolves once loaded."""
+    found: dict[str, str] = {}
+    for binary in files:
+        found.setdefault(binary.location.name, binary.display)
+        if binary.facts is not None and binary.facts.soname:
+            found.setdefault(binary.facts.soname, binary.display)
+    return found
+
+
+def _target(
+    binary: BinaryFile,
+    edge: NeededEdge,
+    display: Mapping[str, str],
+    by_soname: Mapping[str, str],
+    reported: set[tuple[str, str]],
+) -> str | None:
+    """Where ``binary``'s NEEDED ``edge`` points in the graph: an input file's display name,
+    '' for a missing node (only when a finding reports it not found: a file's own closure may
+    miss what its loaders bring, a SONAME already loaded), or None when it lies outside."""
+    if edge.path is None and (binary.display, edge.needed) in reported:
+        return ""
+    if edge.path is None:
+        return by_soname.get(edge.needed)
+    return display.get(edge.path)
+
+
 def link_graph(
     files: Sequence[BinaryFile],
     closures: Mapping[PurePosixPath, Closure],
@@ -114,20 +141,22 @@ def link_graph(
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
     missing: dict[str, GraphNode] = {}
+    reported = {(f.path, f.needed) for f in findings if f.needed}
+    by_soname = _by_soname(files)
     for binary in files:
         closure = closures.get(binary.location)
         own = [e for e in closure.edges if e.requester == str(binary.location)] if closure else []
         outside = []
         for edge in own:
-            if edge.path is None:
-                node = missing.setdefault(
-                    edge.needed, GraphNode(f"not found: {edge.needed}", edge.needed, "missing")
-                )
-                edges.append(GraphEdge(binary.display, node.path, edge.needed))
-            elif edge.path in display:
-                edges.append(GraphEdge(binary.display, display[edge.path], edge.needed))
-            else:
+            points_to = _target(binary, edge, display, by_soname, reported)
+            if points_to is None:
                 outside.append(edge.needed)
+                continue
+            if points_to == "":
+                points_to = missing.setdefault(
+                    edge.needed, GraphNode(f"not found: {edge.needed}", edge.needed, "missing")
+                ).path
+            edges.append(GraphEdge(binary.display, points_to, edge.needed))
         distribution = installs.get(binary.location, "")
         nodes.append(_node(binary, policy, tuple(outside), distribution))
     by_name = {b.location.name: b.display for b in files}

@@ -128,6 +128,7 @@ tr:target { background: #fff8c5; }
 .none { color: var(--muted); font-style: italic; }
 .status { font-weight: 700; } .status.passed { color: var(--ok); }
 .status.failed { color: var(--error); } .status.skipped { color: var(--warning); }
+table.steps td:first-child { white-space: nowrap; }
 table.steps .detail { white-space: pre-wrap; font-family: ui-monospace, monospace;
   font-size: 12px; }
 footer { margin-top: 36px; color: var(--muted); font-size: 12px; }

@@ -4,6 +4,7 @@ a Markdown step summary (the HTML page is ``linkage.html``)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 
 from buildtool.linkage.checks.catalogue import CHECKS, Finding
 from buildtool.linkage.checks.growth import BaselineSize, percent
@@ -109,3 +110,33 @@ def delta_text(entry: SizeEntry) -> str:
         return "new since the baseline"
     assert entry.file_delta is not None
     return f"{signed_bytes(entry.file_delta)} ({signed_percent(entry.file_percent)})"
+
+
+def renamed_inputs(report: Report, names: Mapping[str, str]) -> Report:
+    """``report`` with each input path in ``names`` (and every file path inside it) shown as
+    its new name: wheels verified in a staging folder, reported where they are published."""
+    if not names:
+        return report
+
+    def shown(text: str) -> str:
+        for old, new in names.items():
+            text = text.replace(old, new)
+        return text
+
+    findings = tuple(
+        dataclasses.replace(f, path=shown(f.path), message=shown(f.message),
+                            evidence=shown(f.evidence))
+        for f in report.findings
+    )  # fmt: skip
+    sizes = tuple(
+        dataclasses.replace(s, path=shown(s.path),
+                            identical_to=shown(s.identical_to) if s.identical_to else None)
+        for s in report.sizes
+    )  # fmt: skip
+    graph = LinkGraph(
+        tuple(dataclasses.replace(n, path=shown(n.path)) for n in report.graph.nodes),
+        tuple(dataclasses.replace(e, source=shown(e.source), target=shown(e.target))
+              for e in report.graph.edges),
+    )  # fmt: skip
+    inputs = tuple(shown(i) for i in report.inputs)
+    return dataclasses.replace(report, inputs=inputs, findings=findings, sizes=sizes, graph=graph)

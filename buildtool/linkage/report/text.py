@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 
@@ -38,11 +39,20 @@ def _size_line(entry: SizeEntry, baseline: bool) -> str:
 
 
 def _size_lines(report: Report) -> list[str]:
+    """Each library's sizes, by its path in its input; with several inputs, under each input's
+    name (a wheel's file name, not the staging folder it was checked in)."""
     lines = []
+    heading = None
+    several = len(report.inputs) > 1
     for entry in report.sizes:
-        placed = relative_path(entry.path, report.inputs) if len(report.inputs) == 1 else None
+        placed = relative_path(entry.path, report.inputs)
+        if several and placed is not None and placed[0] != heading:
+            heading = placed[0]
+            name = heading.rsplit("/", 1)[-1] if heading.endswith(".whl") else heading
+            lines.append(f"  {name}")
         shown = dataclasses.replace(entry, path=placed[1]) if placed else entry
-        lines.append(_size_line(shown, bool(report.baseline)))
+        line = _size_line(shown, bool(report.baseline))
+        lines.append(f"  {line}" if several and placed is not None else line)
     for gone in report.gone:
         lines.append(f"  {gone.path}: gone since the baseline (was {human_size(gone.file_size)})")
     return lines
@@ -146,10 +156,11 @@ class _Shown:
     """The input the findings lie in; None for findings of no input (paths in full)."""
 
     def text(self, text: str) -> str:
-        """``text`` with names demangled and this input's paths in it made relative."""
+        """``text`` with names demangled and this input's paths in it made relative (a path
+        that starts with the input's, not one that merely contains it)."""
         if self.label is not None:
-            base = self.label.rstrip("/")
-            text = text.replace(base + "!/", "").replace(base + "/", "")
+            base = re.escape(self.label.rstrip("/"))
+            text = re.sub(rf"(?<![\w./-]){base}!?/(?=\S)", "", text)
         return readable(text, self.names)
 
     def path(self, path: str) -> str:

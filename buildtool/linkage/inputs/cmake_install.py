@@ -15,8 +15,12 @@ import re
 
 _STATEMENT = re.compile(
     r'foreach\(file\s+(?P<files>(?:"[^"]*"\s*)+)\)'
-    r'|file\(RPATH_CHECK\s+FILE\s+"(?P<file>[^"]*)"\s+RPATH\s+"(?P<rpath>(?:[^"\\]|\\.)*)"\s*\)'
+    r'|file\(RPATH_CHECK\s+FILE\s+"(?P<file>[^"]*)"\s+RPATH\s+'
+    r'(?:"(?P<rpath>(?:[^"\\]|\\.)*)"|\[(?P<eq>=*)\[(?P<bracket>.*?)\](?P=eq)\])\s*\)',
+    re.DOTALL,
 )
+"""``foreach(file ...)`` lists and ``file(RPATH_CHECK FILE <f> RPATH <rpath>)``, the RPATH quoted
+(CMake 3) or a bracket argument, taken as written (CMake 4: ``[[$ORIGIN/../lib]]``)."""
 
 
 def _cmake_unquote(text: str) -> str:
@@ -34,6 +38,24 @@ def install_rpaths(script: str) -> dict[str, str]:
             loop = re.findall(r'"([^"]*)"', match["files"])
             continue
         files = loop if match["file"] == "${file}" else [match["file"]]
+        rpath = match["bracket"] if match["rpath"] is None else _cmake_unquote(match["rpath"])
         for path in files:
-            found[posixpath.basename(path)] = _cmake_unquote(match["rpath"])
+            found[posixpath.basename(path)] = rpath
+    return found
+
+
+_INSTALL = re.compile(
+    r'file\(INSTALL\s+DESTINATION\s+"(?P<dest>[^"]*)"\s+TYPE\s+(?:SHARED_LIBRARY|MODULE|'
+    r'EXECUTABLE)\s+(?:[A-Z_]+\s+)*?FILES\s+(?P<files>(?:"[^"]*"\s*)+)\)'
+)
+
+
+def install_folders(script: str) -> dict[str, str]:
+    """Installed file name -> the name of the folder ``cmake --install`` puts it in (``lib``,
+    ``bin``), from one ``cmake_install.cmake``."""
+    found: dict[str, str] = {}
+    for match in _INSTALL.finditer(script):
+        folder = posixpath.basename(match["dest"].rstrip("/"))
+        for path in re.findall(r'"([^"]*)"', match["files"]):
+            found[posixpath.basename(path)] = folder
     return found

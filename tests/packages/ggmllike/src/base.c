@@ -1,0 +1,2 @@
+/* The core every backend builds on (ggml-base). */
+int ggml_base_version(void) { return 21; }

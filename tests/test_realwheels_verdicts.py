@@ -1,0 +1,231 @@
+"""One verdict on every host, for every ABI (``--realwheels``): real wheels nobody tuned for,
+published and planted the ways wheels break in the wild, each verdict asserted, each broken
+copy shown to fail the way its finding says (``ctypes.CDLL`` of the member in this
+interpreter). docs/realwheels.md has the numbers per wheel.
+
+The wheels are pinned here and cached with the others (``test_realwheels.cache``)."""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.report.model import Report
+from buildtool.linkage.verify import verify_paths
+from tests.test_realwheels import cache
+from tests.test_realwheels_planted import load_error, planted
+
+pytestmark = pytest.mark.realwheels
+
+
+def pinned(requirement: str, kind: str = "", *options: str) -> Path:
+    """The one wheel of ``requirement`` (``name==version``) that ``pip download`` picks with
+    ``options`` (``--platform``, ``--python-version``), cached in ``cache()/kind``."""
+    folder = cache() / kind if kind else cache()
+    folder.mkdir(exist_ok=True)
+    name, version = requirement.split("==")
+    stem = name.replace("-", "_").lower()
+
+    def found() -> list[Path]:
+        return [p for p in folder.glob("*.whl") if p.name.lower().startswith(f"{stem}-{version}-")]
+
+    if not found():
+        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary",
+                   ":all:", "-d", str(folder), requirement, *options]  # fmt: skip
+        subprocess.run(command, check=True)
+    wheels = found()
+    assert len(wheels) == 1, f"{requirement} {options}: expected one wheel, found {wheels}"
+    return wheels[0]
+
+
+def errors(report: Report) -> set[tuple[str, str]]:
+    return {(f.check_id, f.path.split("!/")[-1]) for f in report.findings if f.severity == "error"}
+
+
+def counts(report: Report, severity: str) -> dict[str, int]:
+    return dict(collections.Counter(f.check_id for f in report.findings if f.severity == severity))
+
+
+def check(*wheels: Path) -> Report:
+    return verify_paths(list(wheels), LinkagePolicy.empty())
+
+
+def member_bytes(archive: Path, member: str) -> bytes:
+    with zipfile.ZipFile(archive) as opened:
+        return opened.read(member)
+
+
+# --- an extension module built for another CPython --------------------------------------------
+
+PANDAS = "pandas==2.3.3"
+PROPERTIES = "pandas/_libs/properties.cpython-{}-x86_64-linux-gnu.so"
+
+
+def test_pandas_for_311_and_312_is_clean() -> None:
+    for python in ("3.11", "3.12"):
+        kind = "" if python == "3.11" else "cp312"
+        report = check(pinned(PANDAS, kind, "--python-version", python))
+        assert errors(report) == set(), python
+
+
+def test_pandas_with_a_module_of_its_312_build_is_an_error_and_fails_to_load(
+    tmp_path: Path,
+) -> None:
+    """The cp312 build of ``properties`` under its cp311 name: the 3.11 interpreter refuses it
+    ("undefined symbol: PyType_FromMetaclass"); before, every ``Py*`` name was taken on trust
+    (exit 0)."""
+    source = pinned(PANDAS, "", "--python-version", "3.11")
+    newer = member_bytes(
+        pinned(PANDAS, "cp312", "--python-version", "3.12"), PROPERTIES.format(312)
+    )
+    member = PROPERTIES.format(311)
+    (tmp_path / "planted").mkdir()
+    broken = planted(source, tmp_path / "planted" / source.name, {member: lambda _: newer}, {})
+    if sys.version_info[:2] == (3, 11):
+        assert "undefined symbol: Py" in load_error(broken, member, tmp_path / "broken")
+        assert load_error(source, member, tmp_path / "published") == ""
+    report = check(broken)
+    assert errors(report) == {("BT153", member)}
+    (finding,) = [f for f in report.findings if f.check_id == "BT153"]
+    assert "PyType_FromMetaclass" in finding.message
+    assert "cpython-311" in finding.evidence
+
+
+# --- a bundled library of another architecture ----------------------------------------------
+
+AARCH64 = ("--platform", "manylinux_2_28_aarch64", "--platform", "manylinux2014_aarch64")
+SNDFILE = "_soundfile_data/libsndfile_x86_64.so"
+NETCDF = "netcdf4.libs/libnetcdf-3622e713.so.22"
+NETCDF_MODULE = "netCDF4/_netCDF4.abi3.so"
+
+
+def _swapped(
+    tmp_path: Path, requirement: str, member: str, foreign_member: str
+) -> tuple[Path, Path]:
+    """The x86_64 wheel with ``member`` replaced by the aarch64 wheel's ``foreign_member``."""
+    source = pinned(requirement)
+    arm = member_bytes(pinned(requirement, "aarch64", *AARCH64), foreign_member)
+    (tmp_path / "planted").mkdir()
+    return source, planted(source, tmp_path / "planted" / source.name, {member: lambda _: arm}, {})
+
+
+def test_soundfile_with_its_aarch64_libsndfile_is_an_error_and_fails_to_load(
+    tmp_path: Path,
+) -> None:
+    """cffi opens the library by path (no NEEDED entry): before, exit 0; the import fails on a
+    machine without the system's libsndfile (here cffi falls back to it silently)."""
+    source, broken = _swapped(tmp_path, "soundfile==0.14.0", SNDFILE,
+                              "_soundfile_data/libsndfile_arm64.so")  # fmt: skip
+    assert errors(check(source)) == set()
+    assert load_error(source, SNDFILE, tmp_path / "published") == ""
+    assert "cannot open shared object file" in load_error(broken, SNDFILE, tmp_path / "broken")
+    report = check(broken)
+    assert errors(report) == {("BT152", SNDFILE)}
+    assert "is built for aarch64" in report.findings[0].message
+
+
+def test_netcdf4_with_its_aarch64_libnetcdf_names_the_architecture(tmp_path: Path) -> None:
+    """Before, BT107/BT109 "not found" only; now the library is BT152 and the module's BT107
+    says why ld.so skips it."""
+    source, broken = _swapped(tmp_path, "netCDF4==1.7.5.1.post1", NETCDF,
+                              "netcdf4.libs/libnetcdf-084db265.so.22")  # fmt: skip
+    assert errors(check(source)) == set()
+    assert load_error(source, NETCDF_MODULE, tmp_path / "published") == ""
+    assert load_error(broken, NETCDF_MODULE, tmp_path / "broken") != ""
+    report = check(broken)
+    assert ("BT152", NETCDF) in errors(report)
+    (skipped,) = [
+        f for f in report.findings if f.check_id == "BT107" and f.path.endswith(NETCDF_MODULE)
+    ]
+    assert "is built for aarch64" in skipped.evidence
+
+
+# --- the same verdict on every host -------------------------------------------------------
+
+LIGHTGBM = "lightgbm==4.7.0"
+MACOS_ARM64 = ("--platform", "macosx_12_0_arm64", "--platform", "macosx_14_0_arm64")
+
+
+@pytest.mark.parametrize(
+    ("kind", "options", "needed"),
+    [
+        ("", (), "libgomp.so.1"),
+        ("aarch64", AARCH64, "libgomp.so.1"),
+        ("macos", MACOS_ARM64, "@rpath/libomp.dylib"),
+    ],
+    ids=["x86_64", "aarch64", "macos"],
+)
+def test_lightgbm_needs_an_openmp_runtime_it_does_not_bundle_on_every_host(
+    kind: str, options: tuple[str, ...], needed: str
+) -> None:
+    """lightgbm NEEDs libgomp.so.1 (macOS: libomp), which no policy provides and it does not
+    bundle: "libgomp.so.1: cannot open shared object file" in a slim image. Before, the x86_64
+    wheel was clean on this machine (it has libgomp) and an error elsewhere."""
+    report = check(pinned(LIGHTGBM, kind, *options))
+    assert errors(report) == {
+        ("BT109", f"lightgbm/lib/lib_lightgbm.{'dylib' if kind == 'macos' else 'so'}")
+    }
+    (finding,) = [f for f in report.findings if f.check_id == "BT109"]
+    assert finding.needed == needed
+
+
+def test_lightgbm_loads_here_only_because_this_machine_has_libgomp(tmp_path: Path) -> None:
+    wheel = pinned(LIGHTGBM)
+    (finding,) = [f for f in check(wheel).findings if f.check_id == "BT109"]
+    assert "this machine has it (" in finding.evidence
+    assert load_error(wheel, "lightgbm/lib/lib_lightgbm.so", tmp_path) == ""
+
+
+# --- shared code that loads is no error ---------------------------------------------------------
+
+
+def test_pyqt6_with_pyqt6_qt6_has_no_bt103_on_linker_symbols() -> None:
+    """1,886 BT103 before: every pair of Qt libraries exports _end, _edata and __bss_start
+    under the catch-all Qt_6 version."""
+    report = check(pinned("PyQt6-Qt6==6.9.2"), pinned("PyQt6==6.9.1"))
+    duplicates = [f for f in report.findings if f.check_id == "BT103"]
+    assert not any("_end" in f.evidence or "__bss_start" in f.evidence for f in duplicates)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Qt's resource initializers (rcc's qRegisterResourceData boilerplate, the same code "
+    "registering different data) still read as one initializer registering twice: the "
+    "initializer walk's to tell",
+)
+def test_pyqt6_with_pyqt6_qt6_has_no_bt103() -> None:
+    report = check(pinned("PyQt6-Qt6==6.9.2"), pinned("PyQt6==6.9.1"))
+    assert counts(report, "error").get("BT103", 0) == 0
+
+
+def test_vtk_is_clean_of_the_toolchain_runtimes_code() -> None:
+    """BT103 before: libvtkfmt and libviskores_filter_core share only devtoolset's
+    libstdc++_nonshared (system_error48.cc, the _ZGTt clones)."""
+    assert errors(check(pinned("vtk==9.7.2"))) == set()
+
+
+def test_tables_two_lz4_builds_and_two_libblosc2_are_warnings() -> None:
+    """BT103 x4 + BT122 before; everything round-trips (blosc2 copies without initializers,
+    LZ4 1.9.4 and 1.10.0 exported by both)."""
+    report = check(pinned("tables==3.11.1"))
+    assert errors(report) == set()
+    assert counts(report, "warning").get("BT124", 0) == 5
+
+
+def test_scipys_windows_wheel_has_no_copies_of_its_modules() -> None:
+    """optimize/_zeros and optimize/cython_optimize/_zeros are two modules, loaded by path."""
+    wheel = pinned("scipy==1.17.1", "win", "--platform", "win_amd64", "--python-version", "3.11")
+    assert errors(check(wheel)) == set()
+
+
+def test_polars_pure_python_wheel_beside_its_runtime_is_valid_input() -> None:
+    """Exit 2 before: a wheel with no binary stopped the run."""
+    report = check(pinned("polars==2.1.0"), pinned("polars-runtime-32==2.1.0"))
+    assert report.inputs[0].endswith("polars-2.1.0-py3-none-any.whl")
+    assert errors(report) == set()

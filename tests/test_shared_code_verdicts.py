@@ -1,0 +1,165 @@
+"""Shared code that loads and works is no BT103/BT122 error; each case is built here, loaded
+for real (``ctypes.CDLL`` RTLD_GLOBAL, the way Python's loaders and ld.so do), and compared
+with the error it stands beside (the same shape with a registry, which aborts).
+
+- three libraries linked with a catch-all version script (``{ *; }``, PyQt6-Qt6's ``Qt_6``):
+  they export the linker's ``_end``, ``_edata`` and ``__bss_start``, and nothing else alike;
+- the toolchain runtime's own static initializer (devtoolset's ``system_error48.cc``) in two
+  libraries (vtk's libvtkfmt and libviskores_filter_core);
+- two stripped libraries exporting one C library's functions (tables' two LZ4 builds): each
+  caller binds to the first copy, which works;
+- a second copy of a C library without initializers (tables' two libblosc2);
+- two extension modules of one name in two folders (scipy's ``_zeros``): not copies.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.builders import check, gcc, ids, lib, write_wheel
+
+CATCH_ALL = "Qt_6 { *; };\n"
+
+
+def _load_all(*paths: Path) -> list[int]:
+    """Load every file RTLD_GLOBAL in order and call its ``value`` function."""
+    return [ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL).value() for path in paths]
+
+
+def test_libraries_under_a_catch_all_version_script_are_clean_and_load(tmp_path: Path) -> None:
+    script = tmp_path / "qt.map"
+    script.write_text(CATCH_ALL)
+    # gold exports the linker's symbols under a catch-all script, as the BFD linker of Qt's
+    # build did (Debian 12's BFD linker no longer does)
+    version = f"-Wl,--version-script={script} -fuse-ld=gold"
+    core = lib(tmp_path, "core", "int core(void) { return 1; }\n",
+               *version.split())  # fmt: skip
+    gui = lib(
+        tmp_path,
+        "gui",
+        "int core(void);\nint gui(void) { return core() + 1; }\n",
+        "-lcore",
+        *version.split(),
+        "-Wl,-rpath,$ORIGIN",
+    )
+    body = "int core(void);\nint widgets(void) { return core() + 2; }\n"
+    widgets = lib(tmp_path, "widgets", body, "-lcore", "-lgui", *version.split(),
+                  "-Wl,-rpath,$ORIGIN")  # fmt: skip
+    for library in (core, gui, widgets):
+        subprocess.run(["strip", str(library)], check=True)
+    exported = subprocess.run(["nm", "-D", "--defined-only", str(gui)], capture_output=True,
+                              text=True, check=True).stdout  # fmt: skip
+    assert "_end@@Qt_6" in exported
+    loaded = [ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL) for path in (core, gui, widgets)]
+    assert [loaded[0].core(), loaded[1].gui(), loaded[2].widgets()] == [1, 2, 3]
+    assert ids(check(tmp_path)) == set()
+
+
+TOOLCHAIN_TU = """
+#include <string>
+namespace { struct Category { std::string name = "generic"; } category; }
+extern "C" const char* category_name() { return category.name.c_str(); }
+"""
+
+
+def test_the_toolchain_runtimes_initializer_in_two_libraries_is_clean(tmp_path: Path) -> None:
+    """A source named like libstdc++_nonshared's ``system_error48.cc``, compiled into two
+    libraries that one program loads: its initializer is the toolchain's, not shared code."""
+    (tmp_path / "system_error48.cc").write_text(TOOLCHAIN_TU)
+    made = []
+    for name in ("fmt", "filter"):
+        body = f'extern "C" int value() {{ return {len(name)}; }}\n'
+        (tmp_path / f"{name}.cc").write_text(body)
+        out = tmp_path / f"lib{name}.so"
+        sources = [str(tmp_path / f"{name}.cc"), str(tmp_path / "system_error48.cc")]
+        subprocess.run(["g++", "-shared", "-fPIC", "-O1", f"-Wl,-soname,lib{name}.so", "-o",
+                        str(out), *sources], check=True)  # fmt: skip
+        made.append(out)
+    program = gcc(tmp_path, tmp_path / "bin" / "both", "int main(void) { return 0; }\n", "-exe",
+                  "-Wl,--no-as-needed", "-lfmt", "-lfilter", "-Wl,-rpath,$ORIGIN/..")  # fmt: skip
+    assert subprocess.run([str(program)], check=False).returncode == 0
+    assert _load_all(*made) == [3, 6]
+    assert ids(check(tmp_path)) == set()
+
+
+LZ4 = "int lz4_compress(int n) {{ return n + {}; }}\n"
+
+
+def test_two_stripped_libraries_exporting_one_c_library_are_a_warning(tmp_path: Path) -> None:
+    """Two builds of one C library linked into two libraries that export it: the second's
+    callers bind to the first copy (both work); no initializer reaches a registry."""
+    first = lib(tmp_path, "blosc", LZ4.format(0) + "int value(void) { return lz4_compress(1); }\n")
+    second = lib(tmp_path, "tablesext",
+                 LZ4.format(10) + "int value(void) { return lz4_compress(2); }\n",
+                 "-Wl,--no-as-needed", "-lblosc", "-Wl,-rpath,$ORIGIN")  # fmt: skip
+    for library in (first, second):
+        subprocess.run(["strip", str(library)], check=True)
+    assert _load_all(first, second) == [1, 2]  # bound to the first copy: 2 + 0, not 2 + 10
+    report = check(tmp_path)
+    assert ids(report) == {("BT124", "libtablesext.so")}
+    assert not report.failed
+
+
+def test_a_second_copy_of_a_c_library_without_initializers_is_a_warning(tmp_path: Path) -> None:
+    body = "static int state;\nint value(void) { return ++state; }\n"
+    first = lib(tmp_path / "pkg", "blosc2", body, "-Wl,-soname,libblosc2.so.7")
+    graft = tmp_path / "pkg.libs" / "libblosc2-a12ec544.so.7"
+    gcc(tmp_path / "pkg.libs", graft, body, "-Wl,-soname,libblosc2-a12ec544.so.7")
+    assert _load_all(first, graft) == [1, 1]  # each copy keeps its own state
+    members = {"pkg/libblosc2.so": first.read_bytes(), f"pkg.libs/{graft.name}": graft.read_bytes()}
+    report = check(write_wheel(tmp_path / "pkg-1.0-py3-none-linux_x86_64.whl", "pkg", members))
+    assert ids(report) == {("BT124", graft.name)}
+
+
+REGISTRY = """
+#include <stdlib.h>
+#include <string.h>
+static const char* names[16];
+static int count;
+void reg(const char* name) {
+    for (int i = 0; i < count; ++i) if (!strcmp(names[i], name)) abort();
+    names[count++] = name;
+}
+"""
+
+
+def test_a_second_copy_whose_initializer_registers_stays_an_error(tmp_path: Path) -> None:
+    """The copies' constructor registers a name into a third library's registry, which aborts
+    on a duplicate: loading both aborts (auditwheel's grafted second runtime)."""
+    lib(tmp_path / "pkg", "registry", REGISTRY, "-Wl,-soname,libregistry.so")
+    body = "void reg(const char*);\n"
+    body += '__attribute__((constructor)) static void init(void) { reg("blosc2"); }\n'
+    body += "int value(void) { return 1; }\n"
+    link = ("-L" + str(tmp_path / "pkg"), "-lregistry", "-Wl,-rpath,$ORIGIN:$ORIGIN/../pkg")
+    first = lib(tmp_path / "pkg", "blosc2", body, "-Wl,-soname,libblosc2.so.7", *link)
+    graft = tmp_path / "pkg.libs" / "libblosc2-a12ec544.so.7"
+    gcc(tmp_path / "pkg.libs", graft, body, "-Wl,-soname,libblosc2-a12ec544.so.7", *link)
+    for library in (first, graft):
+        subprocess.run(["strip", str(library)], check=True)
+    code = "import ctypes, sys; [ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL) for p in sys.argv[1:]]"
+    loads = [sys.executable, "-c", code, str(first)]
+    assert subprocess.run(loads, check=False).returncode == 0
+    assert subprocess.run([*loads, str(graft)], check=False).returncode != 0  # abort
+    members = {f"pkg/{p.name}": p.read_bytes() for p in (tmp_path / "pkg").glob("*.so*")}
+    members[f"pkg.libs/{graft.name}"] = graft.read_bytes()
+    report = check(write_wheel(tmp_path / "pkg-1.0-py3-none-linux_x86_64.whl", "pkg", members))
+    assert ids(report) == {("BT122", graft.name)}
+
+
+def test_two_extension_modules_of_one_name_in_two_folders_are_no_copies(tmp_path: Path) -> None:
+    """scipy's optimize/_zeros and optimize/cython_optimize/_zeros: Python loads each by path."""
+    module = "int PyInit__zeros(void) {{ return {}; }}\n"
+    first = gcc(tmp_path / "a", tmp_path / "a" / "_zeros.so", module.format(1),
+                "-Wl,-soname,_zeros.so")  # fmt: skip
+    second = gcc(tmp_path / "b", tmp_path / "b" / "_zeros.so", module.format(2),
+                 "-Wl,-soname,_zeros.so")  # fmt: skip
+    inits = [ctypes.CDLL(str(path)).PyInit__zeros() for path in (first, second)]
+    assert inits == [1, 2]
+    members = {"s/optimize/_zeros.so": first.read_bytes(),
+               "s/optimize/cython_optimize/_zeros.so": second.read_bytes()}  # fmt: skip
+    assert ids(check(write_wheel(tmp_path / "s-1.0-py3-none-linux_x86_64.whl", "s", members))) == (
+        set()
+    )
