@@ -716,14 +716,26 @@ def _hand_off(sources: Sequence[Source], context: BaseContext) -> int | None:
     be read here while a worker reads the rest (``_Handoff``), with its memory made."""
     members = [(s.size, index) for index, s in enumerate(sources) if s.member is not None]
     size, index = max(members, default=(0, 0))
-    if size < SPLIT_MIN_BYTES:
-        return None
+    if size < SPLIT_MIN_BYTES or not _is_elf_member(sources[index]):
+        return None  # only ELF files are read in parts
     try:
         memory = _shared_memory(size)
     except (OSError, MemoryError, OverflowError):
         return None  # read it as the others
     _HANDOFFS[index] = _Handoff(memory, context.Event())
     return index
+
+
+def _is_elf_member(source: Source) -> bool:
+    from buildtool.linkage.inputs.inflate import peek_head
+    from buildtool.linkage.inputs.wheel_archive import map_wheel
+
+    assert source.member is not None
+    mapping = map_wheel(Path(source.path))
+    try:
+        return peek_head(mapping, source.member.span).startswith(ELF_MAGIC)
+    finally:
+        mapping.close()
 
 
 def _shared_memory(size: int) -> mmap.mmap:

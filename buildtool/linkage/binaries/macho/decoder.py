@@ -315,6 +315,14 @@ class _Names:
         self._end = self._start + strsize
         self._stroff = stroff
 
+    def starts_with(self, strx: int, prefix: bytes) -> bool:
+        """Whether the name at ``strx`` starts with ``prefix`` (nothing decoded: a local
+        symbol's name is read only when it is a static initializer's)."""
+        at = self._start + strx
+        if not self._start <= at < self._end:
+            self(strx)  # raises: outside the table
+        return self._image.data.find(prefix, at, min(at + len(prefix), self._end)) == at
+
     def __call__(self, strx: int) -> str:
         at = self._start + strx
         stop = self._image.data.find(b"\0", at, self._end) if at < self._end else -1
@@ -335,6 +343,10 @@ def _library(ordinal: int, dylibs: Sequence[tuple[int, str]], twolevel: bool) ->
     ):
         return ""
     return dylibs[ordinal - 1][1] if ordinal <= len(dylibs) else f"#{ordinal}"
+
+
+_MACHO_INIT_PREFIX: Final = ("_" + STATIC_INIT_PREFIX).encode()
+"""A static initializer's name as Mach-O spells it (a leading underscore)."""
 
 
 def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols:
@@ -358,11 +370,9 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
         kind = n_type & N_TYPE
         if not n_type & N_EXT or n_type & N_PEXT:
             has_locals = True
-            if kind == N_SECT:
-                name = names(strx)
-                if name.startswith("_" + STATIC_INIT_PREFIX):
-                    initializers.append(name[1:])
-                    starts.append(value)
+            if kind == N_SECT and names.starts_with(strx, _MACHO_INIT_PREFIX):
+                initializers.append(names(strx)[1:])
+                starts.append(value)
             continue
         name = names(strx)
         if kind == N_UNDF:
