@@ -8,7 +8,7 @@ from collections.abc import Collection
 from pathlib import Path
 
 from buildtool.linkage.binaries.bounded import Buffer
-from buildtool.linkage.binaries.facts import BinaryFacts, Decoder
+from buildtool.linkage.binaries.facts import BinaryFacts, Decoder, InitializerReach
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
 
 
@@ -67,3 +67,27 @@ def read_binary_file(
         mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
     ):
         return read_other_format(mapped, display_path, registration_names, decoder=decoder)
+
+
+def read_initializers_again(
+    data: Buffer,
+    display_path: str,
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+    deep: bool | Collection[str] = True,
+) -> tuple[InitializerReach, ...]:
+    """Only a file's initializers, read again (``deep``: as ``code_walk.walk_initializers``
+    takes it); none for a format whose facts always hold them whole (PE)."""
+    kind = binary_format(bytes(data[:HEAD_BYTES]))
+    if kind == "elf":
+        from buildtool.linkage.binaries.elf import read_elf_initializers
+
+        return read_elf_initializers(
+            data, display_path, size=size, file_backed=file_backed, deep=deep
+        )
+    if kind == "macho":
+        from buildtool.linkage.binaries.macho.decoder import read_macho_initializers
+
+        return read_macho_initializers(data, display_path, size=size, deep=deep)
+    return ()

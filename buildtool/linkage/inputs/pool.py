@@ -42,7 +42,6 @@ from buildtool.linkage.binaries.elf import (
     left_out_unused,
     read_elf_facts,
     read_elf_facts_pyelftools,
-    read_elf_initializers,
     read_function_names,
     read_symtab_part,
     sparse_initializers,
@@ -50,7 +49,7 @@ from buildtool.linkage.binaries.elf import (
 )
 from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
-from buildtool.linkage.binaries.read import read_other_format
+from buildtool.linkage.binaries.read import read_initializers_again, read_other_format
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -425,7 +424,7 @@ class InitializerLookup:
         whole."""
         found = self._reader.decode(
             source,
-            lambda raw: read_elf_initializers(
+            lambda raw: read_initializers_again(
                 raw.data,
                 source.display,
                 size=raw.size,

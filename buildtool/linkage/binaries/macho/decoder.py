@@ -398,10 +398,15 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
 
 
 def read_initializers(
-    image: Bounded, header: Header, found: LoadCommands, starts: tuple[int, ...]
+    image: Bounded,
+    header: Header,
+    found: LoadCommands,
+    starts: tuple[int, ...],
+    deep: bool | Collection[str] = False,
 ) -> tuple[InitializerReach, ...]:
-    """Each static initializer's reach (``binaries.code_walk``); none for a 32-bit file, one
-    without a symbol table, or when a table the walk reads is damaged."""
+    """Each static initializer's reach (``binaries.code_walk``; ``deep`` as there: a read's
+    facts hold each walked in its own code); none for a 32-bit file, one without a symbol
+    table, or when a table the walk reads is damaged."""
     if found.symtab is None or header.bits != 64:
         return ()
     symoff, nsyms, stroff, strsize = found.symtab
@@ -424,7 +429,7 @@ def read_initializers(
         stored=(found.text_address, found.chained_fixups),
     )  # fmt: skip
     try:
-        return walk_initializers(view) if view else ()
+        return walk_initializers(view, deep) if view else ()
     except MalformedMachO:
         return ()  # a damaged table: no reach known, as for a stripped file
 
@@ -533,6 +538,37 @@ def chosen_slice(slices: Sequence[tuple[str, int, int]]) -> tuple[str, int, int]
             if chosen[0] == preferred:
                 return chosen
     return slices[0]
+
+
+def _thin_image(data: Buffer, display_path: str, size: int | None) -> Bounded | None:
+    """The thin file, or the slice the facts are those of; None when it is not Mach-O."""
+    image = Bounded(data, display_path, MalformedMachO, 0, len(data) if size is None else size)
+    head = bytes(data[:8])
+    if not macho_slices(head):
+        return None
+    if head[:4] in THIN_MAGICS:
+        return image
+    machine, offset, length = chosen_slice(fat_slices(image))
+    inner = Bounded(data, display_path, MalformedMachO, offset, length)
+    if inner.bytes_at(0, 4, f"{machine} slice's magic") not in THIN_MAGICS:
+        raise inner.fail(0, f"the {machine} slice is not a thin Mach-O file")
+    return inner
+
+
+def read_macho_initializers(
+    data: Buffer, display_path: str, *, size: int | None = None, deep: bool | Collection[str] = True
+) -> tuple[InitializerReach, ...]:
+    """Only a Mach-O file's initializers (``BinaryFacts.initializers``), read again: ``deep``
+    as ``code_walk.walk_initializers`` takes it."""
+    image = _thin_image(data, display_path, size)
+    if image is None:
+        return ()
+    header = _header(image)
+    if FILE_TYPES.get(header.filetype) != "shared":
+        return ()
+    found = load_commands(image, header)
+    starts = read_symbols(image, header, found).initializer_starts
+    return read_initializers(image, header, found, starts, deep)
 
 
 def read_macho_facts(
