@@ -414,8 +414,11 @@ class _Walk:
 
     def cut(self) -> None:
         """A walk of its own code ends at ``SHAPE_PREFIX`` instructions: the shape is their
-        digest, and the rest is walked only when another file has the same prefix."""
+        digest, with the functions they call by symbol (two prefixes of the same setup code
+        calling different registries are different code), and the rest is walked only when
+        another file has the same shape."""
         del self.shape[SHAPE_PREFIX:]
+        self.shape.extend(sorted(self.reaches))
         self.complete = False
 
     def result(self) -> InitializerReach:
@@ -424,7 +427,8 @@ class _Walk:
         named = tuple(dict.fromkeys(self.strings))[:MAX_STRINGS]
         reaches = frozenset(self.reaches)
         guarded = self.complete and _guarded(shape)  # a guard says nothing of the code not walked
-        return InitializerReach(digest, len(shape), reaches, guarded, named, self.complete)
+        size = min(len(shape), SHAPE_PREFIX) if not self.complete else len(shape)
+        return InitializerReach(digest, size, reaches, guarded, named, self.complete)
 
 
 _GUARD_SET: Final = "mov byte ptr [rip], 1"

@@ -567,7 +567,10 @@ def read_macho_initializers(
     if FILE_TYPES.get(header.filetype) != "shared":
         return ()
     found = load_commands(image, header)
-    starts = read_symbols(image, header, found).initializer_starts
+    pointers = initializer_pointers(
+        image, header.order, found.sections, found.text_address, found.chained_fixups
+    )  # what dyld runs: the symbol table is read only when they say nothing
+    starts = pointers or read_symbols(image, header, found).initializer_starts
     return read_initializers(image, header, found, starts, deep)
 
 
