@@ -1,6 +1,6 @@
 """Contributor sessions: ``nox -s tests``, ``nox -s lint``, ``nox -s browser``, ``nox -s demo``,
-``nox -s schema``, ``nox -s fuzz``, ``nox -s bench``, ``nox -s realprojects``,
-``nox -s realwheels``, ``nox -s docs``."""
+``nox -s schema``, ``nox -s fuzz``, ``nox -s bench``, ``nox -s linearcost``,
+``nox -s realprojects``, ``nox -s realwheels``, ``nox -s docs``."""
 
 from __future__ import annotations
 
@@ -92,6 +92,15 @@ def bench(session: nox.Session) -> None:
     runs, ``-- --work-dir DIR`` to keep the downloads between runs."""
     session.install("-e", ".")
     session.run("python", "benchmarks/verify_torch.py", *session.posargs)
+
+
+@nox.session
+def linearcost(session: nox.Session) -> None:
+    """verify-linkage on synthetic inputs at N and 4N (NEEDED entries, symbols, RUNPATH entries,
+    files), ratios side by side (needs gcc and patchelf); rewrites its section of
+    benchmarks/README.md. ``-- --size N --runs N``."""
+    session.install("-e", ".")
+    session.run("python", "benchmarks/linear_cost.py", *session.posargs)
 
 
 @nox.session

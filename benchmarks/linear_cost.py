@@ -94,8 +94,11 @@ DIMENSIONS: dict[str, Callable[[Path, int], Path]] = {
 def _seconds(target: Path) -> float:
     command = [sys.executable, "-m", "buildtool", "verify-linkage", "--no-recipe", str(target)]
     start = time.perf_counter()
-    subprocess.run(command, check=False, capture_output=True, cwd=target.parent)
-    return time.perf_counter() - start
+    run = subprocess.run(command, check=False, capture_output=True, cwd=target.parent)
+    seconds = time.perf_counter() - start
+    if run.returncode not in (0, 1):  # 1: findings, as planted; anything else measures nothing
+        raise SystemExit(f"verify-linkage failed on {target}: {run.stderr.decode()[-400:]}")
+    return seconds
 
 
 def measure(name: str, size: int, runs: int, work: Path) -> tuple[float, float, float]:

@@ -181,3 +181,21 @@ def test_where_the_install_puts_the_libraries_is_where_they_are_judged(
     bad = _configure(tmp_path / "bad", "-DGGMLLIKE_LIB_DIR=bin")
     assert "cannot open shared object file" in _program_runs(tmp_path / "bad" / "prefix")
     assert ("BT120", "libggml.so.0.21.0") in _findings(run_cli, bad, recipe)
+
+
+def test_the_runpath_hint_fits_the_files_folder(tmp_path: Path) -> None:
+    """A program in bin/ that needs a library in lib/ without a RUNPATH fails to start; BT112
+    says the RUNPATH that finds it from bin/ ($ORIGIN/../lib, not $ORIGIN), and with that
+    RUNPATH it runs and is clean."""
+    from tests.builders import check, gcc, lib
+
+    lib(tmp_path / "lib", "ggml", "int ggml(void) { return 0; }\n")
+    source = "int ggml(void);\nint main(void) { return ggml(); }\n"
+    program = gcc(tmp_path / "lib", tmp_path / "bin" / "test-backend-ops", source, "-exe", "-lggml")
+    assert subprocess.run([program], capture_output=True, check=False).returncode != 0
+    (finding,) = check(tmp_path).findings
+    assert finding.check_id == "BT112"
+    assert finding.message.endswith("(RUNPATH $ORIGIN/../lib would find them)")
+    subprocess.run(["patchelf", "--set-rpath", "$ORIGIN/../lib", program], check=True)
+    assert subprocess.run([program], check=False).returncode == 0
+    assert check(tmp_path).findings == ()

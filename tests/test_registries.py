@@ -74,7 +74,7 @@ REGISTRIES = {
             *("-lLLVMDemangle", "-lz", "-ltinfo", "-lpthread"),
         ),
         "registered more than once",
-        ("MCAsmInfo", "llvm"),
+        ("MCAsmInfo", "llvm", "LLVM"),
         LLVM / "lib" / "libLLVMMC.a",
     ),
 }
@@ -311,7 +311,7 @@ def test_one_type_bound_by_two_modules_of_a_package_is_bt126_unless_module_local
         assert _errors(report) == []
         return
     assert 'generic_type: type "Point" is already registered!' in both.stderr
-    assert [(f.check_id, Path(f.path).name) for f in report.findings] == [("BT126", f"two{SUFFIX}")]
+    assert [(f.check_id, Path(f.path).name) for f in report.findings] == [("BT127", f"two{SUFFIX}")]
     assert "C++ type Point" in report.findings[0].message
     assert "__pybind11_internals_" in report.findings[0].evidence
 

@@ -18,8 +18,10 @@ import venv
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from buildtool.cmake.configure import plan_recipe
 from buildtool.errors import ChecksFailed, InputError
@@ -175,19 +177,31 @@ def clean_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop and not k.startswith("DEMO_")}
 
 
+def cibuildwheel_runs() -> list[dict[str, str]]:
+    """The workflow's cibuildwheel runs: each distribution's folder and config settings."""
+    workflow = yaml.safe_load((REPO / "examples" / "github-workflow.yml").read_text())
+    runs: list[dict[str, str]] = workflow["jobs"]["wheels"]["strategy"]["matrix"]["distribution"]
+    return runs
+
+
 @pytest.fixture(scope="module")
 def built(project: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The runtime wheel and the compiler add-on as a PEP 517 front end builds them (pip, from
-    the generated pyproject.toml of each), unrepaired: ``linux_x86_64``."""
+    """The three wheels as cibuildwheel's configured front end builds them (pip with the
+    configuration's arguments, the workflow's config settings), each from its own
+    pyproject.toml: the full distribution through buildtool's backend, the runtime wheel and the
+    add-on through scikit-build-core. Unrepaired: ``linux_x86_64``."""
     out = tmp_path_factory.mktemp("built")
-    packaging = project / "src" / "packaging"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(out),
-         str(packaging / "demo-runtime"), str(packaging / "demo-compiler")],
-        check=True, env=clean_environment(),
-    )  # fmt: skip
+    frontend = cibuildwheel_config()["build-frontend"]
+    assert frontend["name"] == "pip"
+    for run in cibuildwheel_runs():
+        settings = [f"--config-settings={s}" for s in run["config-settings"].split()]
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--disable-pip-version-check",
+             *frontend["args"], *settings, "-w", str(out), str(project / "src" / run["dir"])],
+            check=True, env=clean_environment(),
+        )  # fmt: skip
     return {
+        "full": next(out.glob("demo-*-linux_x86_64.whl")),
         "runtime": next(out.glob("demo_runtime-*-linux_x86_64.whl")),
         "compiler": next(out.glob("demo_compiler-*-linux_x86_64.whl")),
     }
@@ -215,10 +229,15 @@ def prepare_command(command: str, **values: Path) -> str:
     return command.replace("#{", "{")
 
 
+def cibuildwheel_config() -> dict[str, Any]:
+    with CIBUILDWHEEL_CONFIG.open("rb") as handle:
+        config: dict[str, Any] = tomllib.load(handle)["tool"]["cibuildwheel"]
+    return config
+
+
 def configured_repair_command() -> str:
     """``repair-wheel-command`` of the shipped cibuildwheel configuration, on Linux."""
-    with CIBUILDWHEEL_CONFIG.open("rb") as handle:
-        config = tomllib.load(handle)["tool"]["cibuildwheel"]
+    config = cibuildwheel_config()
     command: str = config.get("linux", {}).get(
         "repair-wheel-command", config["repair-wheel-command"]
     )
@@ -314,11 +333,12 @@ def test_repair_as_cibuildwheel_runs_it_grafts_nothing_and_the_wheels_import(
     assert "BT116" in compiler_report  # the runtime ships in demo-runtime: a warning, no error
     assert "the recipe ships it in demo-runtime" in compiler_report
     assert compiler_report.startswith(f"{wheels['compiler']}\n")  # named where it is published
-    environment = Venv(tmp_path / "venv")
-    environment.install(wheels["runtime"], wheels["compiler"])
-    imported = environment.run("-c", IMPORT)
-    assert imported.returncode == 0, imported.stderr
-    assert imported.stdout.split("\n")[0] == "['compiler', 'ffi', 'runtime'] False"
+    for installed in ([wheels["runtime"], wheels["compiler"]], [wheels["full"]]):
+        environment = Venv(tmp_path / installed[0].name)
+        environment.install(*installed)
+        imported = environment.run("-c", IMPORT)
+        assert imported.returncode == 0, imported.stderr
+        assert imported.stdout.split("\n")[0] == "['compiler', 'ffi', 'runtime'] False"
 
 
 @pytest.fixture(scope="module")

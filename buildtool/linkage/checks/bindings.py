@@ -1,4 +1,4 @@
-"""Python bindings two extension modules of one package both register (BT126).
+"""Python bindings two extension modules of one package both register (BT127).
 
 The interpreter imports every module of a package into one process, whatever their NEEDED
 entries say. pybind11 keeps the types modules register in one registry per internals key (the
@@ -64,7 +64,7 @@ def _global_types(facts: BinaryFacts) -> frozenset[str]:
 
 
 def check_binding_types(subject: Subject) -> Iterator[Finding]:
-    """BT126: the same type registered with one shared registry by two modules of a package."""
+    """BT127: the same type registered with one shared registry by two modules of a package."""
     groups: dict[tuple[str, str], list[BinaryFile]] = {}
     for binary in subject.files:
         package = subject.package_of(binary)
@@ -84,7 +84,7 @@ def _finding(
 ) -> Finding:
     names = listed(type_name(name) for name in types)
     return Finding(
-        "BT126",
+        "BT127",
         second.display,
         f"registers the Python binding of C++ type {names}, which {first.display} registers "
         f"too: the interpreter imports both modules of package {package!r}, and the second "

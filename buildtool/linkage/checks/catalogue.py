@@ -262,19 +262,6 @@ CHECKS: tuple[Check, ...] = (
         "Link the shared code into one library that both need, if the space matters.",
     ),
     Check(
-        "BT126",
-        "duplicate-binding-type",
-        "error",
-        "Two Python extension modules of one package register the same C++ type with one "
-        "binding registry when they are imported (pybind11's, shared by every module built "
-        "with the same internals key): the interpreter imports both, and the second import "
-        "fails ('generic_type: type \"X\" is already registered!'). Recognised on x86-64 by "
-        "the type record each module's init code fills: the type's std::type_info, and the "
-        "record's flags byte without pybind11 2.x's module_local bit (bit 4).",
-        "Bind the type in one module and import that module from the others, or bind it with "
-        "py::module_local() in each.",
-    ),
-    Check(
         "BT125",
         "stale-monolith",
         "error",
@@ -294,6 +281,19 @@ CHECKS: tuple[Check, ...] = (
         "Give the input that holds it (the build tree's lib/, every wheel of the split), or "
         "correct the recipe's file name.",
         needs_recipe=True,
+    ),
+    Check(
+        "BT127",
+        "duplicate-binding-type",
+        "error",
+        "Two Python extension modules of one package register the same C++ type with one "
+        "binding registry when they are imported (pybind11's, shared by every module built "
+        "with the same internals key): the interpreter imports both, and the second import "
+        "fails ('generic_type: type \"X\" is already registered!'). Recognised on x86-64 by "
+        "the type record each module's init code fills: the type's std::type_info, and the "
+        "record's flags byte without pybind11 2.x's module_local bit (bit 4).",
+        "Bind the type in one module and import that module from the others, or bind it with "
+        "py::module_local() in each.",
     ),
     Check(
         "BT130",

@@ -224,7 +224,7 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
             f"stripped: exported symbols defined in both: {listed(names)}; "
             f"{_via(subject, pair, bound)}",
         )
-    if all(subject.facts(binary).symbolic for binary in pair):
+    if _both_symbolic(subject, pair):
         return Finding(
             "BT124",
             pair[1].display,
@@ -361,7 +361,7 @@ def _alike_builds(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
         pair = (second, first) if subject.needs(first, second) else (first, second)
         if pair in reported or (second, first) in reported or len(both) < ALIKE * union:
             continue
-        if _both_grafted(subject, pair):
+        if _both_grafted(subject, pair) or _both_symbolic(subject, pair):
             continue
         reported.add(pair)
         yield _duplicate_finding(
@@ -370,6 +370,13 @@ def _alike_builds(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
             f"builds of one library, whose callers (and its own calls to them) bind to the copy "
             f"loaded first: {listed(both)}",
         )
+
+
+def _both_symbolic(subject: Subject, pair: Pair) -> bool:
+    """Both linked ``-Bsymbolic`` (``DT_SYMBOLIC``): each binds its own calls to its own code
+    first, so neither runs the other's (LLVM's static libraries in two such libraries load
+    both ways and work)."""
+    return all(subject.facts(binary).symbolic for binary in pair)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

@@ -4,6 +4,7 @@ platform, a driver or the recipe provides them), and symbol versions against the
 from __future__ import annotations
 
 import fnmatch
+import posixpath
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
@@ -385,9 +386,30 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
         yield Finding(
             "BT112",
             binary.display,
-            f"needs {', '.join(names)}, which ship with it, but has no RUNPATH",
+            f"needs {', '.join(names)}, which ship with it, but has no RUNPATH"
+            + _runpath_that_finds(subject, binary, names),
             "DT_RUNPATH and DT_RPATH absent" + _context(binary, roots),
         )
+
+
+def _runpath_that_finds(subject: Subject, binary: BinaryFile, names: Sequence[str]) -> str:
+    """The $ORIGIN-relative RUNPATH that would find ``names`` from where ``binary`` lies (a
+    program in bin/: ``$ORIGIN/../lib``, not ``$ORIGIN``), said as a suggestion, or ''."""
+    own = subject.origin_of(binary)
+    folders = sorted(
+        {
+            str(other.location.parent)
+            for other in subject.files
+            if subject.origin_of(other) == own
+            and {other.location.name, subject.facts(other).soname} & set(names)
+        }
+    )
+    here = str(binary.location.parent)
+    entries = [
+        "$ORIGIN" if folder == here else f"$ORIGIN/{posixpath.relpath(folder, here)}"
+        for folder in folders
+    ]
+    return f" (RUNPATH {':'.join(entries)} would find them)" if entries else ""
 
 
 def check_symbol_versions(subject: Subject) -> Iterator[Finding]:
