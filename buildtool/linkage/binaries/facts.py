@@ -60,9 +60,18 @@ compatibility units), ``eh_terminate.cc``. Two libraries holding them share the 
 runtime, not a project's code (vtk's libvtkfmt and libviskores_filter_core)."""
 
 
+_TOOLCHAIN_STARTS: Final = frozenset(
+    name[:4] for name in (*TOOLCHAIN_FUNCTIONS, *TOOLCHAIN_PREFIXES, "_GLOBAL__sub_I_")
+)
+"""The first four characters of every name ``is_toolchain_function`` can accept: most names
+(a library's tens of thousands of exports) are turned away by them alone."""
+
+
 def is_toolchain_function(name: str) -> bool:
     """Whether ``name`` (a symbol key, a version suffix allowed) is a toolchain helper, or one
     of the toolchain runtime's static initializers."""
+    if name[:4] not in _TOOLCHAIN_STARTS:
+        return False
     bare = name.split("@", 1)[0]
     return (
         bare in TOOLCHAIN_FUNCTIONS

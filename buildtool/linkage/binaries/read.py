@@ -48,10 +48,13 @@ def read_binary_file(
     display_path: str,
     registration_names: Collection[str] = (),
     decoder: Decoder = "fast",
+    *,
+    loader_facts_only: bool = False,
 ) -> BinaryFacts | None:
     """The facts of a file; None for a file no reader knows (or an empty one). Raises the
     format's ``MalformedBinary`` (``MalformedElf``, ``MalformedMachO``, ``MalformedPE``) for a
-    corrupt file."""
+    corrupt file. ``loader_facts_only``: an ELF file read to resolve a closure, without what
+    only the inputs' checks read (``read_elf_file``)."""
     from buildtool.linkage.binaries.elf import read_elf_facts_pyelftools, read_elf_file
 
     with Path(path).open("rb") as stream:
@@ -61,7 +64,9 @@ def read_binary_file(
     if kind == "elf":
         if decoder == "pyelftools":
             return read_elf_facts_pyelftools(path, display_path, registration_names)
-        return read_elf_file(path, display_path, registration_names)
+        return read_elf_file(
+            path, display_path, registration_names, loader_facts_only=loader_facts_only
+        )
     with (
         Path(path).open("rb") as stream,
         mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped,

@@ -350,6 +350,23 @@ class Subject:
     def _indexes(self) -> dict[str, DefinitionIndex]:
         return {}
 
+    def definition_names(self, path: str, facts: BinaryFacts) -> frozenset[str]:
+        """The names one loaded object defines, versions dropped, worked out once for every
+        file whose closure holds it (libtorch_cpu.so's 74k, for each module that loads it)."""
+        names = self._names_by_path.get(path)
+        if names is None:
+            defined = facts.defined
+            names = self._names_by_path[path] = (
+                frozenset(key.partition("@")[0] for key in defined)
+                if facts.versioned_definitions
+                else defined
+            )
+        return names
+
+    @cached_property
+    def _names_by_path(self) -> dict[str, frozenset[str]]:
+        return {}
+
     @cached_property
     def identical_copies(self) -> dict[str, BinaryFile]:
         """See ``identical_copies``: worked out once for the copy check and the size table."""

@@ -68,6 +68,10 @@ PART_BYTES: Final = 64 << 20
 
 MAX_PARTS: Final = 8
 
+HANDOFF_PARTS: Final = 1
+"""Parts of a hand-off's ``.symtab``, read by this process (more parts go to the workers,
+which reach them last: their queues hold every other member; measured slower)."""
+
 SPARSE_MIN_BYTES: Final = 64 << 20
 """Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
 buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
@@ -468,8 +472,9 @@ def _batch_tasks(
     batch_bytes = 0
     for index, source in enumerate(sources):
         if index == handoff:
-            tasks.append(_Task((index,), source.size, None, 2, handoff=True))
-            tasks.append(_Task((index,), 0, 0, 1, handoff=True))
+            tasks.append(_Task((index,), source.size, None, HANDOFF_PARTS, handoff=True))
+            tasks += [_Task((index,), 0, part, HANDOFF_PARTS, handoff=True)
+                      for part in range(HANDOFF_PARTS)]  # fmt: skip
         elif split and source.member is None and source.size >= SPLIT_MIN_BYTES:
             parts = min(MAX_PARTS, max(2, source.size // PART_BYTES))
             share = source.size // (parts + 1)
@@ -552,6 +557,8 @@ def _run_task(task: _Task) -> tuple[int, _TaskResult]:
 def _task_result(
     reader: _SourceDecoder, task: _Task, sources: Sequence[Source], names: tuple[str, ...]
 ) -> _TaskResult:
+    if task.part is not None and task.handoff:
+        return _handed_part(task, sources[0], None)
     if task.part is not None:
         try:
             return _part(reader, sources[0], task.part, task.parts)
@@ -631,7 +638,7 @@ def _run_parallel(
     )
     try:
         here = [task for task in tasks if _read_here(task)]
-        handed = [task for task in tasks if task.handoff and task.part is not None]
+        handed = [task for task in tasks if task.handoff and task.part == 0]
         sent = [task for task in tasks if not _read_here(task) and task not in handed]
         futures = [(task, pool.submit(_run_task, task)) for task in sent]
         yield from _run_here(here, sources, names, decoder)
@@ -652,12 +659,15 @@ def _run_parallel(
     _RETIRING.extend(set(threading.enumerate()) - threads_before)
 
 
-def _handed_part(task: _Task, source: Source, inflating: Future[Any]) -> _TaskResult:
-    """The ``.symtab`` part of a hand-off, read here once the worker has inflated the member
-    (or given up: a member it could not read is read again whole, as a corrupt part is)."""
+def _handed_part(
+    task: _Task, source: Source, inflating: Future[Any] | None
+) -> SymtabPart | MalformedElf:
+    """A ``.symtab`` part of a hand-off, read once the worker has inflated the member (or given
+    up: a member it could not read is read again whole, as a corrupt part is). ``inflating``:
+    that worker's task, when this is the process that submitted it."""
     handoff = _HANDOFFS[task.sources[0]]
     while not handoff.inflated.wait(0.05):
-        if inflating.done():
+        if inflating is not None and inflating.done():
             return MalformedElf(source.display, 0, "not inflated")
     assert task.part is not None
     try:

@@ -231,15 +231,21 @@ def read_elf_file(
     path: str | os.PathLike[str],
     display_path: str | None = None,
     registration_names: Collection[str] = (),
+    *,
+    loader_facts_only: bool = False,
 ) -> BinaryFacts | None:
-    """Map a file and read its facts; None for a non-ELF or empty file."""
+    """Map a file and read its facts; None for a non-ELF or empty file. ``loader_facts_only``:
+    a file read to resolve a closure (a system library): neither its ``.symtab`` names nor
+    its initializers, which the checks read of the inputs only."""
     shown = display_path if display_path is not None else os.fspath(path)
     with Path(path).open("rb") as stream:
         size = os.fstat(stream.fileno()).st_size
         if size < len(ELF_MAGIC):
             return None
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return read_elf_facts(mapped, shown, registration_names, file_backed=True)
+            whole = not loader_facts_only
+            return read_elf_facts(mapped, shown, registration_names, file_backed=True,
+                                  read_symtab=whole, read_code=whole)  # fmt: skip
 
 
 def read_elf_initializers(
