@@ -16,6 +16,7 @@ import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -65,7 +66,10 @@ def sources_of(paths: list[Path]) -> list[Source]:
     return [Source(str(path), path.name, path.stat().st_size) for path in paths]
 
 
-def both_ways(read: Callable[[int], object], runs: list[int]) -> tuple[object, object]:
+T = TypeVar("T")
+
+
+def both_ways(read: Callable[[int], T], runs: list[int]) -> tuple[T, T]:
     serial = read(1)
     assert runs == []
     parallel = read(2)
@@ -118,6 +122,32 @@ def test_findings_from_trees_wheels_and_system_libraries(
     assert shared, evidence
     # the shared functions are named (read again from the file), not shown as digests
     assert not any(re.search(r"#[0-9a-f]{16}", text) for text in shared)
+
+
+@pytest.mark.integration
+def test_the_biggest_wheel_members_symtab_is_read_here(
+    good_build: Path,
+    tmp_path: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The biggest ELF member is inflated into memory this process shares with the worker, and
+    its .symtab read here: the facts are those of a serial read."""
+    wheel = elf_wheel(good_build, tmp_path)
+    handed: list[object] = []
+    handed_part = pool._handed_part
+
+    def counted(*args: object) -> object:
+        handed.append(args)
+        return handed_part(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "_handed_part", counted)
+    serial, parallel = both_ways(
+        lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
+    )
+    assert parallel == serial
+    assert len(handed) == 1
+    assert any(b.facts is not None and b.facts.static_initializers for b in parallel)
 
 
 @pytest.mark.integration
