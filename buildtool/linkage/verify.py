@@ -101,30 +101,44 @@ def files_by_format(files: Sequence[BinaryFile]) -> dict[str, int]:
 
 
 def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitializers]:
-    """Initializers as the facts hold them, and with some shapes walked whole: read again
-    (whole) when a sparse read left them unread or a deep walk is asked of incomplete ones;
-    none when the file cannot be read any more."""
-    known: dict[str, tuple[frozenset[str], tuple[InitializerReach, ...]]] = {}
+    """Initializers as the facts hold them, read again when a sparse read left them unread,
+    and with those of some shapes walked whole when the facts hold only their own code (each
+    read once; none when the file cannot be read any more)."""
+    read: dict[str, tuple[InitializerReach, ...]] = {}
+    whole: dict[str, dict[int, InitializerReach]] = {}
 
-    def read_again(binary: BinaryFile, shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
-        walked, found = known.get(binary.display, (None, ()))
-        if walked is None or not shapes <= walked:
-            shapes |= walked or frozenset()
-            try:
-                found = reader(binary.source, shapes) if binary.source else ()
-            except InputError:
-                found = ()
-            known[binary.display] = (shapes, found)
-        return found
+    def read_again(
+        binary: BinaryFile, deep: Sequence[int] | None = None
+    ) -> tuple[InitializerReach, ...]:
+        try:
+            return reader(binary.source, deep) if binary.source else ()
+        except InputError:
+            return ()
 
     def initializers(binary: BinaryFile) -> tuple[InitializerReach, ...]:
         held = binary.facts.initializers if binary.facts is not None else ()
-        return held if held is not None else read_again(binary, frozenset())
+        if held is None and binary.display not in read:
+            read[binary.display] = read_again(binary)
+        return read.get(binary.display, held or ())
 
     def deep(binary: BinaryFile, shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
         held = initializers(binary)
-        done = all(init.complete for init in held if init.shape in shapes)
-        return held if done else read_again(binary, shapes)
+        walked = whole.setdefault(binary.display, {})
+        positions = {
+            position
+            for position, init in enumerate(held)
+            if init.shape in shapes and not init.complete
+        }
+        missing = sorted(positions - walked.keys())
+        if missing:
+            found = read_again(binary, missing)
+            if len(found) != len(missing):  # the file changed since: as held
+                found = tuple(held[position] for position in missing)
+            walked.update(zip(missing, found, strict=True))
+        return tuple(
+            walked[position] if position in positions else init
+            for position, init in enumerate(held)
+        )
 
     return initializers, deep
 

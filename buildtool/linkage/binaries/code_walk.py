@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
 from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit, TypeRecord
@@ -516,23 +516,19 @@ def walk_entry(view: CodeView, address: int) -> ModuleInit:
 
 
 def walk_initializers(
-    view: CodeView, deep: bool | Collection[str] = True
+    view: CodeView, deep: bool | Sequence[int] = True
 ) -> tuple[InitializerReach, ...]:
     """Each initializer's reach, in the view's order (empty for other machines). Not ``deep``:
     each initializer's own code and the stubs it calls (what its shape and strings need; a
-    fraction of the work), ``complete`` False where a call was left unfollowed; shapes: the
-    initializers of those shapes walked whole, the others in their own code."""
+    fraction of the work), ``complete`` False where a call was left unfollowed. Positions in
+    the initializer array: those initializers only, walked whole, in the order given (none
+    when the array is shorter: the file is not the one read before)."""
     if view.machine not in WALKED_MACHINES or not view.initializers:
         return ()
-    if deep is True:
-        functions = _Functions(view)
-        return tuple(functions.reach(address) for address in view.initializers)
-    own = _Functions(view, SHAPE_PREFIX)
-    shallow = tuple(own.reach(address, False) for address in view.initializers)
-    if deep is False or not deep:
-        return shallow
-    whole = _Functions(view)
-    return tuple(
-        init if init.complete or init.shape not in deep else whole.reach(address)
-        for address, init in zip(view.initializers, shallow, strict=True)
-    )
+    if not isinstance(deep, bool):
+        if any(not 0 <= position < len(view.initializers) for position in deep):
+            return ()
+        whole = _Functions(view)
+        return tuple(whole.reach(view.initializers[position]) for position in deep)
+    functions = _Functions(view) if deep else _Functions(view, SHAPE_PREFIX)
+    return tuple(functions.reach(address, deep) for address in view.initializers)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from buildtool.linkage.binaries.bounded import Buffer
@@ -80,7 +80,7 @@ def read_initializers_again(
     *,
     size: int | None = None,
     file_backed: bool = False,
-    deep: bool | Collection[str] = True,
+    deep: bool | Sequence[int] = True,
 ) -> tuple[InitializerReach, ...]:
     """Only a file's initializers, read again (``deep``: as ``code_walk.walk_initializers``
     takes it); none for a format whose facts always hold them whole (PE)."""

@@ -61,13 +61,19 @@ def _names(facts: BinaryFacts) -> frozenset[str]:
     (its facts call them weak only so that names are no duplicate-code evidence)."""
     if facts.format == "pe":
         return facts.defined
-    return frozenset(key.split("@", 1)[0] for key in facts.defined - facts.weak_defined)
+    return _unversioned(facts, facts.defined - facts.weak_defined)
 
 
 def _definitions(facts: BinaryFacts) -> frozenset[str]:
     """Every dynamic definition by name, weak ones too (gflags' ``FlagRegisterer`` constructor
     is a weak template instance of libgflags): an import binds to it all the same."""
-    return frozenset(key.split("@", 1)[0] for key in facts.defined)
+    return _unversioned(facts, facts.defined)
+
+
+def _unversioned(facts: BinaryFacts, keys: frozenset[str]) -> frozenset[str]:
+    if not facts.versioned_definitions:
+        return keys  # no key to split (libtorch_cpu.so's 116k)
+    return frozenset(key.split("@", 1)[0] for key in keys)
 
 
 def _is_system(path: str, facts: BinaryFacts) -> bool:

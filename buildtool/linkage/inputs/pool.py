@@ -427,9 +427,11 @@ class InitializerLookup:
     def __init__(self) -> None:
         self._reader = _SourceDecoder(whole=True)
 
-    def __call__(self, source: Source, deep: Collection[str] = ()) -> tuple[InitializerReach, ...]:
-        """Each initializer as a read's facts hold it, those of the shapes ``deep`` walked
-        whole."""
+    def __call__(
+        self, source: Source, deep: Sequence[int] | None = None
+    ) -> tuple[InitializerReach, ...]:
+        """Each initializer as a read's facts hold it; ``deep``: only those at these positions
+        of the initializer array, walked whole, in that order (none when the file has fewer)."""
         found = self._reader.decode(
             source,
             lambda raw: read_initializers_again(
@@ -437,7 +439,7 @@ class InitializerLookup:
                 source.display,
                 size=raw.size,
                 file_backed=raw.file_backed,
-                deep=frozenset(deep),
+                deep=tuple(deep) if deep is not None else False,
             ),
         )
         return found or ()

@@ -254,11 +254,11 @@ def read_elf_initializers(
     *,
     size: int | None = None,
     file_backed: bool = False,
-    deep: bool | Collection[str] = True,
+    deep: bool | Sequence[int] = True,
 ) -> tuple[InitializerReach, ...]:
     """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file;
-    ``deep``: the whole walk, or that of the initializers of these shapes (what the checks ask
-    for when a shape matters), else as a read's facts hold them."""
+    ``deep``: the whole walk, or that of the initializers at these positions of the array (what
+    the checks ask for when a shape matters), else as a read's facts hold them."""
 
     def decode(img: _Image) -> tuple[InitializerReach, ...]:
         st = _read_structure(img)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import struct
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
@@ -64,29 +64,6 @@ def _relocations(img: _Image, raw: bytes) -> tuple[Sequence[int], Sequence[int],
 Columns = tuple[Sequence[int], Sequence[int], Sequence[int]]
 
 
-class _SlotIndex:
-    """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations: indexed on
-    the first lookup, and past the RELATIVE rows that lead the RELA table (``skip``: none of
-    them names a symbol)."""
-
-    def __init__(self, tables: Sequence[Columns], machine: str, skip: int) -> None:
-        self._tables = tables
-        self._kinds = _SLOT_TYPES[machine]
-        self._skip = skip
-        self._index: dict[int, int] | None = None
-
-    def get(self, address: int) -> int | None:
-        if self._index is None:
-            self._index = {}
-            for number, (offsets, infos, _addends) in enumerate(self._tables):
-                start = self._skip if number == 0 else 0
-                for row in range(start, len(offsets)):
-                    info = infos[row]
-                    if info & 0xFFFFFFFF in self._kinds:
-                        self._index.setdefault(offsets[row], info >> 32)
-        return self._index.get(address)
-
-
 class _RelaTable:
     """The dynamic relocation table (``DT_RELA``) looked up by address: the rows ``DT_RELACOUNT``
     says lead it are ``R_*_RELATIVE`` sorted by offset (bisected); the rest (a few per cent of
@@ -103,13 +80,44 @@ class _RelaTable:
         index = bisect.bisect_left(self.offsets, address, 0, self.count)
         if index < self.count and self.offsets[index] == address:
             return index
+        return self.rest_row(address)
+
+    def rest_row(self, address: int) -> int | None:
+        """The index of the first relocation of ``address`` past the RELATIVE rows."""
         if self._rest is None:
-            rest = range(self.count, len(self.offsets))
-            # reversed: the first row of an address is the one kept
-            self._rest = dict(
-                zip(reversed(self.offsets[self.count :]), reversed(rest), strict=True)
-            )
+            self._rest = _first_rows(self.offsets, self.count)
         return self._rest.get(address)
+
+
+def _first_rows(offsets: Sequence[int], start: int = 0) -> dict[int, int]:
+    """Offset -> index of the first row from ``start`` on with that offset (built reversed, so
+    the first one is kept, without a Python loop over a big library's rows)."""
+    rows = range(start, len(offsets))
+    return dict(zip(reversed(offsets[start:]), reversed(rows), strict=True))
+
+
+class _SlotIndex:
+    """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations: the rows of
+    ``DT_RELA`` past its RELATIVE ones (none of which names a symbol), then ``DT_JMPREL``'s,
+    each indexed on the first lookup."""
+
+    def __init__(self, rela: _RelaTable, infos: Sequence[int], plt: Columns, machine: str) -> None:
+        self._rela = rela
+        self._infos = infos
+        self._plt = plt
+        self._plt_rows: dict[int, int] | None = None
+        self._kinds = _SLOT_TYPES[machine]
+
+    def get(self, address: int) -> int | None:
+        row = self._rela.rest_row(address)
+        if row is not None and self._infos[row] & 0xFFFFFFFF in self._kinds:
+            return self._infos[row] >> 32
+        if self._plt_rows is None:
+            self._plt_rows = _first_rows(self._plt[0])
+        row = self._plt_rows.get(address)
+        if row is not None and self._plt[1][row] & 0xFFFFFFFF in self._kinds:
+            return self._plt[1][row] >> 32
+        return None
 
 
 def _array_relative(
@@ -238,7 +246,7 @@ def read_code_view(
     columns = [_relocations(img, table) for table in raw]
     table = _RelaTable(raw[0], columns[0][0], dyn.values.get(_DT_RELACOUNT, 0))
     relative = _array_relative(table, columns[0], machine, [base + 8 * i for i in range(count)])
-    indexes = _SlotIndex(columns, machine, table.count)
+    indexes = _SlotIndex(table, columns[0][1], columns[1], machine)
     names = _DT_SYMTAB in dyn.values and dyn.strings is not None
 
     def slot(address: int) -> tuple[str, int] | None:
@@ -338,11 +346,11 @@ def read_initializers(
     segments: Sequence[_Segment],
     dyn: _Dynamic | None,
     machine: str,
-    deep: bool | Collection[str] = False,
+    deep: bool | Sequence[int] = False,
 ) -> tuple[InitializerReach, ...]:
     """Each initializer's reach (``code_walk.walk_initializers``; ``deep``: the whole walk, or
-    that of the initializers of these shapes; else each initializer's own code, which the
-    facts of a read hold)."""
+    that of the initializers at these positions only; else each initializer's own code, which
+    the facts of a read hold)."""
     try:
         view = read_code_view(img, segments, dyn, machine)
     except _Bad:

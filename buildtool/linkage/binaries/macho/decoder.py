@@ -402,7 +402,7 @@ def read_initializers(
     header: Header,
     found: LoadCommands,
     starts: tuple[int, ...],
-    deep: bool | Collection[str] = False,
+    deep: bool | Sequence[int] = False,
 ) -> tuple[InitializerReach, ...]:
     """Each static initializer's reach (``binaries.code_walk``; ``deep`` as there: a read's
     facts hold each walked in its own code); none for a 32-bit file, one without a symbol
@@ -556,7 +556,7 @@ def _thin_image(data: Buffer, display_path: str, size: int | None) -> Bounded | 
 
 
 def read_macho_initializers(
-    data: Buffer, display_path: str, *, size: int | None = None, deep: bool | Collection[str] = True
+    data: Buffer, display_path: str, *, size: int | None = None, deep: bool | Sequence[int] = True
 ) -> tuple[InitializerReach, ...]:
     """Only a Mach-O file's initializers (``BinaryFacts.initializers``), read again: ``deep``
     as ``code_walk.walk_initializers`` takes it."""
