@@ -14,6 +14,7 @@ from buildtool.linkage.binaries.facts import (
     Decoder,
     InitializerReach,
     NameDigests,
+    defines_module_init,
     is_toolchain_function,
     name_digest,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "Decoder",
     "InitializerReach",
     "NameDigests",
+    "defines_module_init",
     "is_toolchain_function",
     "name_digest",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Final, Literal
 
 from buildtool.errors import InputError
@@ -78,6 +79,17 @@ def is_toolchain_function(name: str) -> bool:
         or bare.startswith(TOOLCHAIN_PREFIXES)
         or TOOLCHAIN_INITIALIZERS.fullmatch(bare.removesuffix(".cold")) is not None
     )
+
+
+MODULE_INIT_PREFIXES: Final = ("PyInit_", "_PyInit_")
+"""How a Python extension module's init function is named, in any format (Mach-O names carry a
+leading underscore)."""
+
+
+def defines_module_init(facts: BinaryFacts) -> bool:
+    """Whether the file defines a ``PyInit_<name>`` (a scan of libtorch_cpu.so's 116k names in
+    C, not a Python loop)."""
+    return any(map(str.startswith, facts.defined, repeat(MODULE_INIT_PREFIXES)))
 
 
 CRT_FUNCTIONS: Final = frozenset(
