@@ -363,12 +363,12 @@ def _wheel_binary(
     """A wheel member to check: a loadable binary, a malformed one, or a file named like a shared
     library that no loader can open (malformed too); None for any other member."""
     assert source.member is not None
+    if not _loadable(outcome) and not LIBRARY_NAME.search(source.member.name):
+        return None  # no path object for each of the members that are none (12k in torch's)
     location = PurePosixPath(f"/{source.member.name}")
     if _loadable(outcome):
         assert outcome is not None
         return _binary(source, location, outcome)
-    if not LIBRARY_NAME.search(source.member.name):
-        return None
     if outcome is None:
         reason = "named like a shared library, but starts with no ELF, Mach-O or PE magic"
     else:
