@@ -60,6 +60,7 @@ class ToolFailed(BuildtoolError):
         self.output_tail = output_tail
         # the whole output, for a caller that reads what went wrong from it
         self.output = output or output_tail
+        self.output_shown = output_shown
         shown = " ".join(command)
         message = f"command failed with exit code {returncode}: {shown}"
         if output_shown:  # streamed as it ran: a compile error is printed once
@@ -67,6 +68,17 @@ class ToolFailed(BuildtoolError):
         elif output_tail:
             message += f"\n--- last lines of its output ---\n{output_tail}"
         super().__init__(message)
+
+    def as_command(self, command: list[str]) -> ToolFailed:
+        """The same failure, named by the command a user would type to get it (an internal
+        runner's command line, such as a build backend's hook, is no use to rerun)."""
+        return ToolFailed(
+            command,
+            self.returncode,
+            self.output_tail,
+            self.output,
+            output_shown=self.output_shown,
+        )
 
 
 class Interrupted(BuildtoolError):

@@ -82,10 +82,15 @@ def tool_environment(
     env.update(extra or {})
     env.pop("LD_LIBRARY_PATH", None)
     if wheel_build:
-        env["SOURCE_DATE_EPOCH"] = os.environ.get("SOURCE_DATE_EPOCH") or REPRODUCIBLE_EPOCH
+        env["SOURCE_DATE_EPOCH"] = wheel_build_epoch()
         scripts = sysconfig.get_path("scripts")
         env["PATH"] = os.pathsep.join(filter(None, (scripts, env.get("PATH", ""))))
     return env
+
+
+def wheel_build_epoch() -> str:
+    """``SOURCE_DATE_EPOCH`` of wheel builds: the caller's, else ``REPRODUCIBLE_EPOCH``."""
+    return os.environ.get("SOURCE_DATE_EPOCH") or REPRODUCIBLE_EPOCH
 
 
 def format_command(command: Sequence[str | Path]) -> str:

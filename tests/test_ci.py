@@ -10,10 +10,12 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+import zipfile
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,9 +24,12 @@ import pytest
 
 from buildtool import process
 from buildtool.ci import pipeline, reports
+from buildtool.cmake import run as cmake_run
 from buildtool.cmake.configure import generated_files, plan_recipe, write_generated
-from buildtool.errors import ChecksFailed
+from buildtool.errors import ChecksFailed, ToolFailed
 from buildtool.linkage.checks.catalogue import Finding
+from buildtool.packaging import wheel
+from buildtool.packaging.distributions import variant_distributions
 from buildtool.recipe.load import load_recipe
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
@@ -347,6 +352,13 @@ def test_ci_passes_on_the_example(
         assert re.search(rf"^{name} +passed +\d+\.\d\d$", result.stdout, re.MULTILINE), name
     assert "::group::" not in result.stdout
     assert "\033[" not in result.stdout
+    # CMake detects the compiler once, for the build folder: the runtime proof's configure is
+    # an internal check, one line at the default level
+    assert result.stdout.count("-- The CXX compiler identification") == 1, result.stdout
+    assert "runtime-configuration" not in "".join(x for x in lines if x.startswith("$ "))
+    proof = [line for line in lines if "wheel comes from the full build" in line]
+    assert len(proof) == 1, result.stdout
+    assert "configured with DEMO_BUILD_COMPILER off" in proof[0]
 
 
 @pytest.mark.integration
@@ -372,6 +384,159 @@ def test_ci_writes_json_and_junit_reports(
     assert "<h2>verify-build: " in page
     assert "<h2>verify-wheels: " in page
     assert page.count('data-path="') >= 8  # the build tree's files and the wheels' members
+
+
+# --- the logged wheel commands: what a user types to get the same wheels ------------------------
+
+
+def logged_wheel_commands(output: str) -> dict[str, str]:
+    """Distribution -> the command logged for its wheel (the line after "building the X wheel
+    ... as this command does:")."""
+    lines = output.splitlines()
+    found = {}
+    for number, line in enumerate(lines):
+        match = re.match(r"building the (\S+) wheel from .* as this command does:$", line)
+        if match:
+            after = lines[number + 1]
+            assert after.startswith("$ "), after
+            found[match[1]] = after.removeprefix("$ ")
+    return found
+
+
+def rerun(command: str, wheel_dir: Path, cwd: Path) -> Path:
+    """The logged command run through a shell where the run was, as a user pastes it; only its
+    output folder is another one (the run's holds the published wheels)."""
+    argv = shlex.split(command)
+    argv[argv.index("--wheel-dir") + 1] = str(wheel_dir)
+    done = subprocess.run(
+        ["sh", "-c", shlex.join(argv)],
+        cwd=cwd,
+        env=ci_environment(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (wheel,) = wheel_dir.glob("*.whl")
+    return wheel
+
+
+def wheel_files(wheel: Path) -> dict[str, bytes]:
+    """A wheel's files but the two a repair rewrites (WHEEL: the platform tag; RECORD)."""
+    with zipfile.ZipFile(wheel) as archive:
+        return {
+            name: archive.read(name)
+            for name in archive.namelist()
+            if not name.endswith(("/", ".dist-info/WHEEL", ".dist-info/RECORD"))
+        }
+
+
+def ninja_log_entries(build: Path) -> int:
+    return len((build / ".ninja_log").read_text(encoding="utf-8").splitlines())
+
+
+def test_the_rerun_command_speaks_to_the_backend_its_folder_names() -> None:
+    """A folder under packaging/ names scikit-build-core: every setting as it is. The root of
+    generated mode names buildtool's backend: the recipe (from that folder), the build folder,
+    the distribution, and the settings the backend does not work out itself."""
+    loaded = load_recipe(DEMO_RECIPE)
+    plan = plan_recipe(loaded)
+    settings = {
+        "build-dir": "/b",
+        "cmake.build-type": "Release",
+        "build.targets": "demo_ffi;demo_runtime",
+        "cmake.define.DEMO_BUILD_COMPILER": "ON",
+        "build.tool-args": "-j3",
+    }
+    runtime, _ = variant_distributions(plan, "split", ".")
+    command = wheel.rerun_command(loaded, runtime, settings, Path("/out"), epoch="1", python="py")
+    assert command[:8] == ["SOURCE_DATE_EPOCH=1", "py", "-m", "pip", "wheel",
+                           "--no-build-isolation", "--no-deps", "--wheel-dir"]  # fmt: skip
+    assert command[9:-1] == [part for k, v in settings.items() for part in ("-C", f"{k}={v}")]
+    assert command[-1].endswith("src/packaging/demo-runtime")
+    (full,) = variant_distributions(plan, "full", ".")
+    command = wheel.rerun_command(loaded, full, settings, Path("/out"), epoch="1", python="py")
+    assert command[9:-1] == [
+        "-C", "buildtool.recipe=../recipes/demo.toml", "-C", "buildtool.build-dir=/b",
+        "-C", "buildtool.distribution=demo", "-C", "cmake.define.DEMO_BUILD_COMPILER=ON",
+        "-C", "build.tool-args=-j3",
+    ]  # fmt: skip
+    assert command[-1].endswith("src")
+
+
+def test_a_failed_wheel_build_names_the_command_to_rerun(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The backend's hook runs through pyproject_hooks' internal script; its failure is
+    reported with the command a user reruns, and the last lines of the output."""
+
+    class FailingHooks:
+        def build_wheel(self, wheel_directory: str, _settings: dict[str, str]) -> str:
+            internal = [sys.executable, "_in_process.py", "build_wheel", wheel_directory]
+            raise ToolFailed(internal, 1, "CMake Error: something", output_shown=False)
+
+    monkeypatch.setattr(wheel, "_hooks", lambda _folder: FailingHooks())
+    loaded = load_recipe(DEMO_RECIPE)
+    runtime, _ = variant_distributions(plan_recipe(loaded), "split", ".")
+    with pytest.raises(ToolFailed) as failed:
+        wheel.build_raw_wheel(loaded, runtime, {"build-dir": "/b"}, tmp_path, tmp_path / "out")
+    message = str(failed.value)
+    assert message.startswith("command failed with exit code 1: SOURCE_DATE_EPOCH=")
+    assert " -m pip wheel --no-build-isolation " in message
+    assert "_in_process" not in message
+    assert message.endswith("--- last lines of its output ---\nCMake Error: something")
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+def test_the_logged_wheel_commands_build_the_same_wheels(
+    example_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    result, out_dir = example_run
+    work, build = out_dir.parent, out_dir.parent / "build"
+    assert "_in_process" not in result.stdout  # pyproject_hooks' internal command line
+    commands = logged_wheel_commands(result.stdout)
+    assert set(commands) == {"demo-runtime", "demo-compiler"}
+    entries = ninja_log_entries(build)
+    for name, command in commands.items():
+        assert " -m pip wheel --no-build-isolation --no-deps " in command
+        configured = (build / "CMakeInit.txt").stat().st_mtime_ns
+        rebuilt = rerun(command, tmp_path / name, work)
+        # scikit-build-core wrote its initial cache into the same build folder, not one of its own
+        assert (build / "CMakeInit.txt").stat().st_mtime_ns > configured
+        (published,) = out_dir.glob(f"{name.replace('-', '_')}-*.whl")
+        assert rebuilt.name.split("-")[:4] == published.name.split("-")[:4]
+        assert wheel_files(rebuilt) == wheel_files(published), name
+    # from the same build folder as it was: nothing compiled or linked, the switches as ci left them
+    assert ninja_log_entries(build) == entries
+    assert cmake_run.cached_values(build, ["DEMO_BUILD_COMPILER"]) == {"DEMO_BUILD_COMPILER": "ON"}
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+def test_the_logged_command_of_the_full_wheel_goes_through_buildtools_backend(
+    example_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    """Generated mode's root pyproject.toml names buildtool's backend, not scikit-build-core:
+    the command tells it the recipe, the build folder and the distribution."""
+    _, out_dir = example_run
+    work, build = out_dir.parent, out_dir.parent / "build"
+    built = subprocess.run(
+        [sys.executable, "-m", "buildtool", "wheel", "--recipe", str(DEMO_RECIPE),
+         "--build-dir", str(build), "--out-dir", str(tmp_path / "full")],
+        cwd=work, env=ci_environment(), capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (command,) = logged_wheel_commands(built.stderr).values()  # wheel logs to stderr
+    assert "-C buildtool.distribution=demo -C" in command
+    assert "-C buildtool.recipe=../recipes/demo.toml" in command
+    entries = ninja_log_entries(build)
+    configured = (build / "CMakeInit.txt").stat().st_mtime_ns
+    rebuilt = rerun(command, tmp_path / "rerun", work)
+    assert (build / "CMakeInit.txt").stat().st_mtime_ns > configured
+    (published,) = (tmp_path / "full").glob("demo-*.whl")
+    assert wheel_files(rebuilt) == wheel_files(published)
+    assert ninja_log_entries(build) == entries
 
 
 # --- a broken example fails at verify, the GitHub way -------------------------------------------

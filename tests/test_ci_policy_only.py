@@ -10,6 +10,7 @@ process that loads both libraries.
 
 from __future__ import annotations
 
+import collections
 import json
 import shlex
 import shutil
@@ -21,10 +22,12 @@ from pathlib import Path
 import pytest
 
 from buildtool.ci import pipeline, policy_only
+from buildtool.cmake import ninja_log
 from buildtool.cmake.run import cmake_executable, ninja_executable
 from buildtool.errors import InputError
 from buildtool.recipe.load import load_recipe
 from tests.conftest import DEMO_RECIPE, PACKAGES, CliRunner
+from tests.counting import counting_project, project_sources
 
 OWNSPLIT = PACKAGES / "ownsplit"
 
@@ -78,6 +81,68 @@ def test_the_wheel_builds_in_buildtools_environment_only_when_it_has_the_require
     assert not policy_only.build_requirements_met({}, tmp_path)  # pip's default: setuptools
     with pytest.raises(InputError, match=r"pyproject.toml: build-system.requires"):
         met("not a requirement !!")
+
+
+def test_the_wheel_comes_from_cis_build_folder_only_where_that_is_sound() -> None:
+    ninja = {"CMAKE_GENERATOR": "Ninja", "CMAKE_BUILD_TYPE": "Release"}
+    skb = policy_only.SKBUILD_BACKEND
+    assert policy_only.wheel_folder(skb, False, ninja, "Release").shared
+    refused = {
+        "unknown backend": policy_only.wheel_folder("hatchling.build", False, ninja, None),
+        "pip's default": policy_only.wheel_folder("", False, ninja, None),
+        "isolated": policy_only.wheel_folder(skb, True, ninja, "Release"),
+        "makefiles": policy_only.wheel_folder(
+            skb, False, {**ninja, "CMAKE_GENERATOR": "Unix Makefiles"}, "Release"
+        ),
+        "debug folder": policy_only.wheel_folder(
+            skb, False, {**ninja, "CMAKE_BUILD_TYPE": "Debug"}, "Release"
+        ),
+    }
+    assert not any(folder.shared for folder in refused.values())
+    assert "its backend (hatchling.build) is not scikit-build-core" in (
+        refused["unknown backend"].reason
+    )
+    assert "setuptools, pip's default" in refused["pip's default"].reason
+    assert "pip's isolated environment" in refused["isolated"].reason
+    assert "configured for Unix Makefiles" in refused["makefiles"].reason
+    assert "a Debug build, the project's wheel Release" in refused["debug folder"].reason
+    assert all("the project a second time" in f.reason for f in refused.values())
+    # the step says it
+    said = policy_only.how_built(refused["unknown backend"], Path("build"), [])
+    assert said == f"built by the project's backend: {refused['unknown backend'].reason}"
+
+
+def test_the_build_type_of_the_projects_own_wheel() -> None:
+    def pyproject(**skbuild: object) -> dict[str, object]:
+        system = {"build-backend": policy_only.SKBUILD_BACKEND}
+        return {"build-system": system, "tool": {"scikit-build": skbuild}}
+
+    assert policy_only.wheel_build_type(pyproject()) == "Release"  # scikit-build-core's default
+    assert policy_only.wheel_build_type(pyproject(cmake={"build-type": "Debug"})) == "Debug"
+    assert policy_only.wheel_build_type(pyproject(cmake={"build-type": ["x"]})) is None
+    assert policy_only.wheel_build_type({"build-system": {"build-backend": "flit"}}) is None
+
+
+def test_what_ninja_compiled_is_read_from_its_log() -> None:
+    before = ninja_log.entries(
+        "# ninja log v6\n"
+        "1\t20\t100\tCMakeFiles/rt.dir/src/rt.cc.o\ta1\n"
+        "2\t30\t100\tlib/librt.so\tb1\n"
+        "3\t40\t100\tCMakeFiles/gemm.dir/src/gemm.cc.o\tc1\n"
+    )
+    after = ninja_log.entries(
+        "# ninja log v6\n"
+        "1\t20\t100\tCMakeFiles/rt.dir/src/rt.cc.o\ta1\n"
+        "3\t40\t100\tCMakeFiles/gemm.dir/src/gemm.cc.o\tc1\n"
+        "5\t60\t200\tCMakeFiles/gemm.dir/src/gemm.cc.o\tc2\n"  # compiled again
+        "6\t70\t200\tlib/librt.so\tb2\n"  # linked again: not a compile
+        "7\t80\t200\tCMakeFiles/cc.dir/src/compiler.cc.o\td1\n"  # compiled first
+        "not a log line\n"
+    )
+    compiled = ninja_log.compiled_between(before, after)
+    assert compiled == ["CMakeFiles/cc.dir/src/compiler.cc.o", "CMakeFiles/gemm.dir/src/gemm.cc.o"]
+    assert ninja_log.targets_of(compiled) == ["cc", "gemm"]
+    assert ninja_log.compiled_between(after, after) == []
 
 
 def test_the_top_level_packages_of_a_wheel(tmp_path: Path) -> None:
@@ -232,3 +297,44 @@ def test_policy_only_prepares_its_own_steps(tmp_path: Path) -> None:
     (tmp_path / "CMakeLists.txt").unlink()
     with pytest.raises(InputError, match=r"has no CMakeLists\.txt"):
         policy_only.prepare(request)
+
+
+# --- build once: the project's wheel from the build folder ci compiled ------------------------
+
+SKBUILD_DEFINE = """
+if(SKBUILD)  # the wheel's compiler library is compiled differently: the wheel build compiles it
+  target_compile_definitions(ownsplit_compiler PRIVATE OWNSPLIT_WHEEL=1)
+endif()
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.wheel
+@pytest.mark.parametrize("reads_skbuild", [False, True], ids=["plain", "cmake-reads-skbuild"])
+def test_policy_only_ci_compiles_each_source_once_and_nothing_on_a_rerun(
+    adopted: tuple[Path, str], tmp_path: Path, reads_skbuild: bool
+) -> None:
+    """The project's scikit-build-core wheel is built from the folder ci compiled. Where the
+    project's own CMake compiles a target differently for the wheel (it reads SKBUILD), the
+    wheel build compiles that target again and the step says so; the folder keeps
+    scikit-build-core's entries, so a rerun compiles nothing either way."""
+    root, _ = adopted
+    checkout = copy_of_project(tmp_path)  # a fresh clone with the recipe init wrote
+    shutil.copy2(root / "buildtool.toml", checkout / "buildtool.toml")
+    if reads_skbuild:
+        with (checkout / "CMakeLists.txt").open("a", encoding="utf-8") as cmake_lists:
+            cmake_lists.write(SKBUILD_DEFINE)
+    project = counting_project(tmp_path, checkout, checkout)
+    first = project.run_ci()
+    once = collections.Counter(dict.fromkeys(project_sources(checkout), 1))
+    assert len(once) == 5
+    wheel_detail = next(line for line in first.stdout.splitlines() if ".whl (" in line)
+    assert "built by the project's backend from the build folder build/" in wheel_detail
+    if reads_skbuild:
+        assert project.compiled() == once + collections.Counter({"src/compiler.cc": 1})
+        assert "which compiled 1 object of ownsplit_compiler again" in wheel_detail
+        assert "warning: the project's wheel was built" in first.stdout
+    else:
+        assert project.compiled() == once
+        assert wheel_detail.endswith("nothing compiled again")
+    assert project.ci() == collections.Counter(), "a rerun with nothing changed compiles nothing"

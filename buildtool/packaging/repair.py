@@ -115,14 +115,17 @@ def _elf_parts(file_name: str) -> tuple[str, str]:
 
 def excluded_libraries(plan: LinkPlan, tool: RepairTool) -> tuple[str, ...]:
     """The project's libraries as ``tool``'s exclude option takes them, in its platform's
-    spelling: auditwheel matches SONAMEs (globs: ``libdemo_runtime.so*`` covers a versioned
-    SONAME), delocate substrings of a dependency's path (``libdemo_runtime.dylib``), delvewheel
-    DLL names (mingw's ``libdemo_runtime.dll`` and MSVC's ``demo_runtime.dll``)."""
+    spelling: auditwheel matches each SONAME against glob patterns (``fnmatch`` since 6.1, the
+    version buildtool requires), so ``libdemo_runtime.so*`` alone covers ``libdemo_runtime.so``
+    and a versioned ``libdemo_runtime.so.1``; delocate matches substrings of a dependency's path
+    (``libdemo_runtime.dylib``); delvewheel DLL names (mingw's ``libdemo_runtime.dll`` and
+    MSVC's ``demo_runtime.dll``)."""
     names: list[str] = []
     for lib in plan.libraries:
         stem, version = _elf_parts(lib.file_name)
         if tool == "auditwheel":
-            names += [lib.file_name, f"{stem}.so*"]
+            # a file name that is not libX.so[.N...] is matched as it is
+            names.append(f"{stem}.so*" if _ELF_NAME.fullmatch(lib.file_name) else lib.file_name)
         elif tool == "delocate":
             names.append(f"{stem}{version}.dylib")
         else:

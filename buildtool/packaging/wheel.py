@@ -43,6 +43,7 @@ from buildtool.packaging.distributions import (
     BUILD_BACKEND,
     Distribution,
     WheelVariant,
+    backend_of,
     extensions_of,
     has_split,
     variant_distributions,
@@ -105,10 +106,13 @@ class BuiltArtifact:
 def _hook_runner(
     cmd: Sequence[str], cwd: str | None = None, extra_environ: Mapping[str, str] | None = None
 ) -> None:
+    # pyproject_hooks' own command line (a script and a temporary folder) is no use to rerun:
+    # logged at DEBUG only; build_raw_wheel logs the command a user would type instead
     process.run(
         cmd,
         cwd=Path(cwd) if cwd else None,
         env=process.tool_environment(extra_environ, wheel_build=True),
+        quiet=True,
     )
 
 
@@ -175,17 +179,73 @@ def wheel_settings(
     return settings
 
 
+def rerun_command(
+    loaded: LoadedRecipe,
+    dist: Distribution,
+    settings: Mapping[str, str],
+    wheel_dir: Path,
+    *,
+    epoch: str,
+    python: str = sys.executable,
+) -> list[str]:
+    """The command a user types to get the wheel ``build_raw_wheel`` builds (pure): ``pip
+    wheel`` of the distribution's folder in this environment (no build isolation: the same
+    scikit-build-core, cmake and ninja, and the same build tree, which an isolated build would
+    configure afresh), with the same config settings and ``SOURCE_DATE_EPOCH`` (the same bytes).
+
+    A folder whose ``pyproject.toml`` names scikit-build-core gets its settings as they are.
+    The root's of generated mode names buildtool's backend, which hands scikit-build-core the
+    same settings when told the recipe, the build tree and the distribution.
+    """
+    project_dir = loaded.root / dist.project_dir
+    command = [f"SOURCE_DATE_EPOCH={epoch}", python, "-m", "pip", "wheel"]
+    command += ["--no-build-isolation", "--no-deps", "--wheel-dir", _shown(wheel_dir)]
+    if backend_of(dist) == BUILD_BACKEND:
+        passed = dict(settings)
+    else:
+        recipe = os.path.relpath(loaded.path, project_dir)
+        passed = {
+            "buildtool.recipe": Path(recipe).as_posix(),
+            "buildtool.build-dir": settings["build-dir"],
+            "buildtool.distribution": dist.name,
+        }
+        passed.update(
+            {name: value for name, value in settings.items() if name.startswith("cmake.define.")}
+        )
+        if "build.tool-args" in settings:
+            passed["build.tool-args"] = settings["build.tool-args"]
+    command += [part for name, value in passed.items() for part in ("-C", f"{name}={value}")]
+    return [*command, _shown(project_dir)]
+
+
 def build_raw_wheel(
-    loaded: LoadedRecipe, dist: Distribution, settings: Mapping[str, str], dest: Path
+    loaded: LoadedRecipe,
+    dist: Distribution,
+    settings: Mapping[str, str],
+    dest: Path,
+    rerun_dir: Path | None = None,
 ) -> Path:
-    """Run the ``build_wheel`` hook of ``dist`` with ``settings``; return the unrepaired wheel."""
-    log.info("building the %s wheel from %s", dist.name, settings.get("build-dir"))
+    """Run the ``build_wheel`` hook of ``dist`` with ``settings``; return the unrepaired wheel.
+
+    The log (and a failure) names the command that builds the same wheel into ``rerun_dir``
+    (default: ``dest``), not the hook's internal command line."""
+    epoch = process.wheel_build_epoch()
+    rerun = rerun_command(loaded, dist, settings, rerun_dir or dest, epoch=epoch)
+    log.info(
+        "building the %s wheel from the build folder %s/ with scikit-build-core, as this "
+        "command does:",
+        dist.name,
+        _shown(Path(settings["build-dir"])),
+    )
+    log.info("$ %s", process.format_command(rerun))
     try:
         name = _hooks(loaded.root / dist.project_dir).build_wheel(str(dest), dict(settings))
     except pyproject_hooks.BackendUnavailable:
         raise UsageError(
             f"{BUILD_BACKEND} cannot be imported by {sys.executable}: pip install scikit-build-core"
         ) from None
+    except ToolFailed as failure:
+        raise failure.as_command(rerun) from None
     return dest / name
 
 
@@ -305,7 +365,7 @@ def _build_one(
     raw_dir = staging / "raw" / dist.name
     settings = wheel_settings(plan, dist, tree, request.jobs)
     try:
-        raw = build_raw_wheel(request.loaded, dist, settings, raw_dir)
+        raw = build_raw_wheel(request.loaded, dist, settings, raw_dir, request.out_dir)
     except ToolFailed as failure:  # the backend's configure: a target the project has too
         configure.refuse_target_collisions(request.loaded, plan, failure.output)
         raise
@@ -343,9 +403,11 @@ def runtime_tree(
     proof = prove_runtime_unchanged(request.loaded.root, full.folder, configured, roots, extra)
     if proof.holds:
         log.info(
-            "the %s wheel comes from the full build: switching %s off changes none of %s",
+            "the %s wheel comes from the full build: configured with %s off (in %s, nothing "
+            "compiled), %s compile and link the same",
             runtime.name,
             ", ".join(plan.build_switches),
+            _shown(proof.runtime_tree),
             ", ".join(roots),
         )
         return full, proof
@@ -358,6 +420,13 @@ def runtime_tree(
         "; ".join(proof.differences),
     )
     return read_wheel_tree(proof.runtime_tree, plan, defines), proof
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working folder when it is inside it (as a log line reads)."""
+    with contextlib.suppress(ValueError):
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    return str(path)
 
 
 def wheel_trees(
