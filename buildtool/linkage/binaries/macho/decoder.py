@@ -19,9 +19,12 @@ machines are kept in ``architectures``. The other slices are not checked.
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Final
 
 from buildtool.linkage.binaries.bounded import Bounded, Buffer, find_names
@@ -291,19 +294,30 @@ class Symbols:
     """Addresses of the static initializers' code (their local symbols' values)."""
 
 
-def _entries(
-    image: Bounded, header: Header, symtab: tuple[int, ...]
-) -> Iterator[tuple[int, int, int, int, int]]:
+def _nlist(header: Header) -> struct.Struct:
+    return struct.Struct(f"{header.order}IBBH" + ("Q" if header.bits == 64 else "I"))
+
+
+@contextmanager
+def _table(image: Bounded, layout: struct.Struct, symtab: tuple[int, ...]) -> Iterator[memoryview]:
+    """The symbol table's bytes (checked to lie in the file, as its strings' are)."""
     symoff, nsyms, stroff, strsize = symtab
-    layout = struct.Struct(f"{header.order}IBBH" + ("Q" if header.bits == 64 else "I"))
     image.check(symoff, nsyms * layout.size, "symbol table")
     image.check(stroff, strsize, "string table")
     start = image.base + symoff
     raw = memoryview(image.data)[start : start + nsyms * layout.size]
     try:
-        yield from layout.iter_unpack(raw)
+        yield raw
     finally:
         raw.release()
+
+
+_CLASSES: Final = bytes(
+    0 if n_type & N_STAB else 1 if n_type & N_EXT and not n_type & N_PEXT else 2
+    for n_type in range(256)
+)
+"""Each ``n_type`` byte's kind of entry: 0 a debugging entry, 1 an external symbol, 2 a local
+one."""
 
 
 class _Names:
@@ -315,13 +329,15 @@ class _Names:
         self._end = self._start + strsize
         self._stroff = stroff
 
-    def starts_with(self, strx: int, prefix: bytes) -> bool:
-        """Whether the name at ``strx`` starts with ``prefix`` (nothing decoded: a local
-        symbol's name is read only when it is a static initializer's)."""
-        at = self._start + strx
-        if not self._start <= at < self._end:
-            self(strx)  # raises: outside the table
-        return self._image.data.find(prefix, at, min(at + len(prefix), self._end)) == at
+    def offsets_of(self, prefix: bytes) -> frozenset[int]:
+        """The string indexes of every name that starts with ``prefix`` (found by searching
+        the table, not by reading each symbol's name)."""
+        data, found = self._image.data, []
+        at = data.find(prefix, self._start, self._end)
+        while at >= 0:  # within a longer name too: an index may point into one
+            found.append(at - self._start)
+            at = data.find(prefix, at + 1, self._end)
+        return frozenset(found)
 
     def __call__(self, strx: int) -> str:
         at = self._start + strx
@@ -361,29 +377,24 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
     weak_undefined: set[str] = set()
     bound: list[tuple[str, str]] = []
     functions: list[int] = []
-    initializers: list[str] = []
-    starts: list[int] = []
-    has_locals = False
-    for strx, n_type, n_sect, n_desc, value in _entries(image, header, found.symtab):
-        if n_type & N_STAB:
-            continue
-        kind = n_type & N_TYPE
-        if not n_type & N_EXT or n_type & N_PEXT:
-            has_locals = True
-            if kind == N_SECT and names.starts_with(strx, _MACHO_INIT_PREFIX):
-                initializers.append(names(strx)[1:])
-                starts.append(value)
-            continue
-        name = names(strx)
-        if kind == N_UNDF:
-            (weak_undefined if n_desc & N_WEAK_REF else undefined).add(name)
-            bound.append((_library(n_desc >> 8, found.dylibs, twolevel), name))
-            continue
-        defined.add(name)
-        if n_desc & N_WEAK_DEF:
-            weak_defined.add(name)
-        elif kind == N_SECT and n_sect in code:
-            functions.append(name_digest(name))
+    layout = _nlist(header)
+    with _table(image, layout, found.symtab) as raw:
+        classes = raw[4 :: layout.size].tobytes().translate(_CLASSES)
+        externals = compress(range(len(classes)), classes.replace(b"\2", b"\0"))
+        for index in externals:
+            strx, n_type, n_sect, n_desc, _value = layout.unpack_from(raw, index * layout.size)
+            kind = n_type & N_TYPE
+            name = names(strx)
+            if kind == N_UNDF:
+                (weak_undefined if n_desc & N_WEAK_REF else undefined).add(name)
+                bound.append((_library(n_desc >> 8, found.dylibs, twolevel), name))
+                continue
+            defined.add(name)
+            if n_desc & N_WEAK_DEF:
+                weak_defined.add(name)
+            elif kind == N_SECT and n_sect in code:
+                functions.append(name_digest(name))
+        initializers, starts = _static_initializers(raw, layout, classes, names)
     return Symbols(
         frozenset(defined),
         frozenset(weak_defined),
@@ -392,9 +403,32 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
         tuple(sorted(bound)),
         NameDigests(array("q", functions).tobytes()),
         tuple(sorted(initializers)),
-        has_locals,
+        2 in classes,
         tuple(starts),
     )
+
+
+def _static_initializers(
+    raw: memoryview, layout: struct.Struct, classes: bytes, names: _Names
+) -> tuple[list[str], list[int]]:
+    """The static initializers' local symbols: names and addresses, in the table's order. Their
+    names are found in the string table first, and only the entries naming one are unpacked
+    (a big library's hundreds of thousands of local symbols are not decoded one by one)."""
+    offsets = names.offsets_of(_MACHO_INIT_PREFIX)
+    initializers: list[str] = []
+    starts: list[int] = []
+    if not offsets:
+        return initializers, starts
+    if layout.format[0] == "<" and sys.byteorder == "little":
+        strx_column: Iterable[int] = raw.cast("I")[:: layout.size // 4]
+    else:
+        strx_column = (entry[0] for entry in layout.iter_unpack(raw))
+    for index in compress(range(len(classes)), map(offsets.__contains__, strx_column)):
+        strx, n_type, _sect, _desc, value = layout.unpack_from(raw, index * layout.size)
+        if classes[index] == 2 and n_type & N_TYPE == N_SECT:
+            initializers.append(names(strx)[1:])
+            starts.append(value)
+    return initializers, starts
 
 
 def read_initializers(
