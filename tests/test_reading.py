@@ -16,7 +16,7 @@ import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -33,6 +33,7 @@ from buildtool.linkage.verify import verify_paths
 from buildtool.recipe.load import load_recipe
 from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE
+from tests.macho_builder import MachO
 from tests.test_hostile_wheels import RECORD, Member, write_wheel
 from tests.test_verify import system_libraries
 
@@ -142,12 +143,61 @@ def test_the_biggest_wheel_members_symtab_is_read_here(
         return handed_part(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pool, "_handed_part", counted)
+    outcome = pool._outcome
+
+    def once(*args: Any) -> object:
+        # the worker inflating the member reads all but .symtab: it is read once, here
+        _reader, source, _names, symtab, into = (*args, None)[:5]
+        assert into is None or not symtab, source.display
+        return outcome(*args)
+
+    monkeypatch.setattr(pool, "_outcome", once)
     serial, parallel = both_ways(
         lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
     )
     assert parallel == serial
     assert len(handed) == 1
     assert any(b.facts is not None and b.facts.static_initializers for b in parallel)
+
+
+def test_the_biggest_mach_o_member_is_kept_for_reading_again(
+    tmp_path: Path, pool_for_everything: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The biggest member, a Mach-O file, is inflated into memory this process shares with the
+    worker and kept after the read: reading it again (its initializers, for the checks) takes
+    its bytes from there, not from the wheel; verify-linkage frees it."""
+    core = MachO(install_name="@rpath/libcore.dylib", exports=["_core_answer"],
+                 locals=["__GLOBAL__sub_I_core.cc"], strings=("x" * 4096,))  # fmt: skip
+    small = MachO(install_name="@rpath/libsmall.dylib", exports=["_small"])
+    members: list[Member] = [
+        ("demo/lib/libcore.dylib", core.build()),
+        ("demo/lib/libsmall.dylib", small.build()),
+        ("demo/__init__.py", b"# not Mach-O\n"),
+    ]
+    wheel = write_wheel(tmp_path / "demo-0.1.0-py3-none-macosx_11_0_arm64.whl", members)
+    serial, parallel = both_ways(
+        lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
+    )
+    assert parallel == serial
+    assert list(pool._KEPT) == [(str(wheel), "demo/lib/libcore.dylib")]
+    inflated: list[str] = []
+    inflate = pool._SourceDecoder._inflate
+
+    def counted(self: pool._SourceDecoder, source: Source, *args: Any, **kwargs: Any) -> object:
+        inflated.append(source.display)
+        return inflate(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
+    lookup = pool.InitializerLookup()
+    try:
+        for binary in parallel:
+            assert binary.source is not None
+            assert lookup(binary.source) == (binary.facts.initializers if binary.facts else ())
+    finally:
+        lookup.close()
+    assert inflated == [b.display for b in parallel if b.location.name == "libsmall.dylib"]
+    verify_paths([wheel], LinkagePolicy.empty())
+    assert pool._KEPT == {}
 
 
 @pytest.mark.integration

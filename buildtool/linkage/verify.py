@@ -35,7 +35,12 @@ from buildtool.linkage.inputs.collect import (
     binary_free_wheel,
     read_input,
 )
-from buildtool.linkage.inputs.pool import FunctionNameLookup, InitializerLookup, wait_for_workers
+from buildtool.linkage.inputs.pool import (
+    FunctionNameLookup,
+    InitializerLookup,
+    release_kept,
+    wait_for_workers,
+)
 from buildtool.linkage.loaders.closure import Environment, filesystem_lookup, resolve_closure
 from buildtool.linkage.loaders.glibc import FactsLookup, LdSoCache, load_ld_so_cache
 from buildtool.linkage.loaders.interpreter import interpreter_closure, is_extension_module
@@ -362,6 +367,7 @@ def verify_inputs(
     finally:
         reader.close()
         init_reader.close()
+        release_kept()  # the wheel members a read kept for these readers
     sizes = _size_entries(subject)
     gone: tuple[BaselineSize, ...] = ()
     if baseline is not None:
@@ -419,4 +425,5 @@ def verify_paths(
             with_graph=with_graph,
         )
     finally:
+        release_kept()
         wait_for_workers()  # they exit while the checks run: none outlives the call

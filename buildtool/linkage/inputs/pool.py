@@ -148,6 +148,9 @@ class _SourceDecoder:
         member is inflated there, for another process to read too (``_Handoff``)."""
         if source.member is None:
             return self._decode_file(source, decode)
+        kept = _KEPT.get((source.path, source.member.name))
+        if kept is not None:  # inflated and checked against RECORD by this read already
+            return _released_on_failure(decode, _Bytes(kept[0], kept[1], file_backed=False))
         if into is None:
             return self._decode_member(source, source.member, decode)
         try:
@@ -477,7 +480,9 @@ def _batch_tasks(
     batch: list[int] = []
     batch_bytes = 0
     for index, source in enumerate(sources):
-        if index == handoff:
+        if index == handoff and _HANDOFFS[index].keep:
+            tasks.append(_Task((index,), source.size, None, 1, handoff=True))
+        elif index == handoff:
             tasks.append(_Task((index,), source.size, None, HANDOFF_PARTS, handoff=True))
             tasks += [_Task((index,), 0, part, HANDOFF_PARTS, handoff=True)
                       for part in range(HANDOFF_PARTS)]  # fmt: skip
@@ -521,13 +526,16 @@ class _Worker:
 
 class _Handoff(NamedTuple):
     """Memory that this process and the worker inflating a big wheel member both map (made
-    before the workers fork): the worker reads the member's facts but ``.symtab`` while this
-    process reads ``.symtab`` (libtorch_cpu.so's half a million names), as for a big file on
-    disk. ``inflated`` is set once the member's bytes are in."""
+    before the workers fork). An ELF member: the worker reads its facts but ``.symtab`` while
+    this process reads ``.symtab`` (libtorch_cpu.so's half a million names), as for a big file
+    on disk. ``keep``: a Mach-O member, which the worker reads whole and this process keeps
+    for the checks that read it again (its initializers walked deeper: ``_KEPT``), rather than
+    inflating it a second time. ``inflated`` is set once the member's bytes are in."""
 
     memory: mmap.mmap
     inflated: Any
     """A ``multiprocessing`` event of the fork context."""
+    keep: bool = False
 
 
 _HANDOFFS: dict[int, _Handoff] = {}
@@ -571,10 +579,12 @@ def _task_result(
         except InputError as error:
             return _Failed(error)
     into = _HANDOFFS.get(task.sources[0]) if task.handoff else None
+    # an ELF hand-off's .symtab is read by the process that made it (_handed_part)
+    symtab = task.parts == 1 and (into is None or into.keep)
     outcomes: list[Outcome | _Failed] = []
     for source in sources:
         try:
-            outcomes.append(_outcome(reader, source, names, task.parts == 1, into))
+            outcomes.append(_outcome(reader, source, names, symtab, into))
         except InputError as error:
             outcomes.append(_Failed(error))
             break  # the rest of the batch is read by no one: an error is raised anyway
@@ -731,26 +741,49 @@ def _hand_off(sources: Sequence[Source], context: BaseContext) -> int | None:
     be read here while a worker reads the rest (``_Handoff``), with its memory made."""
     members = [(s.size, index) for index, s in enumerate(sources) if s.member is not None]
     size, index = max(members, default=(0, 0))
-    if size < SPLIT_MIN_BYTES or not _is_elf_member(sources[index]):
-        return None  # only ELF files are read in parts
+    kind = _member_format(sources[index]) if size >= SPLIT_MIN_BYTES else None
+    if kind not in ("elf", "macho"):
+        return None  # only ELF files are read in parts; only Mach-O files are read again
     try:
         memory = _shared_memory(size)
     except (OSError, MemoryError, OverflowError):
         return None  # read it as the others
-    _HANDOFFS[index] = _Handoff(memory, context.Event())
+    _HANDOFFS[index] = _Handoff(memory, context.Event(), keep=kind == "macho")
     return index
 
 
-def _is_elf_member(source: Source) -> bool:
+def _member_format(source: Source) -> str | None:
     from buildtool.linkage.inputs.inflate import peek_head
     from buildtool.linkage.inputs.wheel_archive import map_wheel
 
     assert source.member is not None
     mapping = map_wheel(Path(source.path))
     try:
-        return peek_head(mapping, source.member.span).startswith(ELF_MAGIC)
+        return binary_format(peek_head(mapping, source.member.span))
     finally:
         mapping.close()
+
+
+_KEPT: dict[tuple[str, str], tuple[mmap.mmap, int]] = {}
+"""Wheel members whose inflated bytes this process keeps, by (wheel, member): (memory, size).
+Readers take them from here rather than inflating them again; ``release_kept`` frees them."""
+
+
+def _keep_handed(sources: Sequence[Source], outcomes: Sequence[Outcome]) -> None:
+    """Keep the memory of each hand-off made to be kept whose member was read (its bytes all
+    in: a Mach-O file is never read sparse); the others are closed with the read."""
+    for index in [i for i, made in _HANDOFFS.items() if made.keep]:
+        source, outcome = sources[index], outcomes[index]
+        if isinstance(outcome, BinaryFacts) and outcome.format == "macho":
+            assert source.member is not None
+            memory = _HANDOFFS.pop(index).memory
+            _KEPT[(source.path, source.member.name)] = (memory, source.size)
+
+
+def release_kept() -> None:
+    """Free the wheel members kept for reading again (see ``_KEPT``)."""
+    while _KEPT:
+        _KEPT.popitem()[1][0].close()
 
 
 def _shared_memory(size: int) -> mmap.mmap:
@@ -779,7 +812,9 @@ def read_sources(
         tasks = _batch_tasks(sources, split=decoder == "fast", handoff=handoff)
         try:
             results = _run_parallel(tasks, sources, tuple(names), jobs, context, decoder=decoder)
-            return _assemble(sources, results, names)
+            outcomes = _assemble(sources, results, names)
+            _keep_handed(sources, outcomes)
+            return outcomes
         except BrokenProcessPool:  # a worker died (out of memory?): read in this process instead
             log.warning("a process reading ELF files died; reading them in this one")
         finally:
