@@ -467,15 +467,15 @@ class _Task:
     parts: int = 1
     handoff: bool = False
     """A wheel member read into memory this process shares with the worker inflating it
-    (``_Handoff``): that worker reads its facts but ``.symtab``, which this process reads once
-    it is inflated."""
+    (``_Handoff``): an ELF member's ``.symtab`` is read by this process once it is inflated,
+    the rest of its facts by that worker."""
 
 
 def _batch_tasks(
     sources: Sequence[Source], split: bool = True, handoff: int | None = None
 ) -> list[_Task]:
     """``split``: big files on disk have their ``.symtab`` read in parts. ``handoff``: the
-    position of a wheel member whose ``.symtab`` this process reads (``_Handoff``)."""
+    position of the wheel member handed off (``_Handoff``)."""
     tasks: list[_Task] = []
     batch: list[int] = []
     batch_bytes = 0
@@ -738,7 +738,8 @@ def _joined(
 
 def _hand_off(sources: Sequence[Source], context: BaseContext) -> int | None:
     """The position of the biggest wheel member, when it is big enough for its ``.symtab`` to
-    be read here while a worker reads the rest (``_Handoff``), with its memory made."""
+    be read here while a worker reads the rest (ELF), or for its bytes to be kept for reading
+    again (Mach-O; ``_Handoff``), with its memory made."""
     members = [(s.size, index) for index, s in enumerate(sources) if s.member is not None]
     size, index = max(members, default=(0, 0))
     kind = _member_format(sources[index]) if size >= SPLIT_MIN_BYTES else None
