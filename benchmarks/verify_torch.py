@@ -552,7 +552,12 @@ def targets(r: Results) -> list[Target]:
     lib_mib = r.lib.peak_rss / MIB
     wheel_mib = r.wheel.peak_rss / MIB
     others = [
-        Target(f"{name} wheel / its decompression", f"{ratio:.2f}x", "<= 1.2x", ratio <= 1.2)
+        Target(
+            f"{name} wheel / zlib decompression of every member",
+            f"{ratio:.2f}x",
+            "<= 1.2x",
+            ratio <= 1.2,
+        )
         for name, pair in r.others.items()
         if (ratio := paired_ratio(pair.ours, pair.floor))
     ]
@@ -579,17 +584,11 @@ def targets(r: Results) -> list[Target]:
 
 
 def machine() -> list[str]:
-    model = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            model = line.split(":", 1)[1].strip()
-            break
-    memory = Path("/proc/meminfo").read_text().splitlines()[0].split()[1]
+    """The machine by its CPUs alone (a shared host's model and kernel say nothing useful)."""
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return [
-        f"- CPUs: {cpus} ({model})",
-        f"- memory: {int(memory) // 1024} MiB",
-        f"- Python {platform.python_version()} on {platform.system()} {platform.release()}",
+        f"- CPUs: {cpus}",
+        f"- Python {platform.python_version()} on {platform.system()}",
         f"- date: {datetime.date.today().isoformat()}",
     ]
 
