@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from pathlib import PurePosixPath
+from typing import TypeVar
 
 from buildtool.errors import PlanError
 from buildtool.recipe.model import (
     Executable,
     Extension,
     ObjectLibrary,
+    PluginLibrary,
     ProjectSettings,
     Recipe,
     SharedLibrary,
@@ -108,6 +111,79 @@ class LibraryPlan:
     """Definitions and flags from the recipe."""
     visibility: str = "hidden"
     """Symbol visibility of its sources and object libraries (``hidden`` or ``default``)."""
+    plugin_folder: str = "lib"
+    """Where it opens its plugins, relative to the install prefix (``lib/backends``)."""
+
+    @property
+    def plugin_dir_macro(self) -> str:
+        """The definition its sources get with the plugin folder relative to its own
+        (``GGML_PLUGIN_DIR``)."""
+        return f"{identifier(self.target)}_PLUGIN_DIR"
+
+    @property
+    def plugin_dir(self) -> str:
+        """The plugin folder relative to the library's own folder, ``lib``: ``backends``,
+        ``../bin``, ``.``."""
+        return posixpath.relpath(self.plugin_folder, LIBRARY_FOLDER)
+
+
+LIBRARY_FOLDER = "lib"
+"""Where the libraries of the split lie, relative to the install prefix (a wheel's
+``<package>/``, ``cmake --install``'s prefix, the build folder)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PluginPlan:
+    """A module a library opens at run time, as it will be built, shipped and checked."""
+
+    name: str
+    """Recipe name (``ggml-cpu-haswell``)."""
+    target: str
+    """CMake target name: ``<library-prefix><name>``."""
+    output_name: str
+    """CMake OUTPUT_NAME."""
+    file_name: str
+    """File name of the built module (``libggml-cpu-haswell.so``)."""
+    host: str
+    """Recipe name of the library that opens it."""
+    folder: str
+    """Its host's plugin folder, relative to the install prefix (``lib/backends``)."""
+    alternatives: str
+    """The group of its host's plugins of which one at most is loaded; empty: none."""
+    sources: tuple[str, ...]
+    """Root-relative source files of its own."""
+    links: tuple[str, ...]
+    """Libraries it links (PRIVATE)."""
+    link_closure: tuple[str, ...]
+    """Every library it links, directly or through PUBLIC links."""
+    objects: tuple[str, ...]
+    """Object libraries it owns."""
+    externals: tuple[str, ...]
+    """Externals it compiles and links against."""
+    registers: tuple[str, ...]
+    """Names it (and its object libraries) register in the host's registry."""
+    optional: bool
+    """Whether deployments may lack it: its host or a library it links is optional (it ships
+    in the add-on wheel)."""
+    requires_on: tuple[str, ...]
+    """Every CMake option that must be ON for it to build (its host's, its links', its own
+    ``when``)."""
+    settings: TargetSettings = TargetSettings()
+    """Definitions and flags from the recipe."""
+    visibility: str = "hidden"
+    """Symbol visibility of its sources (``hidden`` or ``default``)."""
+
+    @property
+    def component(self) -> str:
+        """Its CMake install component: its recipe name."""
+        return self.name
+
+    @property
+    def origin_suffix(self) -> str:
+        """What follows ``$ORIGIN`` in its RUNPATH to reach ``lib/`` from its folder: ``/..``
+        from ``lib/backends``, ``/../lib`` from ``bin``, nothing from ``lib``."""
+        relative = posixpath.relpath(LIBRARY_FOLDER, self.folder)
+        return "" if relative == "." else f"/{relative}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,9 +286,21 @@ class LinkPlan:
     """CPython extension modules of the package, by name."""
     configured_headers: tuple[tuple[str, str], ...] = ()
     """(path under the generated include folder, root-relative template), by path."""
+    plugins: tuple[PluginPlan, ...] = ()
+    """Modules the libraries open at run time, by name."""
 
     def library(self, name: str) -> LibraryPlan:
         return next(lib for lib in self.libraries if lib.name == name)
+
+    def owner_target(self, name: str) -> str:
+        """The CMake target of a library or plugin, by recipe name (an object library's
+        owner)."""
+        owners: tuple[LibraryPlan | PluginPlan, ...] = (*self.libraries, *self.plugins)
+        return next(owner.target for owner in owners if owner.name == name)
+
+    def plugins_of(self, host: str) -> tuple[PluginPlan, ...]:
+        """The plugins library ``host`` opens."""
+        return tuple(plugin for plugin in self.plugins if plugin.host == host)
 
     def object(self, name: str) -> ObjectPlan:
         return next(obj for obj in self.objects if obj.name == name)
@@ -269,6 +357,8 @@ class _Planner:
                 self.check_when(f"{table}.{name}", exe.when)
         for name, ext in recipe.externals.items():
             self.check_when(f"externals.{name}", ext.when)
+        for name, plugin in recipe.plugins.items():
+            self.check_plugin_references(name, plugin)
         for name, module in recipe.extensions.items():
             self.check_references(f"extensions.{name}.links", module.links, recipe.libraries)
             self.check_references(
@@ -276,6 +366,22 @@ class _Planner:
             )
             self.check_when(f"extensions.{name}", module.when)
         self.check_extensions()
+
+    def check_plugin_references(self, name: str, plugin: PluginLibrary) -> None:
+        recipe, key = self.recipe, f"plugins.{name}"
+        if plugin.host not in recipe.libraries:
+            shown = ", ".join(sorted(recipe.libraries)) or "none"
+            close = difflib.get_close_matches(plugin.host, sorted(recipe.libraries), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise self.refuse(
+                f"{key}.host",
+                f"unknown library {plugin.host!r}{hint} (the recipe's libraries: {shown}); a "
+                "plugin's host is the library that opens it",
+            )
+        self.check_references(f"{key}.links", plugin.links, recipe.libraries)
+        self.check_references(f"{key}.objects", plugin.objects, recipe.objects)
+        self.check_references(f"{key}.externals", plugin.externals, recipe.externals)
+        self.check_when(key, plugin.when)
 
     def check_extensions(self) -> None:
         recipe = self.recipe
@@ -313,6 +419,7 @@ class _Planner:
         prefix = self.recipe.project.target_prefix
         tables: dict[str, Mapping[str, object]] = {
             "libraries": self.recipe.libraries,
+            "plugins": self.recipe.plugins,
             "objects": self.recipe.objects,
             "executables": self.recipe.executables,
             "tests": self.recipe.tests,
@@ -338,7 +445,8 @@ class _Planner:
                 raise self.refuse(
                     key,
                     f"its CMake target {target!r} is also {seen[target]}'s: every library, "
-                    "object library, executable, test and extension needs a name of its own",
+                    "plugin, object library, executable, test and extension needs a name of its "
+                    "own",
                 )
             seen[target] = key
 
@@ -374,7 +482,12 @@ class _Planner:
         return ("C", "CXX") if has_c else ("CXX",)
 
     def requires(self, name: str) -> list[str]:
-        """Options that must be ON for library ``name``: optional ones' and ``when`` ones'."""
+        """Options that must be ON for library (or plugin) ``name``: optional ones' and
+        ``when`` ones'."""
+        plugin = self.recipe.plugins.get(name)
+        if plugin is not None:
+            found = [o for lib in (plugin.host, *plugin.links) for o in self.requires(lib)]
+            return list(dict.fromkeys(found + ([plugin.when] if plugin.when else [])))
         options: list[str] = []
         for other in (name, *self.closure((name,))):
             lib = self.recipe.libraries[other]
@@ -439,11 +552,18 @@ class _Planner:
 
     def owners(self) -> dict[str, str]:
         owners: dict[str, str] = {}
-        for name, lib in sorted(self.recipe.libraries.items()):
-            for obj in lib.objects:
+        holders: list[tuple[str, str, tuple[str, ...]]] = [
+            ("libraries", name, lib.objects) for name, lib in sorted(self.recipe.libraries.items())
+        ]
+        holders += [
+            ("plugins", name, plugin.objects)
+            for name, plugin in sorted(self.recipe.plugins.items())
+        ]
+        for table, name, objects in holders:
+            for obj in objects:
                 if obj in owners:
                     raise self.refuse(
-                        f"libraries.{name}.objects",
+                        f"{table}.{name}.objects",
                         f"object library {obj!r} is linked statically more than once: owned by "
                         f"both {owners[obj]!r} and {name!r}. Its static initializers would run "
                         "twice in one process (duplicate registration abort); keep it in one "
@@ -453,7 +573,8 @@ class _Planner:
         for obj in sorted(self.recipe.objects):
             if obj not in owners:
                 raise self.refuse(
-                    f"objects.{obj}", "owned by no library: add it to one library's 'objects'"
+                    f"objects.{obj}",
+                    "owned by no library: add it to one library's (or plugin's) 'objects'",
                 )
         return owners
 
@@ -478,25 +599,60 @@ class _Planner:
                     )
 
     def registrations(self, owners: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-        declared: dict[str, tuple[str, str]] = {}
-        entries: list[tuple[str, str, tuple[str, ...]]] = [
+        """(name, library) of the libraries' registrations; a name declared twice is refused,
+        unless by plugins that are alternatives of one another (one resident at a time)."""
+        declared: dict[str, list[tuple[str, str]]] = {}
+        for key, holder, names in self.registering(owners):
+            for index, registered in enumerate(names):
+                for earlier_key, earlier in declared.get(registered, ()):
+                    if not self.alternatives(earlier, holder):
+                        plugins = {earlier, holder} & set(self.recipe.plugins)
+                        raise self.refuse(
+                            f"{key}.registers[{index}]",
+                            f"registration {registered!r} is declared twice (also in "
+                            f"{earlier_key}); a name may be registered by one library only"
+                            + (_RESIDENT if plugins else ""),
+                        )
+                declared.setdefault(registered, []).append((key, holder))
+        libraries = self.recipe.libraries
+        return tuple(
+            sorted(
+                (name, holder)
+                for name, where in declared.items()
+                for _, holder in where
+                if holder in libraries
+            )
+        )
+
+    def registering(self, owners: Mapping[str, str]) -> list[tuple[str, str, tuple[str, ...]]]:
+        """(key path, holding library or plugin, names) of every ``registers`` array."""
+        entries = [
             (f"libraries.{name}", name, lib.registers)
             for name, lib in sorted(self.recipe.libraries.items())
+        ]
+        entries += [
+            (f"plugins.{name}", name, plugin.registers)
+            for name, plugin in sorted(self.recipe.plugins.items())
         ]
         entries += [
             (f"objects.{name}", owners[name], obj.registers)
             for name, obj in sorted(self.recipe.objects.items())
         ]
-        for key, library, names in entries:
-            for index, registered in enumerate(names):
-                if registered in declared:
-                    raise self.refuse(
-                        f"{key}.registers[{index}]",
-                        f"registration {registered!r} is declared twice (also in "
-                        f"{declared[registered][0]}); a name may be registered by one library only",
-                    )
-                declared[registered] = (key, library)
-        return tuple(sorted((name, where[1]) for name, where in declared.items()))
+        return entries
+
+    def alternatives(self, first: str, second: str) -> bool:
+        """Whether two plugins are alternatives: one host, one non-empty ``alternatives``."""
+        plugins = self.recipe.plugins
+        if first not in plugins or second not in plugins or first == second:
+            return False
+        a, b = plugins[first], plugins[second]
+        return bool(a.alternatives) and (a.host, a.alternatives) == (b.host, b.alternatives)
+
+
+_RESIDENT = (
+    " (by plugins only as alternatives of one host, which are never resident together: the "
+    "same host and the same 'alternatives')"
+)
 
 
 def identifier(name: str) -> str:
@@ -566,6 +722,42 @@ def _library_plan(planner: _Planner, name: str, lib: SharedLibrary) -> LibraryPl
             link_options=lib.link_options,
         ),
         visibility=lib.visibility,
+        plugin_folder=lib.plugin_folder,
+    )
+
+
+def _plugin_plan(planner: _Planner, name: str, plugin: PluginLibrary) -> PluginPlan:
+    recipe = planner.recipe
+    target = f"{recipe.project.target_prefix}{name}"
+    output = plugin.output_name or output_name_of_file(plugin.file) or target
+    closure = planner.closure(plugin.links)
+    registers = list(plugin.registers)
+    for obj in plugin.objects:
+        registers.extend(recipe.objects[obj].registers)
+    optional = any(recipe.libraries[lib].optional for lib in (plugin.host, *closure))
+    return PluginPlan(
+        name=name,
+        target=target,
+        output_name=output,
+        file_name=plugin.file or f"lib{output}.so",
+        host=plugin.host,
+        folder=recipe.libraries[plugin.host].plugin_folder,
+        alternatives=plugin.alternatives,
+        sources=planner.sources.get(f"plugins.{name}.sources", ()),
+        links=plugin.links,
+        link_closure=closure,
+        objects=plugin.objects,
+        externals=plugin.externals,
+        registers=tuple(registers),
+        optional=optional,
+        requires_on=tuple(planner.requires(name)),
+        settings=TargetSettings(
+            definitions=plugin.definitions,
+            include_dirs=plugin.include_dirs,
+            compile_options=plugin.compile_options,
+            link_options=plugin.link_options,
+        ),
+        visibility=plugin.visibility,
     )
 
 
@@ -690,6 +882,9 @@ def make_plan(
         configured_headers=tuple(
             (path, header.template) for path, header in sorted(recipe.configured_headers.items())
         ),
+        plugins=tuple(
+            _plugin_plan(planner, name, plugin) for name, plugin in sorted(recipe.plugins.items())
+        ),
     )
 
 
@@ -729,12 +924,21 @@ def with_option_values(plan: LinkPlan, given: Mapping[str, bool] | None = None) 
         objects=objects,
         executables=tuple(exe for exe in plan.executables if off.isdisjoint(exe.requires_on)),
         extensions=tuple(mod for mod in plan.extensions if off.isdisjoint(mod.requires_on)),
+        plugins=tuple(
+            _without(plugin, kept_objects, dropped)
+            for plugin in plan.plugins
+            if off.isdisjoint(plugin.requires_on)
+        ),
         registrations=_kept_registrations(plan, {lib.name for lib in libraries}, dropped),
     )
 
 
-def _without(lib: LibraryPlan, kept_objects: Set[str], dropped: Set[str]) -> LibraryPlan:
-    """A built library without its left-out object libraries and registrations."""
+_Owner = TypeVar("_Owner", LibraryPlan, PluginPlan)
+
+
+def _without(lib: _Owner, kept_objects: Set[str], dropped: Set[str]) -> _Owner:
+    """A built library (or plugin) without its left-out object libraries and
+    registrations."""
     return dataclasses.replace(
         lib,
         objects=tuple(name for name in lib.objects if name in kept_objects),

@@ -14,14 +14,20 @@ from typing import TYPE_CHECKING
 
 from buildtool.errors import ChecksFailed
 from buildtool.linkage.binaries import STATIC_INIT_PREFIX
-from buildtool.linkage.checks.policy import ExecutableRule, LibraryRule, LinkagePolicy, ObjectRule
+from buildtool.linkage.checks.policy import (
+    ExecutableRule,
+    LibraryRule,
+    LinkagePolicy,
+    ObjectRule,
+    PluginRule,
+)
 from buildtool.linkage.inputs.collect import normalized
 from buildtool.linkage.report.model import Report, renamed_inputs
 from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
 
 if TYPE_CHECKING:
-    from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan
+    from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan, PluginPlan
     from buildtool.recipe.load import LoadedRecipe
     from buildtool.recipe.model import VerifySettings
 
@@ -58,21 +64,43 @@ def _library_rule(plan: LinkPlan, lib: LibraryPlan, verify: VerifySettings) -> L
         required_needed=tuple(files[name] for name in lib.links),
         forbidden_needed=tuple(forbidden),
         registers=lib.registers,
-        objects=tuple(
-            ObjectRule(
-                name=obj.name,
-                static_initializers=tuple(static_initializer_symbol(src) for src in obj.sources),
-                registers=obj.registers,
-            )
-            for obj in plan.objects
-            if obj.owner == lib.name
-        ),
+        objects=_object_rules(plan, lib.name),
         size_budget=None if budget_mb is None else int(budget_mb * 1_000_000),
         max_growth_percent=verify.max_growth_percent.get(lib.name),
         static_initializers=tuple(static_initializer_symbol(src) for src in lib.sources),
         distributions=tuple(
             normalized(name) for name in library_distributions(plan)[lib.file_name]
         ),
+    )
+
+
+def _object_rules(plan: LinkPlan, owner: str) -> tuple[ObjectRule, ...]:
+    return tuple(
+        ObjectRule(
+            name=obj.name,
+            static_initializers=tuple(static_initializer_symbol(src) for src in obj.sources),
+            registers=obj.registers,
+        )
+        for obj in plan.objects
+        if obj.owner == owner
+    )
+
+
+def _plugin_rule(plan: LinkPlan, plugin: PluginPlan, verify: VerifySettings) -> PluginRule:
+    host = plan.library(plugin.host)
+    return PluginRule(
+        name=plugin.name,
+        file_name=plugin.file_name,
+        host=host.file_name,
+        folder=host.plugin_dir,
+        alternatives=plugin.alternatives,
+        registers=plugin.registers,
+        required_needed=tuple(plan.library(name).file_name for name in plugin.links),
+        forbidden_needed=tuple(verify.forbidden_needed.get(plugin.name, ())),
+        objects=_object_rules(plan, plugin.name),
+        host_global=host.load == "global",
+        optional=plugin.optional,
+        static_initializers=tuple(static_initializer_symbol(src) for src in plugin.sources),
     )
 
 
@@ -109,6 +137,7 @@ def policy_from_plan(
         removed=verify.removed,
         hardening=verify.hardening,
         host_provided=verify.host_provided,
+        plugins=tuple(_plugin_rule(plan, plugin, verify) for plugin in plan.plugins),
     )
 
 
@@ -119,7 +148,9 @@ def plan_for_policy(loaded: LoadedRecipe) -> LinkPlan:
     from buildtool.recipe.sources import expand_sources
 
     recipe = loaded.recipe
-    has_sources = any(lib.sources for lib in recipe.libraries.values())
+    has_sources = any(lib.sources for lib in recipe.libraries.values()) or any(
+        plugin.sources for plugin in recipe.plugins.values()
+    )
     sources = expand_sources(loaded) if has_sources else {}
     return make_plan(recipe, loaded.source, sources)
 

@@ -1,13 +1,17 @@
 """A project shaped like ggml (tests/packages/ggmllike), configured and built for real: versioned
-libraries (``libggml.so -> libggml.so.0 -> libggml.so.0.21.0``), a registry that opens CPU
-variant MODULE libraries from the program's folder and keeps the best by score, programs named
-with dashes. The recipe names each library once, by any of its names, and its rules hold for the
-file, its SONAME and its version links; a library it names that no file is, is reported.
+libraries (``libggml.so -> libggml.so.0 -> libggml.so.0.21.0``), a registry that opens backend
+MODULE libraries from the program's folder (for each name the best-scoring variant: the CPU
+variants are alternatives, blas and rpc resident beside them), programs named with dashes. The
+recipe names each library once, by any of its names, and its rules hold for the file, its
+SONAME and its version links; a library it names that no file is, is reported. Its
+``[plugins]`` describe the modules as their host opens them, judged on the build tree and on
+what ``cmake --install`` installs, each verdict against what the program really does.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -48,6 +52,47 @@ def ggml_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build
 
 
+PLUGINS = """
+[libraries.ggml-extra]
+file = "libggml-extra.so"
+
+[plugins.ggml-cpu-haswell]
+host = "ggml"
+alternatives = "cpu"
+links = ["ggml-base"]
+registers = ["ggmllike.backend.cpu"]
+
+[plugins.ggml-cpu-zen4]
+host = "ggml"
+alternatives = "cpu"
+links = ["ggml-base"]
+registers = ["ggmllike.backend.cpu"]
+
+[plugins.ggml-blas]
+host = "ggml"
+links = ["ggml-base"]
+registers = ["ggmllike.backend.blas"]
+
+[plugins.ggml-rpc]
+host = "ggml"
+links = ["ggml-base"]
+registers = ["ggmllike.backend.rpc"]
+"""
+"""The backends as plugins of libggml, opened from the programs' folder (``bin``, ggml's)."""
+
+
+def plugin_recipe(folder: Path, base: str = "libggml-base.so", ggml: str = "libggml.so") -> Path:
+    """The recipe with the backends as plugins (``PLUGINS``), written into ``folder``."""
+    recipe = folder / "plugins.toml"
+    libraries = RECIPE.format(base=base, ggml=ggml).split("[verify]")[0]
+    libraries = libraries.replace('name = "ggmllike"\n', 'name = "ggmllike"\nlibrary-prefix = ""\n')
+    libraries = libraries.replace(
+        'links = ["ggml-base"]\n', 'links = ["ggml-base"]\nplugin-folder = "bin"\n', 1
+    )
+    recipe.write_text(libraries + PLUGINS, encoding="utf-8")
+    return recipe
+
+
 RULES = {"BT101", "BT102", "BT120", "BT126", "BT130"}
 """The recipe's rules under test; the build tree keeps its libraries in bin/ beside the
 programs, as ggml does, and installs them to lib/ (judged there)."""
@@ -62,7 +107,7 @@ def _findings(run_cli: CliRunner, build: Path, recipe: Path) -> list[tuple[str, 
 def test_the_registry_picks_the_best_variant_from_the_programs_folder(ggml_build: Path) -> None:
     run = subprocess.run([ggml_build / "bin" / "test-backend-ops"], capture_output=True,
                          text=True, check=True)  # fmt: skip
-    assert run.stdout.strip() == "zen4"
+    assert run.stdout.strip() == "blas rpc zen4"
     assert (ggml_build / "bin" / "libggml.so").is_symlink()
     assert (ggml_build / "bin" / "libggml.so.0.21.0").is_file()
 
@@ -123,11 +168,13 @@ def _program_runs(prefix: Path) -> str:
 
 def test_a_build_tree_is_judged_by_what_it_installs(tmp_path: Path, run_cli: CliRunner) -> None:
     """CMake's build RPATH (absolute, ending in an empty entry) is replaced at install by
-    INSTALL_RPATH $ORIGIN/../lib: the build tree was 9 BT110 errors, now clean, and the
-    installed tree runs. An absolute INSTALL_RPATH is what breaks the install, and is judged."""
+    INSTALL_RPATH $ORIGIN/../lib: the build tree was 9 BT110 errors, now clean (with the
+    backends described as the plugins they are), and the installed tree runs. An absolute
+    INSTALL_RPATH is what breaks the install, and is judged."""
     good = _configure(tmp_path / "good")
     assert _program_runs(tmp_path / "good" / "prefix") == ""
-    result = run_cli("verify-linkage", str(good), "--no-recipe", "--format", "json")
+    plugins = str(plugin_recipe(tmp_path))
+    result = run_cli("verify-linkage", str(good), "--recipe", plugins, "--format", "json")
     assert result.exit_code == 0, result.stdout
     assert json.loads(result.stdout)["findings"] == []
     bad = _configure(tmp_path / "bad", "-DGGMLLIKE_INSTALL_RPATH=/opt/ggml/lib")
@@ -199,3 +246,154 @@ def test_the_runpath_hint_fits_the_files_folder(tmp_path: Path) -> None:
     subprocess.run(["patchelf", "--set-rpath", "$ORIGIN/../lib", program], check=True)
     assert subprocess.run([program], check=False).returncode == 0
     assert check(tmp_path).findings == ()
+
+
+def _all_findings(run_cli: CliRunner, path: Path, recipe: Path) -> list[tuple[str, str]]:
+    result = run_cli("verify-linkage", str(path), "--recipe", str(recipe), "--format", "json")
+    document = json.loads(result.stdout)
+    return sorted((f["id"], Path(f["path"]).name) for f in document["findings"])
+
+
+def _backends(prefix: Path) -> subprocess.CompletedProcess[str]:
+    """The installed program: the backends it loaded on stdout, what failed on stderr."""
+    return subprocess.run([prefix / "bin" / "test-backend-ops"], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("base", "ggml"),
+    [("libggml-base.so", "libggml.so"), ("libggml-base.so.0.21.0", "libggml.so.0")],
+    ids=["link-names", "file-and-soname"],
+)
+def test_plugins_are_judged_as_their_host_opens_them(
+    tmp_path: Path, run_cli: CliRunner, base: str, ggml: str
+) -> None:
+    """The modules are installed without a RUNPATH and call the registry's
+    ggml_backend_register, which they do not NEED: they load, because libggml has loaded
+    libggml-base and is in the global scope when it opens them, and the program runs every
+    backend. Declared as plugins they are clean on the build tree and the install (no BT106,
+    BT112, BT120): the CPU variants register one name and hold the same code, but are
+    alternatives (one resident); blas and rpc are resident beside them with names of their
+    own."""
+    build = _configure(tmp_path)
+    assert _backends(tmp_path / "prefix").stdout == "blas rpc zen4\n"
+    recipe = plugin_recipe(tmp_path, base, ggml)
+    assert _all_findings(run_cli, build, recipe) == []
+    assert _all_findings(run_cli, tmp_path / "prefix", recipe) == []
+
+
+def test_a_plugin_needing_what_its_host_does_not_load_fails_and_is_caught(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """blas needs libggml-extra, which libggml's closure lacks and blas's (absent) RUNPATH
+    cannot find: dlopen fails and the registry carries on without blas. BT112 on blas, with the
+    RUNPATH that finds it from bin/; with that RUNPATH blas loads and the install is clean."""
+    _configure(tmp_path, "-DGGMLLIKE_BLAS_NEEDS_EXTRA=ON")
+    prefix = tmp_path / "prefix"
+    run = _backends(prefix)
+    assert run.stdout == "rpc zen4\n"
+    assert "libggml-blas.so: libggml-extra.so.0: cannot open shared object file" in run.stderr
+    recipe = plugin_recipe(tmp_path)
+    result = run_cli("verify-linkage", str(prefix), "--recipe", str(recipe), "--format", "json")
+    found = [(f["id"], Path(f["path"]).name, f["message"])
+             for f in json.loads(result.stdout)["findings"]]  # fmt: skip
+    assert found == [("BT112", "libggml-blas.so", "needs libggml-extra.so.0, which ship with it, "
+                      "but has no RUNPATH (RUNPATH $ORIGIN/../lib would find them)")]  # fmt: skip
+    blas = prefix / "bin" / "libggml-blas.so"
+    subprocess.run(["patchelf", "--set-rpath", "$ORIGIN/../lib", blas], check=True)
+    assert _backends(prefix).stdout == "blas rpc zen4\n"
+    assert _all_findings(run_cli, prefix, recipe) == []
+
+
+def test_resident_plugins_registering_one_name_abort_and_are_caught(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """blas registers rpc's name: both are resident, the registry aborts. BT104 on blas (and
+    BT105: its own name is not in it); the CPU variants, which share a name as alternatives,
+    stay clean."""
+    build = _configure(tmp_path, "-DGGMLLIKE_BLAS_REGISTERS_RPC=ON")
+    run = _backends(tmp_path / "prefix")
+    assert run.returncode < 0
+    assert "backend ggmllike.backend.rpc registered twice" in run.stderr
+    recipe = plugin_recipe(tmp_path)
+    expected = [("BT104", "libggml-blas.so"), ("BT105", "libggml-blas.so")]
+    assert _all_findings(run_cli, tmp_path / "prefix", recipe) == expected
+    assert _all_findings(run_cli, build, recipe) == expected
+
+
+def test_plugins_outside_their_hosts_folder_are_not_found_and_are_caught(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """Installed into lib/ beside libggml, the backends are not where the registry looks (the
+    program's folder): the program finds none. BT128 on each, in the install and in the build
+    tree (whose install scripts say where they go)."""
+    build = _configure(tmp_path, "-DGGMLLIKE_PLUGIN_DIR=lib")
+    run = _backends(tmp_path / "prefix")
+    assert (run.returncode, run.stderr) == (1, "no backend\n")
+    recipe = plugin_recipe(tmp_path)
+    expected = [
+        ("BT128", f"libggml-{name}.so") for name in ("blas", "cpu-haswell", "cpu-zen4", "rpc")
+    ]
+    assert _all_findings(run_cli, tmp_path / "prefix", recipe) == expected
+    assert _all_findings(run_cli, build, recipe) == expected
+
+
+def test_a_plugin_built_for_another_machine_is_caught(tmp_path: Path, run_cli: CliRunner) -> None:
+    """An aarch64 build of rpc in the x86-64 install: dlopen fails, the program runs without
+    it; BT128 on it."""
+    from tests.conftest import require
+
+    compiler = "aarch64-linux-gnu-gcc"
+    require(shutil.which(compiler) is not None, f"{compiler} is not installed")
+    _configure(tmp_path)
+    prefix = tmp_path / "prefix"
+    rpc = prefix / "bin" / "libggml-rpc.so"
+    source = PACKAGES / "ggmllike" / "src" / "rpc.c"
+    defines = ["-DBACKEND=rpc", "-DREGISTERS=ggmllike.backend.rpc"]
+    subprocess.run([compiler, "-shared", "-fPIC", *defines, "-o", rpc, source], check=True)
+    run = _backends(prefix)
+    assert run.stdout == "blas zen4\n"
+    assert f"cannot open {rpc}" in run.stderr
+    result = run_cli("verify-linkage", str(prefix), "--recipe", str(plugin_recipe(tmp_path)),
+                     "--format", "json")  # fmt: skip
+    found = [(f["id"], f["message"]) for f in json.loads(result.stdout)["findings"]
+             if Path(f["path"]).name == "libggml-rpc.so"]  # fmt: skip
+    assert ("BT128", "is built for aarch64 (64-bit), its host libggml.so.0.21.0 for x86_64 "
+            "(64-bit): the host cannot open it") in found  # fmt: skip
+
+
+def test_init_writes_the_backends_as_plugins_of_the_registry(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """init finds each module's host in the code model (libggml depends on the modules without
+    linking them), its plugin folder in the install rules (bin/), and the CPU variants, which
+    compile the same sources, as alternatives; each variant's feats object library has its
+    variant as its one owner (init used to say "give it one owner"). With that recipe
+    check-cmake and verify-linkage are clean on the build tree and the install; the variants
+    resident side by side would be BT202 (one source compiled into two modules ggml opens)."""
+    from buildtool.recipe.load import load_recipe
+
+    build = _configure(tmp_path)
+    recipe = tmp_path / "init.toml"
+    assert run_cli("init", "--from-cmake", str(build), "--output", str(recipe)).exit_code == 0
+    text = recipe.read_text(encoding="utf-8")
+    assert "give it one owner" not in text
+    written = load_recipe(recipe).recipe
+    assert written.libraries["ggml"].plugin_folder == "bin"
+    plugins = {name: (p.host, p.alternatives, p.objects) for name, p in written.plugins.items()}
+    assert plugins == {
+        "ggml-blas": ("ggml", "", ()),
+        "ggml-cpu-haswell": ("ggml", "ggml-cpu", ("ggml-cpu-haswell-feats",)),
+        "ggml-cpu-zen4": ("ggml", "ggml-cpu", ("ggml-cpu-zen4-feats",)),
+        "ggml-rpc": ("ggml", "", ()),
+    }
+    checked = run_cli("check-cmake", str(build), "--recipe", str(recipe), "--format", "json")
+    assert (checked.exit_code, json.loads(checked.stdout)["findings"]) == (0, [])
+    assert _all_findings(run_cli, build, recipe) == []
+    assert _all_findings(run_cli, tmp_path / "prefix", recipe) == []
+    resident = tmp_path / "resident.toml"
+    resident.write_text(text.replace('alternatives = "ggml-cpu"\n', ""), encoding="utf-8")
+    checked = run_cli("check-cmake", str(build), "--recipe", str(resident), "--format", "json")
+    found = [(f["id"], f["message"]) for f in json.loads(checked.stdout)["findings"]]
+    assert found == [("BT202", "target ggml-cpu-zen4 (CMakeLists.txt:35): src/cpu.c is also "
+                      "compiled into ggml-cpu-haswell, and ggml opens both")]  # fmt: skip

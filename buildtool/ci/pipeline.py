@@ -479,5 +479,13 @@ def run_ci(
     if before is None or after is None:
         return result
     used = after.since(before)
-    log.info("%s", used.summary(request.launcher))
+    if used.errors:  # the build went on uncached where the store failed: say so once
+        log.warning(
+            "%s: its cache store could not be used (%s); the compiles went on uncached: check "
+            "the store's address and credentials",
+            request.launcher,
+            used.summary(request.launcher),
+        )
+    else:
+        log.info("%s", used.summary(request.launcher))
     return dataclasses.replace(result, compile_cache=used)

@@ -15,7 +15,14 @@ from typing import Literal
 from buildtool import __version__
 from buildtool.cmake.collisions import ClaimedTarget, claimed_targets
 from buildtool.fsutil import carries_generated_header
-from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan, ObjectPlan, TargetSettings
+from buildtool.plan import (
+    ExecutablePlan,
+    LibraryPlan,
+    LinkPlan,
+    ObjectPlan,
+    PluginPlan,
+    TargetSettings,
+)
 from buildtool.recipe.values import cmake_version
 
 _PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
@@ -107,10 +114,41 @@ def _render_library(templates: Mapping[str, str], plan: LinkPlan, lib: LibraryPl
             "LINKS": _cmake_list(_targets(plan, lib.links)),
             "OBJECTS": _cmake_list(plan.object(name).target for name in lib.objects),
             "INCLUDE_DIRS": _cmake_list(lib.include_dirs),
-            "SETTINGS": _settings(lib.settings, _external_targets(plan, lib.externals)),
+            "SETTINGS": _settings(lib.settings, _external_targets(plan, lib.externals))
+            + _plugin_dir(plan, lib),
         },
     )
     return _guard(lib.requires_on, body)
+
+
+def _plugin_dir(plan: LinkPlan, lib: LibraryPlan) -> str:
+    """A host's plugin folder relative to its own, for its sources; nothing for a library that
+    hosts no plugins."""
+    if not plan.plugins_of(lib.name):
+        return ""
+    return _keywords(
+        (("PLUGIN_DIR_MACRO", (lib.plugin_dir_macro,)), ("PLUGIN_DIR", (lib.plugin_dir,)))
+    )
+
+
+def _render_plugin(templates: Mapping[str, str], plan: LinkPlan, plugin: PluginPlan) -> str:
+    body = fill(
+        templates["plugin.cmake.in"],
+        {
+            "TARGET": plugin.target,
+            "NAME": plugin.name,
+            "HOST": plan.library(plugin.host).target,
+            "OUTPUT_NAME": plugin.output_name,
+            "FOLDER": plugin.folder,
+            "ORIGIN_SUFFIX": plugin.origin_suffix,
+            "VISIBILITY": plugin.visibility,
+            "SOURCES": _cmake_list(plugin.sources),
+            "LINKS": _cmake_list(_targets(plan, plugin.links)),
+            "OBJECTS": _cmake_list(plan.object(name).target for name in plugin.objects),
+            "SETTINGS": _settings(plugin.settings, _external_targets(plan, plugin.externals)),
+        },
+    )
+    return _guard(plugin.requires_on, body)
 
 
 def _render_object(templates: Mapping[str, str], plan: LinkPlan, obj: ObjectPlan) -> str:
@@ -118,7 +156,7 @@ def _render_object(templates: Mapping[str, str], plan: LinkPlan, obj: ObjectPlan
         templates["object.cmake.in"],
         {
             "TARGET": obj.target,
-            "OWNER": plan.library(obj.owner).target,
+            "OWNER": plan.owner_target(obj.owner),
             "SOURCES": _cmake_list(obj.sources),
             "SETTINGS": _settings(obj.settings, _external_targets(plan, obj.settings.externals)),
         },
@@ -143,6 +181,13 @@ def _render_executable(templates: Mapping[str, str], plan: LinkPlan, exe: Execut
         },
     )
     return _guard(exe.requires_on, body)
+
+
+def _render_plugins(templates: Mapping[str, str], plan: LinkPlan) -> str:
+    if not plan.plugins:
+        return ""
+    parts = "".join(_render_plugin(templates, plan, plugin) for plugin in plan.plugins)
+    return f"# Plugins, opened by their host at run time from its plugin folder.\n{parts}"
 
 
 def _render_extensions(templates: Mapping[str, str], plan: LinkPlan) -> str:
@@ -258,6 +303,7 @@ def render_targets(plan: LinkPlan, templates: Mapping[str, str], mode: CMakeMode
             "EXTERNALS": _render_externals(plan),
             "OBJECTS": "".join(_render_object(templates, plan, obj) for obj in plan.objects),
             "LIBRARIES": "".join(_render_library(templates, plan, lib) for lib in plan.libraries),
+            "PLUGINS": _render_plugins(templates, plan),
             "EXECUTABLES": "".join(
                 _render_executable(templates, plan, exe) for exe in plan.executables
             ),

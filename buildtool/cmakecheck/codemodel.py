@@ -69,6 +69,12 @@ class CmakeTarget:
     compile_flags: tuple[str, ...] = ()
     """The flags its sources are compiled with: each compile group's command fragments, split
     into words (``-fvisibility=hidden`` from ``CXX_VISIBILITY_PRESET``), in order."""
+    dependencies: tuple[str, ...] = ()
+    """Names of the targets built before it: its links and ``add_dependencies`` (a host that
+    opens a module at run time often depends on it so that building the host builds it)."""
+    install_destinations: tuple[str, ...] = ()
+    """Where ``install()`` rules put it, as written (relative to the install prefix, or
+    absolute)."""
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -219,6 +225,12 @@ def parse_target(
         installed=bool(data.get("install")),
         build_folder=_absolute(build_dir, _text((data.get("paths") or {}).get("build", "."))),
         compile_flags=_compile_flags(data),
+        dependencies=tuple(
+            names[item["id"]] for item in data.get("dependencies", ()) if item["id"] in names
+        ),
+        install_destinations=tuple(
+            _text(item["path"]) for item in (data.get("install") or {}).get("destinations", ())
+        ),
     )
 
 

@@ -42,6 +42,31 @@ class ExecutablePolicy:
 
 
 @dataclasses.dataclass(frozen=True)
+class PluginPolicy:
+    """One plugin: a module its host library opens at run time."""
+
+    name: str
+    """Recipe name."""
+    file_name: str
+    """File name of the built module: how its CMake target is found."""
+    host: str
+    """File name of the library that opens it."""
+    alternatives: str
+    """Its group of alternatives (one resident at a time); empty: none."""
+    links: tuple[str, ...]
+    """File names of the libraries it must link."""
+    objects: tuple[str, ...]
+    """Object libraries it owns."""
+    forbidden: tuple[str, ...]
+    """File-name patterns it may never link."""
+
+    def alternative_to(self, other: PluginPolicy) -> bool:
+        """Whether ``other`` is an alternative to it: never resident beside it."""
+        same = (self.host, self.alternatives) == (other.host, other.alternatives)
+        return bool(self.alternatives) and same and self.name != other.name
+
+
+@dataclasses.dataclass(frozen=True)
 class CmakePolicy:
     """Everything the checks that need a recipe know."""
 
@@ -53,13 +78,20 @@ class CmakePolicy:
     """Executables and tests."""
     removed: tuple[str, ...]
     """Legacy file names no target may build any more."""
+    plugins: tuple[PluginPolicy, ...] = ()
+    """Modules the libraries open at run time."""
 
     @property
     def library_files(self) -> frozenset[str]:
         return frozenset(lib.file_name for lib in self.libraries)
 
-    def object_owner(self, name: str) -> LibraryPolicy | None:
-        return next((lib for lib in self.libraries if name in lib.objects), None)
+    def object_owner(self, name: str) -> LibraryPolicy | PluginPolicy | None:
+        owners: tuple[LibraryPolicy | PluginPolicy, ...] = (*self.libraries, *self.plugins)
+        return next((owner for owner in owners if name in owner.objects), None)
+
+    def plugin_by_file(self, file_names: tuple[str, ...]) -> PluginPolicy | None:
+        """The plugin a target building ``file_names`` is, or None."""
+        return next((p for p in self.plugins if p.file_name in file_names), None)
 
 
 def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> CmakePolicy:
@@ -88,7 +120,19 @@ def policy_from_plan(plan: LinkPlan, verify: VerifySettings) -> CmakePolicy:
         )
         for exe in plan.executables
     )
-    return CmakePolicy(plan.recipe_source, libraries, executables, verify.removed)
+    plugins = tuple(
+        PluginPolicy(
+            name=plugin.name,
+            file_name=plugin.file_name,
+            host=files[plugin.host],
+            alternatives=plugin.alternatives,
+            links=tuple(files[name] for name in plugin.links),
+            objects=plugin.objects,
+            forbidden=tuple(verify.forbidden_needed.get(plugin.name, ())),
+        )
+        for plugin in plan.plugins
+    )
+    return CmakePolicy(plan.recipe_source, libraries, executables, verify.removed, plugins)
 
 
 def policy_for_recipe(loaded: LoadedRecipe) -> CmakePolicy:

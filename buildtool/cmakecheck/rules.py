@@ -25,7 +25,7 @@ from buildtool.cmakecheck.linkline import (
     static_archives,
     unversioned,
 )
-from buildtool.cmakecheck.policy import CmakePolicy
+from buildtool.cmakecheck.policy import CmakePolicy, PluginPolicy
 from buildtool.linkage.checks.catalogue import Finding
 
 
@@ -71,14 +71,25 @@ def _finding(target: CmakeTarget, check_id: str, message: str, evidence: str = "
 
 class Together:
     """Whether two targets end up in one process: one links the other, one target links both,
-    or the recipe's loader loads both."""
+    the recipe's loader loads both, or a plugin is opened beside the other (its host's
+    closure, the loader's libraries, the host's other plugins but its alternatives)."""
 
     def __init__(self, graph: Graph, policy: CmakePolicy | None) -> None:
         self.graph = graph
         files = policy.library_files if policy else frozenset()
         self.loaded = {t.name for t in graph.model.targets if files and set(t.file_names) & files}
+        self.plugins: dict[str, PluginPolicy] = {}
+        self.hosts: dict[str, str] = {}
+        for target in graph.model.of_type(*LIBRARY_TYPES) if policy else ():
+            plugin = policy.plugin_by_file(target.file_names) if policy else None
+            host = _by_file(graph.model, plugin.host, LIBRARY_TYPES) if plugin else None
+            if plugin is not None and host is not None:
+                self.plugins[target.name] = plugin
+                self.hosts[target.name] = host.name
 
     def reason(self, first: str, second: str) -> str | None:
+        if first in self.plugins or second in self.plugins:
+            return self._plugin_reason(first, second)
         linked = self.graph.linked
         if second in linked.get(first, ()):
             return f"{first} links {second}"
@@ -89,6 +100,26 @@ class Together:
         for name, names in linked.items():
             if first in names and second in names:
                 return f"{name} links both"
+        return None
+
+    def both_plugins(self, first: str, second: str) -> bool:
+        """Whether both are plugins: their hosts open them ``RTLD_LOCAL``, so neither one's
+        exports bind the other's calls."""
+        return first in self.plugins and second in self.plugins
+
+    def _plugin_reason(self, first: str, second: str) -> str | None:
+        """Why a plugin and another target are in one process, or None (alternatives)."""
+        plugin, other = (first, second) if first in self.plugins else (second, first)
+        host = self.hosts[plugin]
+        if other in self.plugins:
+            if self.plugins[plugin].alternative_to(self.plugins[other]):
+                return None  # one of them at a time, by the recipe
+            if self.hosts[other] == host:
+                return f"{host} opens both"
+            return f"the recipe's loader loads {host} and {self.hosts[other]}, which open them"
+        in_host = other == host or other in self.graph.linked.get(host, ())
+        if in_host or other in self.loaded:
+            return f"{host} opens {plugin} in the process that loads {other}"
         return None
 
 
@@ -241,7 +272,7 @@ def check_static_libraries(graph: Graph, together: Together) -> Iterator[Finding
     model = graph.model
     for (first, second), archives in _exported_archives(graph).items():
         reason = together.reason(first, second)
-        if reason is None:
+        if reason is None or together.both_plugins(first, second):
             continue
         yield _finding(
             model.target(second),
@@ -419,6 +450,22 @@ def library_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:
         yield from check_runpath(model, target, _links_split(graph, target, policy.library_files))
 
 
+def plugin_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:
+    """BT210, BT203, BT209 for plugins, and BT207 on an RPATH entry that is not
+    $ORIGIN-relative (none at all is right when its host's closure is all it needs)."""
+    model = graph.model
+    for plugin in policy.plugins:
+        target = _by_file(model, plugin.file_name, LIBRARY_TYPES)
+        if target is None:
+            yield Finding(
+                "BT210", policy.source, f"plugin {plugin.name}: no target builds {plugin.file_name}"
+            )
+            continue
+        yield from check_forbidden(target, plugin.forbidden)
+        yield from check_required_links(target, plugin.links)
+        yield from check_runpath(model, target, links_split=False)
+
+
 def executable_findings(graph: Graph, policy: CmakePolicy, as_needed: bool) -> Iterator[Finding]:
     model = graph.model
     for exe in policy.executables:
@@ -474,6 +521,7 @@ def check_codemodel(
     findings = list(generic_findings(graph, policy))
     if policy is not None:
         findings += library_findings(graph, policy)
+        findings += plugin_findings(graph, policy)
         findings += executable_findings(graph, policy, as_needed_default)
         findings += object_findings(graph, policy)
         findings += removed_findings(model, policy)

@@ -12,11 +12,19 @@ import json
 import posixpath
 import re
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 from buildtool.cmakecheck.codemodel import CmakeTarget, Codemodel
 from buildtool.cmakecheck.linkline import as_needed_per_fragment, library_paths, unversioned
 from buildtool.cmakecheck.rules import Graph, make_graph
+from buildtool.cmakecheck.starter_plugins import (
+    PluginGuess,
+    guess_plugins,
+    is_python_module,
+    plugin_folder,
+    plugin_links,
+    plugin_notes,
+)
 
 HEADER = """\
 # Starter policy recipe written by `buildtool init --from-cmake` from the CMake code model of
@@ -88,7 +96,7 @@ def _owners(
                 f"{kept[0]} (its objects list and an [objects.{recipe_name(obj)}] table)."
             )
             notes += _comment(text)
-        elif holders:
+        elif len(holders) > 1:
             notes.append(
                 f"# OBJECT library {obj} is linked into {', '.join(holders)}: give it one owner"
             )
@@ -162,7 +170,13 @@ def _no_as_needed(target: CmakeTarget, build_dir: str, files: Mapping[str, str])
     return list(dict.fromkeys(found))
 
 
-def _library_tables(graph: Graph, names: Mapping[str, str], left_out: Iterable[str]) -> list[str]:
+def _library_tables(
+    graph: Graph,
+    names: Mapping[str, str],
+    left_out: Iterable[str],
+    folders: Mapping[str, str],
+) -> list[str]:
+    """``folders``: each host's plugin folder, by CMake target."""
     owners, notes = _owners(graph, names, left_out)
     linked = _linked_by_anything(graph)
     lines: list[str] = []
@@ -178,6 +192,8 @@ def _library_tables(graph: Graph, names: Mapping[str, str], left_out: Iterable[s
         links = _library_links(graph, target, names)
         if links:
             lines.append(f"links = {_array(links)}")
+        if folders.get(target.name, "lib") != "lib":
+            lines.append(f"plugin-folder = {json.dumps(folders[target.name])}")
         objects = [recipe_name(obj) for obj, owner in owners.items() if owner == name]
         if objects:
             lines.append(f"objects = {_array(objects)}")
@@ -191,6 +207,53 @@ def _library_tables(graph: Graph, names: Mapping[str, str], left_out: Iterable[s
     for obj in owners:
         lines += ["", f"[objects.{table_key(recipe_name(obj))}]"]
     return lines + (["", *notes] if notes else [])
+
+
+def _plugin_tables(
+    graph: Graph, guesses: Sequence[PluginGuess], names: Mapping[str, str]
+) -> list[str]:
+    """The ``[plugins.<name>]`` tables, after what init could not tell about them."""
+    owners, _ = _owners(graph, names, ())
+    lines = plugin_notes(guesses, names)
+    for guess in guesses:
+        target = guess.target
+        name = names[target.name]
+        lines += ["", f"[plugins.{table_key(name)}]", f"file = {json.dumps(target.file_names[0])}"]
+        lines.append(f"host = {json.dumps(names[guess.host])}")
+        if guess.alternatives:
+            lines.append(f"alternatives = {json.dumps(guess.alternatives)}")
+        links = [names[link] for link in plugin_links(graph, target) if link in names]
+        if links:
+            lines.append(f"links = {_array(links)}")
+        objects = [recipe_name(obj) for obj, owner in owners.items() if owner == name]
+        if objects:
+            lines.append(f"objects = {_array(objects)}")
+    return lines
+
+
+def _plugins(
+    graph: Graph, names: dict[str, str], libraries: Sequence[CmakeTarget]
+) -> tuple[list[PluginGuess], dict[str, str], list[str]]:
+    """The modules that are plugins of described libraries (their recipe names added to
+    ``names``), each host's plugin folder, and notes on the modules left out."""
+    model = graph.model
+    modules, notes = [], []
+    for target in _built(model, "MODULE_LIBRARY"):
+        if target.name in model.subproject_targets:
+            continue
+        if is_python_module(target) or not libraries:
+            what = "a Python extension module" if libraries else "no library to open it"
+            notes.append(f"# MODULE library {target.file_names[0]} (target {target.name}): "
+                         f"{what}, left out")  # fmt: skip
+            continue
+        modules.append(target)
+        names[target.name] = recipe_name(target.name, names.values())
+    guesses = guess_plugins(graph, modules, libraries)
+    folders = {
+        host: plugin_folder(model.target(host), [g.target for g in guesses if g.host == host])
+        for host in dict.fromkeys(guess.host for guess in guesses)
+    }
+    return guesses, folders, notes
 
 
 def _executable_tables(graph: Graph, names: Mapping[str, str]) -> list[str]:
@@ -245,6 +308,10 @@ def starter_recipe(model: Codemodel, build_dir: str, root: str = ".") -> str:
             "a deployment ships beside the project's libraries."
         )
         lines += ["", *_comment(text)]
-    lines += _library_tables(graph, names, left_out)
+    described = [model.target(name) for name in names]
+    guesses, folders, module_notes = _plugins(graph, names, described)
+    lines += _library_tables(graph, names, left_out, folders)
+    lines += _plugin_tables(graph, guesses, names)
+    lines += ["", *module_notes] if module_notes else []
     lines += _executable_tables(graph, names)
     return "\n".join(lines) + "\n"

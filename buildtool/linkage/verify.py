@@ -19,12 +19,14 @@ from buildtool.linkage.checks.growth import (
     match_baseline,
     unmatched,
 )
+from buildtool.linkage.checks.plugins import find_plugins
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.subject import (
     DeepInitializers,
     FunctionNames,
     HostLookup,
     Initializers,
+    Plugin,
     Subject,
     digests_as_names,
 )
@@ -223,6 +225,47 @@ def _closures(
     return closures
 
 
+def _plugin_closures(
+    plugins: Sequence[Plugin],
+    closures: Mapping[PurePosixPath, Closure],
+    read: FactsLookup,
+    envs: Mapping[str, Environment],
+    labels: Mapping[PurePosixPath, str],
+) -> dict[PurePosixPath, Closure]:
+    """Each plugin's closure as its host opens it: with the host's closure loaded already (a
+    plugin built for another machine than its host is resolved alone: BT128 says why)."""
+    found = {}
+    for plugin in plugins:
+        facts, host = plugin.binary.facts, plugin.host
+        if facts is None or host is None or host.facts is None:
+            continue
+        if (facts.machine, facts.elf_class) != (host.facts.machine, host.facts.elf_class):
+            continue
+        location = plugin.binary.location
+        env = envs[labels[location]]
+        loaded = _as_loaded(closures[host.location], read)
+        found[location] = resolve_closure(str(location), facts, read, env, loaded=loaded)
+    return found
+
+
+def _as_loaded(host: Closure, read: FactsLookup) -> Closure:
+    """The host's closure as a process that runs the host has it: a NEEDED the host's own
+    search does not find (its finding says so) was loaded all the same, or the host would not
+    run; the file of that name beside the requester stands for it."""
+    objects = dict(host.objects)
+    order, names = list(host.load_order), dict(host.names)
+    for edge in host.missing:
+        path = posixpath.join(posixpath.dirname(edge.requester), edge.needed)
+        facts = read(path) if edge.needed not in names else None
+        if facts is not None:
+            objects.setdefault(path, facts)
+            order.append(path)
+            names[edge.needed] = path
+    if len(order) == len(host.load_order):
+        return host
+    return dataclasses.replace(host, load_order=tuple(order), objects=objects, names=names)
+
+
 def _interpreters(
     inputs: Sequence[InputSet], read: FactsLookup, envs: Mapping[str, Environment]
 ) -> dict[str, Closure]:
@@ -346,6 +389,9 @@ def verify_inputs(
     read = _facts_lookup(good, relocated, policy.registration_names, decoder)
     names = {b.location.name for b in good} | {a.name for e in relocated for a in e.aliases}
     closures = _closures(relocated, read, envs)
+    plugins = find_plugins(relocated, policy)
+    labels = {binary.location: entry.label for entry in relocated for binary in entry.files}
+    closures.update(_plugin_closures(plugins, closures, read, envs, labels))
     reader = FunctionNameLookup()
     init_reader = InitializerLookup()
     initializers, deep_initializers = _initializers(init_reader)
@@ -362,6 +408,7 @@ def verify_inputs(
             deep_initializers=deep_initializers,
             interpreters=_interpreters(relocated, read, envs),
             on_this_machine=_on_this_machine(load_ld_so_cache()),
+            plugins=plugins,
         )
         checked = run_checks(subject)
     finally:

@@ -61,11 +61,16 @@ class Distribution:
     """CMake cache entries of its build: every optional library's option, ON or OFF."""
     dependencies: tuple[str, ...]
     """Its ``Requires-Dist`` entries."""
+    plugins: tuple[str, ...] = ()
+    """Recipe names of the plugins it ships (each one a CMake install component too): those
+    of its libraries, in its host's wheel (the add-on's when the host or a library a plugin
+    links is optional)."""
 
     @property
     def components(self) -> tuple[str, ...]:
         """The CMake install components that make up the wheel."""
-        return ((PYTHON_COMPONENT,) if self.ships_package else ()) + self.libraries
+        package = (PYTHON_COMPONENT,) if self.ships_package else ()
+        return package + self.libraries + self.plugins
 
     @property
     def pyproject(self) -> str:
@@ -93,6 +98,7 @@ def full_distribution(plan: LinkPlan, project_dir: str = ".") -> Distribution:
         ships_package=True,
         defines=_defines(plan, "ON"),
         dependencies=(),
+        plugins=tuple(plugin.name for plugin in plan.plugins),
     )
 
 
@@ -109,6 +115,7 @@ def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
         ships_package=True,
         defines=_defines(plan, "OFF"),
         dependencies=(),
+        plugins=tuple(plugin.name for plugin in plan.plugins if not plugin.optional),
     )
     compiler = Distribution(
         name=compiler_name,
@@ -118,6 +125,7 @@ def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
         ships_package=False,
         defines=_defines(plan, "ON"),
         dependencies=(f"{runtime_name}=={project.version}",),
+        plugins=tuple(plugin.name for plugin in plan.plugins if plugin.optional),
     )
     return runtime, compiler
 

@@ -21,10 +21,14 @@ _LIBRARY_SUFFIXES = (".so", ".dylib", ".dll")
 
 def file_stem(lib: LibraryPlan) -> str:
     """``libdemo_runtime.so`` -> ``libdemo_runtime``; the loader adds the platform's suffix."""
+    return _stem(lib.file_name)
+
+
+def _stem(file_name: str) -> str:
     for suffix in _LIBRARY_SUFFIXES:
-        if lib.file_name.endswith(suffix):
-            return lib.file_name[: -len(suffix)]
-    return lib.file_name
+        if file_name.endswith(suffix):
+            return file_name[: -len(suffix)]
+    return file_name
 
 
 def runtime_library(plan: LinkPlan) -> LibraryPlan:
@@ -52,6 +56,20 @@ def _libraries_literal(plan: LinkPlan) -> str:
     return "".join(rows)
 
 
+def _plugins_literal(plan: LinkPlan) -> str:
+    rows = (
+        f'\n    ("{plugin.name}", "{_stem(plugin.file_name)}", "{plugin.host}", '
+        f'"{plugin.alternatives}"),'
+        for plugin in plan.plugins
+    )
+    return "".join(rows) + ("\n" if plan.plugins else "")
+
+
+def _plugin_folders(plan: LinkPlan) -> str:
+    hosts = dict.fromkeys(plugin.host for plugin in plan.plugins)
+    return ", ".join(f'"{host}": "{plan.library(host).plugin_folder}"' for host in hosts)
+
+
 def render_loader(plan: LinkPlan, templates: Mapping[str, str]) -> dict[str, str]:
     """The loader modules, by path relative to the project root; empty without a package dir."""
     project = plan.project
@@ -65,6 +83,8 @@ def render_loader(plan: LinkPlan, templates: Mapping[str, str]) -> dict[str, str
         "ADDON_DISTRIBUTION": project.addon_distribution or f"{project.name}-compiler",
         "LIBRARIES": _libraries_literal(plan),
         "RUNTIME": runtime_library(plan).name,
+        "PLUGINS": _plugins_literal(plan),
+        "PLUGIN_FOLDERS": _plugin_folders(plan),
         "WORKTREE_LEVELS": str(worktree_levels(project.python_package_dir)),
         "NAME": project.name,
         "HEADER_DIRS": "".join(f'"{folder}", ' for folder in project.headers).rstrip(" "),

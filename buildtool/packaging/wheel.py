@@ -155,6 +155,7 @@ def wheel_targets(plan: LinkPlan, dist: Distribution, tree: WheelTree) -> tuple[
     built = with_option_values(plan, tree.option_values)
     names = {lib.name for lib in built.libraries}
     targets = [built.library(name).target for name in dist.libraries if name in names]
+    targets += [plugin.target for plugin in built.plugins if plugin.name in dist.plugins]
     targets += [module.target for module in extensions_of(built, dist)]
     return tuple(targets)
 
@@ -291,8 +292,12 @@ def built_package_files(plan: LinkPlan, dist: Distribution) -> set[str]:
 
 def expected_files(plan: LinkPlan, dist: Distribution, package_files: frozenset[str]) -> set[str]:
     """Every file ``dist``'s wheel must hold outside its ``.dist-info`` folder."""
-    libraries = {
-        f"{plan.project.package}/lib/{plan.library(name).file_name}" for name in dist.libraries
+    package = plan.project.package
+    libraries = {f"{package}/lib/{plan.library(name).file_name}" for name in dist.libraries}
+    libraries |= {
+        f"{package}/{plugin.folder}/{plugin.file_name}"
+        for plugin in plan.plugins
+        if plugin.name in dist.plugins
     }
     if not dist.ships_package:
         return libraries | built_package_files(plan, dist)

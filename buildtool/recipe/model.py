@@ -170,6 +170,81 @@ class SharedLibrary:
     """Name of an ``[options.<name>]``: the library is built only while that option is ON
     (whatever links it only then, too). Empty: always."""
 
+    plugin_folder: str = "lib"
+    """Where this library opens its plugins (``[plugins.<name>]`` with ``host`` naming it) at
+    run time: a folder of the install layout, the same relative path in a wheel's
+    ``<package>/``, under ``cmake --install``'s prefix and in the build folder (``lib``: beside
+    this library; ``lib/backends``; ``bin``: beside the programs, as ggml does). Its sources get
+    the folder relative to the library's own (``backends``, ``../bin``, ``.``) as the
+    definition ``<TARGET>_PLUGIN_DIR``; the Python loader's ``plugin_folder(name)`` gives the
+    folder itself."""
+
+
+@dataclasses.dataclass(frozen=True)
+class PluginLibrary:
+    """A ``[plugins.<name>]`` table: a module a library of the split (its host) opens at run
+    time (``dlopen``), from the host's ``plugin-folder``: nothing links it, and it has no
+    SONAME. It is built as a CMake MODULE library with the RUNPATH that finds the libraries in
+    ``lib/`` from that folder (``$ORIGIN/..`` from ``lib/backends``, ``$ORIGIN/../lib`` from
+    ``bin``), installed as the CMake install component of its name, and shipped in the wheel
+    of its host (the add-on wheel when the host or a library it links is optional).
+    verify-linkage judges it as its host opens it: everything the host loads is loaded
+    already."""
+
+    host: str
+    """The library (``[libraries.<name>]``) that opens it."""
+
+    alternatives: str = ""
+    """A name shared by plugins of one host of which the host keeps at most one loaded (ggml's
+    CPU variants, ``cpu``: the best-scoring one): alternatives may hold the same code and
+    register the same names, never being resident together. Empty: resident beside every other
+    plugin of its host."""
+
+    sources: tuple[str, ...] = ()
+    """Source files or globs (``**`` allowed), relative to the project root. Empty in a recipe
+    that only describes binaries built elsewhere (verification policy only)."""
+
+    links: tuple[str, ...] = ()
+    """Libraries of the recipe it links (PRIVATE: nothing links a plugin)."""
+
+    objects: tuple[str, ...] = ()
+    """Object libraries it owns (each object library has exactly one owner, a library or a
+    plugin)."""
+
+    externals: tuple[str, ...] = ()
+    """Externals (``[externals.<name>]``) it compiles and links against."""
+
+    registers: tuple[str, ...] = ()
+    """Global names it registers in its host's registry when it is opened: no other plugin
+    resident beside it (and no library) may register them too; alternatives may."""
+
+    file: str = ""
+    """File name of the built plugin; defaults to ``lib<output-name>.so``."""
+
+    output_name: str = ""
+    """Base name of the built file (CMake's ``OUTPUT_NAME``); defaults to what ``file`` says,
+    else ``<library-prefix><name>``."""
+
+    visibility: Visibility = "hidden"
+    """Symbol visibility of its sources: ``hidden`` (only what it marks is exported, which is
+    what its host looks up with ``dlsym``) or ``default``."""
+
+    definitions: tuple[str, ...] = ()
+    """Compile definitions (``NAME`` or ``NAME=VALUE``) of its sources and object libraries."""
+
+    include_dirs: tuple[str, ...] = ()
+    """Include folders of its sources, relative to the project root."""
+
+    compile_options: tuple[str, ...] = ()
+    """Compiler flags of its sources (``-mavx2``)."""
+
+    link_options: tuple[str, ...] = ()
+    """Linker flags of its link."""
+
+    when: str = ""
+    """Name of an ``[options.<name>]``: built only while that option is ON (and while its host
+    is built). Empty: always."""
+
 
 @dataclasses.dataclass(frozen=True)
 class ObjectLibrary:
@@ -440,8 +515,11 @@ class Recipe:
     libraries: dict[TargetName, SharedLibrary] = dataclasses.field(default_factory=dict)
     """Shared libraries of the split, by name (``ffi``, ``runtime``, ``compiler``)."""
 
+    plugins: dict[TargetName, PluginLibrary] = dataclasses.field(default_factory=dict)
+    """Modules a library of the split opens at run time, by name (``ggml-cpu-haswell``)."""
+
     objects: dict[TargetName, ObjectLibrary] = dataclasses.field(default_factory=dict)
-    """Object libraries, by name; each owned by exactly one shared library."""
+    """Object libraries, by name; each owned by exactly one shared library or plugin."""
 
     executables: dict[TargetName, Executable] = dataclasses.field(default_factory=dict)
     """Executables, by name (``minrpc``)."""

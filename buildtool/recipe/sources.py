@@ -21,6 +21,7 @@ def _source_arrays(loaded: LoadedRecipe) -> Iterator[tuple[str, tuple[str, ...]]
     recipe = loaded.recipe
     tables: dict[str, Mapping[str, object]] = {
         "libraries": recipe.libraries,
+        "plugins": recipe.plugins,
         "objects": recipe.objects,
         "executables": recipe.executables,
         "tests": recipe.tests,

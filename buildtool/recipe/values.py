@@ -20,6 +20,7 @@ from buildtool.recipe.model import (
     Extension,
     MigrateSettings,
     ObjectLibrary,
+    PluginLibrary,
     Recipe,
     SharedLibrary,
 )
@@ -89,13 +90,14 @@ def _folders(recipe: Recipe) -> Iterator[tuple[str, str]]:
         yield f"{key}.template", header.template
 
 
-_Target = SharedLibrary | ObjectLibrary | Executable | Extension
+_Target = SharedLibrary | PluginLibrary | ObjectLibrary | Executable | Extension
 
 
 def _targets(recipe: Recipe) -> Iterator[tuple[str, _Target]]:
     """(key path, table) of every target of the recipe."""
     tables: dict[str, Mapping[str, _Target]] = {
         "libraries": recipe.libraries,
+        "plugins": recipe.plugins,
         "objects": recipe.objects,
         "executables": recipe.executables,
         "tests": recipe.tests,
@@ -136,12 +138,39 @@ def _cmake_strings(recipe: Recipe) -> Iterator[tuple[str, str]]:
         yield f"options.{name}.help", option.help
     yield from _folders(recipe)
     yield from _flags(recipe)
+    for name, lib in recipe.libraries.items():
+        yield f"libraries.{name}.plugin-folder", lib.plugin_folder
+    for name, plugin in recipe.plugins.items():
+        yield f"plugins.{name}.alternatives", plugin.alternatives
+
+
+def _check_plugin_folders(recipe: Recipe, source: str) -> None:
+    """A plugin folder is a plain relative folder of the install layout, written normalized
+    (it is compared with where files lie, and pasted into CMake and C definitions)."""
+    for name, lib in recipe.libraries.items():
+        folder = lib.plugin_folder
+        pure = PurePosixPath(folder)
+        if relative_path_problem(folder) or pure.as_posix() != folder or folder == ".":
+            raise RecipeError(
+                source,
+                f"libraries.{name}.plugin-folder",
+                "expected a folder relative to the install prefix, without '..' ('lib', "
+                f"'lib/backends', 'bin'), found {folder!r}",
+            )
 
 
 def _file_names(recipe: Recipe) -> Iterator[tuple[str, str]]:
-    for name, lib in recipe.libraries.items():
-        if lib.file:
-            yield f"libraries.{name}.file", lib.file
+    for table, entries in _built_files(recipe):
+        for name, lib in entries.items():
+            if lib.file:
+                yield f"{table}.{name}.file", lib.file
+
+
+def _built_files(
+    recipe: Recipe,
+) -> tuple[tuple[str, Mapping[str, SharedLibrary | PluginLibrary]], ...]:
+    """The tables whose entries name their built file (``file``, ``output-name``)."""
+    return (("libraries", recipe.libraries), ("plugins", recipe.plugins))
 
 
 _OUTPUT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
@@ -149,22 +178,26 @@ _OUTPUT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*\Z")
 
 
 def _check_output_names(recipe: Recipe, source: str) -> None:
-    for name, lib in recipe.libraries.items():
-        key = f"libraries.{name}"
-        if lib.output_name and not _OUTPUT_NAME.match(lib.output_name):
-            raise RecipeError(
-                source,
-                f"{key}.output-name",
-                "expected a base file name of letters, digits and '_', '.', '+', '-' "
-                f"(sentencepiece gives libsentencepiece.so), found {lib.output_name!r}",
-            )
-        if lib.output_name and lib.file and lib.file != f"lib{lib.output_name}.so":
-            raise RecipeError(
-                source,
-                f"{key}.file",
-                f"output-name {lib.output_name!r} makes lib{lib.output_name}.so, but file says "
-                f"{lib.file!r}; set one of them",
-            )
+    for table, entries in _built_files(recipe):
+        for name, lib in entries.items():
+            _check_output_name(f"{table}.{name}", lib, source)
+
+
+def _check_output_name(key: str, lib: SharedLibrary | PluginLibrary, source: str) -> None:
+    if lib.output_name and not _OUTPUT_NAME.match(lib.output_name):
+        raise RecipeError(
+            source,
+            f"{key}.output-name",
+            "expected a base file name of letters, digits and '_', '.', '+', '-' "
+            f"(sentencepiece gives libsentencepiece.so), found {lib.output_name!r}",
+        )
+    if lib.output_name and lib.file and lib.file != f"lib{lib.output_name}.so":
+        raise RecipeError(
+            source,
+            f"{key}.file",
+            f"output-name {lib.output_name!r} makes lib{lib.output_name}.so, but file says "
+            f"{lib.file!r}; set one of them",
+        )
 
 
 _FIND_VERSION = re.compile(r"\d+(\.\d+){0,3}(\.\.\.<?\d+(\.\d+){0,3})?\Z")
@@ -215,6 +248,7 @@ def check_values(recipe: Recipe, source: str) -> None:
                 source, key, f"{special.group()!r} would break the generated CMake, in {text!r}"
             )
     _check_definitions(recipe, source)
+    _check_plugin_folders(recipe, source)
     _check_output_names(recipe, source)
     _check_externals(recipe, source)
     _check_standards(recipe, source)

@@ -296,6 +296,23 @@ CHECKS: tuple[Check, ...] = (
         "py::module_local() in each.",
     ),
     Check(
+        "BT128",
+        "plugin-unopenable",
+        "error",
+        "A plugin the recipe declares ([plugins]) that its host cannot open: it lies outside "
+        "the folder its host opens plugins from (the host's plugin-folder; in a CMake build "
+        "tree, where cmake --install puts the two files), or it is built for another machine "
+        "or ELF class than its host. A library it needs that neither its host's closure "
+        "(loaded before the host opens it: ld.so matches NEEDED names against loaded objects "
+        "first) nor its own RUNPATH finds is BT107, BT109 or BT112 on the plugin, as for any "
+        "file; its undefined symbols bind against its own closure and, when the host is in "
+        "the global scope (the recipe's loader opens it RTLD_GLOBAL, or a program links it), "
+        "the host's closure (BT106).",
+        "Install the plugin into its host's plugin folder (or correct plugin-folder), built "
+        "with the host's toolchain.",
+        needs_recipe=True,
+    ),
+    Check(
         "BT130",
         "size-budget-exceeded",
         "error",

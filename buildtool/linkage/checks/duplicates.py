@@ -22,7 +22,7 @@ from buildtool.linkage.checks.initializer_reach import (
     shape_groups,
     through,
 )
-from buildtool.linkage.checks.policy import LibraryRule, ObjectRule
+from buildtool.linkage.checks.policy import LibraryRule, ObjectRule, PluginRule
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 
@@ -217,7 +217,7 @@ def _both_grafted(subject: Subject, pair: Pair) -> str | None:
     return GRAFT_SUFFIX.sub("", first.soname or "")
 
 
-def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Finding:
+def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Finding | None:
     bound = registry_callees(subject, pair)
     if bound:
         return _duplicate_finding(
@@ -225,6 +225,8 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
             f"stripped: exported symbols defined in both: {listed(names)}; "
             f"{_via(subject, pair, bound)}",
         )
+    if subject.both_plugins(*pair):
+        return None  # opened RTLD_LOCAL: each binds its own exports, and nothing is registered
     if _both_symbolic(subject, pair):
         return Finding(
             "BT124",
@@ -308,9 +310,12 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     exported = _stripped_exports(subject)
     for pair, names in sorted(exported.items(), key=lambda item: _pair_key(item[0])):
         stripped = not all(subject.facts(b).has_symtab for b in pair)
-        if pair not in reported and stripped:
+        if pair in reported or not stripped:
+            continue
+        finding = _stripped_finding(subject, pair, names)
+        if finding is not None:
             reported.add(pair)
-            yield _stripped_finding(subject, pair, names)
+            yield finding
     yield from _shared_registrations(subject, reported)
 
 
@@ -363,6 +368,8 @@ def _alike_builds(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
             continue
         if _both_grafted(subject, pair) or _both_symbolic(subject, pair):
             continue
+        if subject.both_plugins(*pair):
+            continue  # opened RTLD_LOCAL: neither one's exports bind the other's calls
         reported.add(pair)
         yield _duplicate_finding(
             pair,
@@ -395,9 +402,14 @@ def _object_marks(facts: BinaryFacts, obj: ObjectRule) -> str:
     return f"{kind}: registration strings {listed(strings)}" if strings else ""
 
 
+def _owners(subject: Subject) -> tuple[LibraryRule | PluginRule, ...]:
+    """The recipe's libraries and plugins: what owns object libraries and registrations."""
+    return (*subject.policy.libraries, *subject.policy.plugins)
+
+
 def check_owned_initializers(subject: Subject) -> Iterator[Finding]:
     """With a recipe: an object library's code lives in its owner only."""
-    for rule in subject.policy.libraries:
+    for rule in _owners(subject):
         for obj in rule.objects:
             for binary in subject.shared:
                 if rule.matches(base_name(binary)):
@@ -414,7 +426,9 @@ def check_owned_initializers(subject: Subject) -> Iterator[Finding]:
 
 
 def check_registrations(subject: Subject) -> Iterator[Finding]:
-    for rule in subject.policy.libraries:
+    """BT104 for a declared name in two files one process holds at once (two alternatives of
+    one host never are); BT105/BT115 for one missing from the file the recipe puts it in."""
+    for rule in _owners(subject):
         for name in rule.registers:
             holders = [b for b in subject.shared if name in subject.facts(b).registration_strings]
             for pair in _pairs(subject, holders):
@@ -434,7 +448,7 @@ def check_registrations(subject: Subject) -> Iterator[Finding]:
 
 
 def _registration_missing(
-    facts: BinaryFacts, owner: BinaryFile, rule: LibraryRule, name: str
+    facts: BinaryFacts, owner: BinaryFile, rule: LibraryRule | PluginRule, name: str
 ) -> Finding:
     """BT105 when the absence is proven: the file keeps its ``.symtab`` and none of the static
     initializers of its sources and objects is in it, so the registering code is not there.

@@ -12,7 +12,7 @@ from typing import Final
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name, listed
-from buildtool.linkage.checks.policy import recipe_spelling
+from buildtool.linkage.checks.policy import LibraryRule, PluginRule, recipe_spelling
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 from buildtool.linkage.loaders.platform import (
@@ -28,8 +28,10 @@ def check_required_needed(subject: Subject) -> Iterator[Finding]:
         needed = subject.facts(binary).needed
         library = subject.policy.library_by_file(base_name(binary))
         executable = subject.policy.executable_by_file(base_name(binary))
+        plugin = subject.policy.plugin_by_file(base_name(binary))
         rule_required = library.required_needed if library else ()
         rule_required += executable.required_needed if executable else ()
+        rule_required += plugin.required_needed if plugin else ()
         spelled = {recipe_spelling(entry) for entry in needed}
         for required in rule_required:
             if recipe_spelling(required) not in spelled:
@@ -59,9 +61,11 @@ def _forbidden_for(subject: Subject, binary: BinaryFile) -> Iterator[tuple[str, 
     needed = subject.facts(binary).needed
     library = subject.policy.library_by_file(base_name(binary))
     executable = subject.policy.executable_by_file(base_name(binary))
+    plugin = subject.policy.plugin_by_file(base_name(binary))
     patterns = (library.forbidden_needed if library else ()) + (
         executable.forbidden_needed if executable else ()
     )
+    patterns += plugin.forbidden_needed if plugin else ()
     for entry in needed:
         matched = [p for p in patterns if _matches(entry, p)]
         if matched:
@@ -85,13 +89,18 @@ def check_recipe_libraries_present(subject: Subject) -> Iterator[Finding]:
         return
     names = {base_name(b) for b in subject.files} | set(subject.in_input)
     names |= {subject.facts(b).soname or "" for b in subject.files}
-    for rule in subject.policy.libraries:
+    rules: tuple[LibraryRule | PluginRule, ...] = (
+        *subject.policy.libraries,
+        *subject.policy.plugins,
+    )
+    for rule in rules:
         if rule.optional or any(rule.matches(name) for name in names if name):
             continue
+        kind = "plugin" if isinstance(rule, PluginRule) else "library"
         yield Finding(
             "BT126",
             subject.policy.source or rule.file_name,
-            f"library {rule.name} ({rule.file_name}) matches no file of the inputs",
+            f"{kind} {rule.name} ({rule.file_name}) matches no file of the inputs",
             f"searched {len(subject.files)} files by file name, SONAME and versioned name",
         )
 

@@ -80,6 +80,58 @@ class LibraryRule:
 
 
 @dataclasses.dataclass(frozen=True)
+class PluginRule:
+    """A module a recipe library (its host) opens at run time: judged as the host loads it."""
+
+    name: str
+    """Recipe name."""
+    file_name: str
+    """File name of the built module."""
+    host: str
+    """File name of the host library (any spelling matches, see ``LibraryRule.matches``)."""
+    folder: str
+    """The host's plugin folder relative to the host's own folder (``backends``, ``../bin``,
+    ``.``): where the host looks for it."""
+    alternatives: str = ""
+    """The group of the host's plugins of which one at most is resident; empty: none."""
+    registers: tuple[str, ...] = ()
+    """Names it registers in the host's registry (string constants)."""
+    required_needed: tuple[str, ...] = ()
+    """File names that must be in its DT_NEEDED (its links)."""
+    forbidden_needed: tuple[str, ...] = ()
+    """Glob patterns that must match none of its DT_NEEDED entries."""
+    objects: tuple[ObjectRule, ...] = ()
+    """Object libraries it owns."""
+    host_global: bool = True
+    """Whether the host's closure is in the global scope when it opens the plugin (the
+    recipe's loader opens the host ``RTLD_GLOBAL``, or a program links it): symbols the plugin
+    leaves undefined bind against it. Opened ``RTLD_LOCAL``, only what the plugin NEEDs."""
+    optional: bool = False
+    """Whether deployments may lack it (its host or a library it links is optional)."""
+    static_initializers: tuple[str, ...] = ()
+    """``.symtab`` static-init functions of its own sources."""
+
+    def matches(self, name: str) -> bool:
+        """Whether a file name is this plugin in any spelling (``recipe_spelling``)."""
+        return recipe_spelling(name) == recipe_spelling(self.file_name)
+
+    def is_host(self, name: str) -> bool:
+        """Whether a file or NEEDED name is this plugin's host in any spelling."""
+        return recipe_spelling(name) == recipe_spelling(self.host)
+
+    def resident_with(self, other: PluginRule) -> bool:
+        """Whether this plugin and ``other`` can be loaded in one process at once: anything
+        but two alternatives of one host."""
+        alternatives = (
+            self.name != other.name
+            and bool(self.alternatives)
+            and self.alternatives == other.alternatives
+            and recipe_spelling(self.host) == recipe_spelling(other.host)
+        )
+        return not alternatives
+
+
+@dataclasses.dataclass(frozen=True)
 class ExecutableRule:
     """What one project executable or test must look like."""
 
@@ -110,6 +162,8 @@ class LinkagePolicy:
     host_provided: tuple[str, ...] = ()
     """NEEDED names (globs) the machines the binaries run on provide although no input ships
     them (a vendor's driver library): not found, they are a warning (BT108), not an error."""
+    plugins: tuple[PluginRule, ...] = ()
+    """Modules the libraries open at run time."""
 
     @staticmethod
     def empty() -> LinkagePolicy:
@@ -120,8 +174,9 @@ class LinkagePolicy:
     @property
     def registration_names(self) -> tuple[str, ...]:
         """Every name the recipe says is registered, by a library or by an object library."""
-        names = [name for lib in self.libraries for name in lib.registers]
-        names += [name for lib in self.libraries for obj in lib.objects for name in obj.registers]
+        owners: tuple[LibraryRule | PluginRule, ...] = (*self.libraries, *self.plugins)
+        names = [name for owner in owners for name in owner.registers]
+        names += [name for owner in owners for obj in owner.objects for name in obj.registers]
         return tuple(dict.fromkeys(names))
 
     @property
@@ -140,6 +195,9 @@ class LinkagePolicy:
 
     def library_by_file(self, file_name: str) -> LibraryRule | None:
         return next((lib for lib in self.libraries if lib.matches(file_name)), None)
+
+    def plugin_by_file(self, file_name: str) -> PluginRule | None:
+        return next((plugin for plugin in self.plugins if plugin.matches(file_name)), None)
 
     def executable_by_file(self, file_name: str) -> ExecutableRule | None:
         spelled = recipe_spelling(file_name)

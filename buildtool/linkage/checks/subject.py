@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach
-from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.checks.policy import LinkagePolicy, PluginRule
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
@@ -68,6 +68,22 @@ class Origin(NamedTuple):
     """The distribution that installs it, when a wheel's or a RECORD's metadata says."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Plugin:
+    """A file the recipe declares as a plugin, and the file of the host that opens it."""
+
+    binary: BinaryFile
+    rule: PluginRule
+    host: BinaryFile | None
+    """The host library among the inputs (its own input's first); None when no input has it."""
+
+
+Residence = tuple[str, str] | None
+"""How a plugin's closure is resident beside a root that loads its host: (host and
+alternatives group, the plugin's location) when the plugin is one of a group of alternatives,
+None when it is resident beside anything (or the object is the root's own)."""
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Subject:
     """What the checks look at: the input's ELF files, their closures and the policy."""
@@ -97,6 +113,9 @@ class Subject:
     """What the Python interpreter has loaded before it opens an extension module
     (``loaders.interpreter``), by the module's path: ld.so binds the module's closure against
     those objects too. Empty: nothing is counted."""
+    plugins: tuple[Plugin, ...] = ()
+    """The files the recipe declares as plugins, with their hosts (``checks.plugins``); their
+    closures were resolved with the host's closure loaded already."""
 
     def facts(self, binary: BinaryFile) -> BinaryFacts:
         assert binary.facts is not None
@@ -112,11 +131,61 @@ class Subject:
         return closure is not None and str(b.location) in closure.objects
 
     def co_loaded(self, a: BinaryFile, b: BinaryFile) -> bool:
-        """Whether one load context holds both: one root's closure loads them both."""
+        """Whether one load context holds both: one root's closure loads them both, or a root
+        loads one and a plugin of a host it loads the other, or two plugins of such hosts
+        load them that are not alternatives of one another."""
         loaders = self._root_loaders
-        return not loaders.get(str(a.location), frozenset()).isdisjoint(
-            loaders.get(str(b.location), ())
+        first, second = str(a.location), str(b.location)
+        if not loaders.get(first, frozenset()).isdisjoint(loaders.get(second, ())):
+            return True
+        mine, theirs = self._resident_in(first), self._resident_in(second)
+        return any(
+            _compatible(one, other)
+            for root in mine.keys() & theirs.keys()
+            for one in mine[root]
+            for other in theirs[root]
         )
+
+    def _resident_in(self, path: str) -> dict[PurePosixPath, list[Residence]]:
+        """Root -> how ``path`` is resident in its process: loaded by it (None), or through
+        plugins of hosts it loads."""
+        found: dict[PurePosixPath, list[Residence]] = {
+            root: [None] for root in self._root_loaders.get(path, ())
+        }
+        for root, residence in self._plugin_residence.get(path, ()):
+            found.setdefault(root, []).append(residence)
+        return found
+
+    @cached_property
+    def _plugin_residence(self) -> dict[str, list[tuple[PurePosixPath, Residence]]]:
+        """Object path -> (root, residence) of every plugin closure that holds it, for every
+        root that loads the plugin's host."""
+        residence: dict[str, list[tuple[PurePosixPath, Residence]]] = {}
+        for plugin in self.plugins:
+            closure = self.closures.get(plugin.binary.location)
+            if plugin.host is None or closure is None:
+                continue
+            rule = plugin.rule
+            group = f"{rule.host}\0{rule.alternatives}" if rule.alternatives else None
+            how: Residence = (group, str(plugin.binary.location)) if group else None
+            for root in self._root_loaders.get(str(plugin.host.location), ()):
+                for path in closure.objects:
+                    residence.setdefault(path, []).append((root, how))
+        return residence
+
+    def both_plugins(self, a: BinaryFile, b: BinaryFile) -> bool:
+        """Whether both files are plugins: their hosts open them ``RTLD_LOCAL``, so the
+        exports of one never bind another's calls."""
+        plugins = self._plugin_at
+        return str(a.location) in plugins and str(b.location) in plugins
+
+    @cached_property
+    def _plugin_at(self) -> dict[str, Plugin]:
+        return {str(plugin.binary.location): plugin for plugin in self.plugins}
+
+    def plugin_of(self, binary: BinaryFile) -> Plugin | None:
+        """The plugin ``binary`` is, or None."""
+        return self._plugin_at.get(str(binary.location))
 
     @cached_property
     def loaded_by_others(self) -> frozenset[str]:
@@ -139,6 +208,7 @@ class Subject:
             facts.file_type != "shared"
             or facts.soname is None
             or self.policy.is_project_library(binary.location.name)
+            or str(binary.location) in self._plugin_at
             or str(binary.location) not in self.loaded_by_others
         )
 
@@ -230,9 +300,14 @@ class Subject:
     def folder_name(self, binary: BinaryFile) -> str:
         """The name of the folder ``binary`` sits in once installed: where a build tree's
         install scripts put it (``InputSet.install_folders``), else where it lies."""
+        installed = self.install_folder(binary)
+        return PurePosixPath(installed).name if installed else binary.location.parent.name
+
+    def install_folder(self, binary: BinaryFile) -> str | None:
+        """The folder a build tree's install scripts put ``binary`` in, relative to the install
+        prefix (``lib/backends``); None when no install script says."""
         entry = self._own_set(binary)
-        installed = entry.install_folders.get(binary.location.name) if entry else None
-        return installed or binary.location.parent.name
+        return entry.install_folders.get(binary.location.name) if entry else None
 
     def platform_of(self, binary: BinaryFile) -> Platform | None:
         """The platform ``binary``'s input targets (see ``platforms``)."""
@@ -283,7 +358,16 @@ class Subject:
         extension module."""
         interpreter = self.interpreters.get(closure.root)
         extra = (interpreter,) if interpreter is not None else ()
-        return (closure, *self.preloaded(closure), *extra)
+        return (closure, *self.preloaded(closure), *extra, *self._host_scope(closure.root))
+
+    def _host_scope(self, root: str) -> tuple[Closure, ...]:
+        """A plugin's host's closure, when the host is in the global scope as it opens the
+        plugin (what the plugin NEEDs of it is in the plugin's own closure already)."""
+        plugin = self._plugin_at.get(root)
+        if plugin is None or plugin.host is None or not plugin.rule.host_global:
+            return ()
+        host = self.closures.get(plugin.host.location)
+        return (host,) if host is not None else ()
 
     def preloaded(self, closure: Closure) -> tuple[Closure, ...]:
         """The closures of the libraries ``closure`` misses that a distribution required by the
@@ -371,6 +455,14 @@ class Subject:
     def identical_copies(self) -> dict[str, BinaryFile]:
         """See ``identical_copies``: worked out once for the copy check and the size table."""
         return identical_copies(self.shared)
+
+
+def _compatible(one: Residence, other: Residence) -> bool:
+    """Whether two ways of being resident in one root's process can hold at once: not two
+    plugins of one group of alternatives."""
+    if one is None or other is None:
+        return True
+    return one[0] != other[0] or one[1] == other[1]
 
 
 def _sameness(facts: BinaryFacts) -> tuple[object, ...]:

@@ -27,6 +27,7 @@ from buildtool.linkage.checks.placement import (
     check_placement,
     check_stale_monolith,
 )
+from buildtool.linkage.checks.plugins import check_plugins
 from buildtool.linkage.checks.python_abi import check_python_abi
 from buildtool.linkage.checks.search_paths import check_search_paths
 from buildtool.linkage.checks.subject import Subject
@@ -54,6 +55,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
     check_placement,
     check_duplicate_copies,
     check_stale_monolith,
+    check_plugins,
     check_size_budgets,
     check_hardening,
 )

@@ -50,12 +50,18 @@ _INSTALL = re.compile(
 )
 
 
+PREFIX = "${CMAKE_INSTALL_PREFIX}/"
+"""How an install script spells a destination under the install prefix."""
+
+
 def install_folders(script: str) -> dict[str, str]:
-    """Installed file name -> the name of the folder ``cmake --install`` puts it in (``lib``,
-    ``bin``), from one ``cmake_install.cmake``."""
+    """Installed file name -> the folder ``cmake --install`` puts it in, relative to the install
+    prefix (``lib``, ``bin``, ``lib/backends``; an absolute destination as written), from one
+    ``cmake_install.cmake``."""
     found: dict[str, str] = {}
     for match in _INSTALL.finditer(script):
-        folder = posixpath.basename(match["dest"].rstrip("/"))
+        destination = match["dest"].rstrip("/")
+        folder = destination.removeprefix(PREFIX) if destination != PREFIX[:-1] else "."
         for path in re.findall(r'"([^"]*)"', match["files"]):
             found[posixpath.basename(path)] = folder
     return found

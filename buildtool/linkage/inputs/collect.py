@@ -112,8 +112,9 @@ class InputSet:
     """A CMake build tree's files by name -> the RPATH ``cmake --install`` gives them
     (``cmake_install.cmake``; ``""``: none), which replaces CMake's build RPATH."""
     install_folders: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    """A CMake build tree's files by name -> the name of the folder ``cmake --install`` puts
-    them in (``lib``), which is where they are judged to sit."""
+    """A CMake build tree's files by name -> the folder ``cmake --install`` puts them in,
+    relative to the install prefix (``lib``, ``lib/backends``), which is where they are judged
+    to sit."""
 
     @property
     def in_wheel(self) -> bool:

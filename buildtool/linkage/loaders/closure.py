@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 import stat
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,6 +60,9 @@ class _Walk:
     """The default directories for the root's class and machine."""
     steps: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     """Each loaded object's search steps: the same for all of its NEEDED entries."""
+    preloaded: Mapping[str, BinaryFacts] = field(default_factory=dict)
+    """Objects loaded before the root was opened (its host's closure, for a plugin), by path:
+    a NEEDED matching one of their names is that object, which joins the root's scope."""
 
 
 def _compatible(root: BinaryFacts, candidate: BinaryFacts) -> bool:
@@ -138,6 +141,10 @@ def _load(walk: _Walk, requester: str, name: str, env: Environment, read: FactsL
     known = walk.names.get(name)
     if known is not None:
         walk.edges.append(NeededEdge(requester, name, known, "loaded"))
+        if known not in walk.objects:  # loaded before the root: now in the root's scope too
+            walk.objects[known] = walk.preloaded[known]
+            walk.order.append(known)
+            walk.parents[known] = requester
         return
     hit = _find(walk, requester, name, env, read) or _platform_hit(walk, name, env)
     if hit is None:
@@ -160,11 +167,16 @@ def resolve_closure(
     read: FactsLookup,
     env: Environment | None = None,
     max_objects: int = 100_000,
+    *,
+    loaded: Closure | None = None,
 ) -> Closure:
     """Load ``root``'s NEEDED closure breadth-first, as ld.so would, reading facts via ``read``.
 
     ``root_path`` is where ``root`` lives (its directory is ``$ORIGIN``); the reader may raise
-    (e.g. MalformedElf for a corrupt candidate), which ends the walk.
+    (e.g. MalformedElf for a corrupt candidate), which ends the walk. ``loaded``: what the
+    process has loaded before ``root`` is opened (a plugin's host's closure): ld.so matches a
+    NEEDED name against the names of loaded objects before it searches, so those are found
+    whatever ``root``'s search path says.
     """
     env = env or Environment()
     if root.format != "elf":
@@ -178,6 +190,9 @@ def resolve_closure(
         else default_system_dirs(root.elf_class, root.machine)
     )
     walk = _Walk(root, {root_path: root}, [root_path], {root_path: None}, {}, [], tuple(system))
+    if loaded is not None:
+        walk.names.update(loaded.names)
+        walk.preloaded = loaded.objects
     if root.soname:
         walk.names[root.soname] = root_path
     queue = deque([root_path])
@@ -187,7 +202,10 @@ def resolve_closure(
         for name in walk.objects[path].needed:
             _load(walk, path, name, env, read)
         queue.extend(walk.order[before:])
-    return Closure(root_path, tuple(walk.order), walk.objects, tuple(walk.edges), walk.names)
+    names = walk.names
+    if loaded is not None:  # the loaded objects the root does not reach stay out of its scope
+        names = {name: path for name, path in names.items() if path in walk.objects}
+    return Closure(root_path, tuple(walk.order), walk.objects, tuple(walk.edges), names)
 
 
 def filesystem_lookup(

@@ -59,6 +59,18 @@ def runtime_only() -> bool:
     return _RUNTIME_ONLY
 
 
+def plugin_folder(host: str) -> Path:
+    """The folder the library ``host`` (a recipe name) opens its plugins from: its
+    ``plugin-folder`` beside the loaded libraries' ``lib/`` (what its sources get as
+    ``<TARGET>_PLUGIN_DIR``, relative to their own folder)."""
+    return libinfo.plugin_folder(host, Path(str(_LIB_RUNTIME._name)).parent)
+
+
+def plugins(host: str) -> dict[str, Path]:
+    """Recipe name -> file of each plugin of ``host`` this install has in its plugin folder."""
+    return libinfo.plugin_files(host, Path(str(_LIB_RUNTIME._name)).parent)
+
+
 class OptionalLibraryMissing(ImportError):
     """An optional library was asked for, but this install runs without it."""
 

@@ -37,6 +37,11 @@ LIBRARIES: tuple[tuple[str, str, str, bool], ...] = (
 RUNTIME = "runtime"
 """The library that decides the folder: the last required one in link order."""
 
+# (recipe name, file stem, host, alternatives): modules a library opens at run time.
+PLUGINS: tuple[tuple[str, str, str, str], ...] = ()
+PLUGIN_FOLDERS: dict[str, str] = {}
+"""Each host's plugin folder, relative to the prefix whose ``lib/`` holds the libraries."""
+
 NAME = "demo"
 """The project's name: its CMake package is ``NAME`` (``find_package(NAME CONFIG)``)."""
 
@@ -141,6 +146,28 @@ def libraries_to_load(
         if path is not None and not (optional and runtime_only):
             selected.append((name, path, mode))
     return selected
+
+
+def plugin_folder(host: str, library_dir: Path) -> Path:
+    """The folder library ``host`` opens its plugins from, for libraries in ``library_dir``
+    (``<prefix>/lib``: a wheel's ``<package>/lib``, ``build/lib``): its plugin folder under
+    ``<prefix>``."""
+    if host not in PLUGIN_FOLDERS:
+        hosts = ", ".join(sorted(PLUGIN_FOLDERS)) or "none"
+        raise KeyError(f"{host!r} opens no plugins (the libraries that do: {hosts})")
+    return library_dir.parent / PLUGIN_FOLDERS[host]
+
+
+def plugin_files(host: str, library_dir: Path, platform: str = sys.platform) -> dict[str, Path]:
+    """Recipe name -> file of each plugin of ``host`` its plugin folder holds (an install may
+    lack some: the add-on's, a build that left one out)."""
+    folder = plugin_folder(host, library_dir)
+    found = {}
+    for name, stem, owner, _alternatives in PLUGINS:
+        path = find_in(folder, stem, platform) if owner == host else None
+        if path is not None:
+            found[name] = path
+    return found
 
 
 def include_paths() -> list[Path]:

@@ -243,11 +243,42 @@ function(bt_visibility target visibility)
   endif()
 endfunction()
 
+# The object libraries a library (or plugin) owns: their code goes into it only; linking the
+# object library PRIVATE to the owner's links gives it their usage requirements (includes)
+# without spreading its objects.
+function(bt_own_objects name define_symbol visibility)
+  cmake_parse_arguments(PARSE_ARGV 3 ARG "" ""
+    "OBJECTS;LINKS;DEFINITIONS;COMPILE_OPTIONS;INCLUDE_DIRS")
+  list(TRANSFORM ARG_INCLUDE_DIRS PREPEND "${BT_SOURCE_DIR}/")
+  foreach(object IN LISTS ARG_OBJECTS)
+    bt_created(${object} BT_OWNER created)
+    if(NOT created)
+      continue()  # switched off by its option (`when`)
+    endif()
+    target_sources(${name} PRIVATE $<TARGET_OBJECTS:${object}>)
+    target_compile_definitions(${object} PRIVATE "${define_symbol}" ${ARG_DEFINITIONS})
+    target_compile_options(${object} PRIVATE ${ARG_COMPILE_OPTIONS})
+    bt_visibility(${object} "${visibility}")
+    target_include_directories(${object} PRIVATE ${ARG_INCLUDE_DIRS} "${BT_EXPORT_INCLUDE_DIR}")
+    target_link_libraries(${object} PRIVATE ${ARG_LINKS})
+    get_target_property(object_link_options ${object} BT_LINK_OPTIONS)
+    target_link_options(${name} PRIVATE ${object_link_options})
+    get_target_property(object_externals ${object} BT_EXTERNALS)
+    foreach(external IN LISTS object_externals)
+      bt_created(${external} BT_EXTERNAL created)
+      if(created)
+        target_link_libraries(${name} PRIVATE ${external})
+      endif()
+    endforeach()
+  endforeach()
+endfunction()
+
 # A shared library of the split: the target <library-prefix><name>, its file
 # lib<OUTPUT_NAME>.so (the same name unless the recipe says otherwise), with the ALIAS
 # <project>::<name> for the project's own CMake.
 function(bt_library name)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "LIBRARY;OUTPUT_NAME;EXPORT_MACRO;VISIBILITY"
+  cmake_parse_arguments(PARSE_ARGV 1 ARG ""
+    "LIBRARY;OUTPUT_NAME;EXPORT_MACRO;VISIBILITY;PLUGIN_DIR_MACRO;PLUGIN_DIR"
     "SOURCES;LINKS;OBJECTS;EXTERNALS;INCLUDE_DIRS;DEFINITIONS;PRIVATE_DEFINITIONS;COMPILE_OPTIONS;LINK_OPTIONS")
   bt_root_paths(ARG_SOURCES)
   add_library(${name} SHARED ${ARG_SOURCES})
@@ -275,35 +306,61 @@ function(bt_library name)
   bt_visibility(${name} "${ARG_VISIBILITY}")
   # PUBLIC: whoever links this library gets its links too (the compiler brings the runtime).
   target_link_libraries(${name} PUBLIC ${ARG_LINKS})
-  list(TRANSFORM ARG_INCLUDE_DIRS PREPEND "${BT_SOURCE_DIR}/")
-  foreach(object IN LISTS ARG_OBJECTS)
-    bt_created(${object} BT_OWNER created)
-    if(NOT created)
-      continue()  # switched off by its option (`when`)
-    endif()
-    # The object code goes into this library only; linking the object library PRIVATE gives it
-    # the usage requirements (includes) of this library's links without spreading its objects.
-    target_sources(${name} PRIVATE $<TARGET_OBJECTS:${object}>)
-    target_compile_definitions(${object} PRIVATE "${define_symbol}"
-      ${ARG_DEFINITIONS} ${ARG_PRIVATE_DEFINITIONS})
-    target_compile_options(${object} PRIVATE ${ARG_COMPILE_OPTIONS})
-    bt_visibility(${object} "${ARG_VISIBILITY}")
-    target_include_directories(${object} PRIVATE ${ARG_INCLUDE_DIRS} "${BT_EXPORT_INCLUDE_DIR}")
-    target_link_libraries(${object} PRIVATE ${ARG_LINKS})
-    get_target_property(object_link_options ${object} BT_LINK_OPTIONS)
-    target_link_options(${name} PRIVATE ${object_link_options})
-    get_target_property(object_externals ${object} BT_EXTERNALS)
-    foreach(external IN LISTS object_externals)
-      bt_created(${external} BT_EXTERNAL created)
-      if(created)
-        target_link_libraries(${name} PRIVATE ${external})
-      endif()
-    endforeach()
-  endforeach()
+  bt_own_objects(${name} "${define_symbol}" "${ARG_VISIBILITY}"
+    OBJECTS ${ARG_OBJECTS}
+    LINKS ${ARG_LINKS}
+    DEFINITIONS ${ARG_DEFINITIONS} ${ARG_PRIVATE_DEFINITIONS}
+    COMPILE_OPTIONS ${ARG_COMPILE_OPTIONS}
+    INCLUDE_DIRS ${ARG_INCLUDE_DIRS})
+  if(ARG_PLUGIN_DIR_MACRO)
+    # Where it opens its plugins, relative to its own folder (<prefix>/lib): the same in the
+    # build tree, under an install prefix and in a wheel's package.
+    target_compile_definitions(${name} PRIVATE "${ARG_PLUGIN_DIR_MACRO}=\"${ARG_PLUGIN_DIR}\"")
+  endif()
   install(TARGETS ${name}
     LIBRARY DESTINATION "${BT_LIB_DESTINATION}" COMPONENT ${ARG_LIBRARY}
     RUNTIME DESTINATION "${BT_DLL_DESTINATION}" COMPONENT ${ARG_LIBRARY}
     ARCHIVE DESTINATION "${BT_LIB_DESTINATION}" COMPONENT ${ARG_LIBRARY})
+endfunction()
+
+# A plugin: a MODULE library (no SONAME; nothing links it) that its host opens at run time from
+# the host's plugin folder, <build>/<folder> in the build tree and <prefix>/<folder> (a wheel's
+# <package>/<folder>) once installed, with the RUNPATH that reaches lib/ from there (its links
+# are loaded already when the host opens it, but a library only it needs is not). Building the
+# host builds its plugins, so a program that runs the host finds them. Installed as the
+# component of its own name.
+function(bt_plugin name)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG ""
+    "PLUGIN;HOST;OUTPUT_NAME;FOLDER;ORIGIN_SUFFIX;VISIBILITY"
+    "SOURCES;LINKS;OBJECTS;EXTERNALS;INCLUDE_DIRS;DEFINITIONS;COMPILE_OPTIONS;LINK_OPTIONS")
+  bt_root_paths(ARG_SOURCES)
+  add_library(${name} MODULE ${ARG_SOURCES})
+  bt_settings(${name} PRIVATE
+    DEFINITIONS ${ARG_DEFINITIONS}
+    INCLUDE_DIRS ${ARG_INCLUDE_DIRS}
+    COMPILE_OPTIONS ${ARG_COMPILE_OPTIONS}
+    LINK_OPTIONS ${ARG_LINK_OPTIONS}
+    EXTERNALS ${ARG_EXTERNALS})
+  set_target_properties(${name} PROPERTIES
+    OUTPUT_NAME "${ARG_OUTPUT_NAME}"
+    LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/${ARG_FOLDER}"
+    RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/${ARG_FOLDER}"
+    INSTALL_RPATH "${BT_ORIGIN}${ARG_ORIGIN_SUFFIX}")
+  target_include_directories(${name} PRIVATE "${BT_EXPORT_INCLUDE_DIR}")
+  bt_visibility(${name} "${ARG_VISIBILITY}")
+  target_link_libraries(${name} PRIVATE ${ARG_LINKS})
+  bt_own_objects(${name} "${name}_EXPORTS" "${ARG_VISIBILITY}"
+    OBJECTS ${ARG_OBJECTS}
+    LINKS ${ARG_LINKS}
+    DEFINITIONS ${ARG_DEFINITIONS}
+    COMPILE_OPTIONS ${ARG_COMPILE_OPTIONS}
+    INCLUDE_DIRS ${ARG_INCLUDE_DIRS})
+  add_dependencies(${ARG_HOST} ${name})
+  set(destination "${ARG_FOLDER}")
+  if(SKBUILD)
+    set(destination "${BT_PACKAGE}/${ARG_FOLDER}")
+  endif()
+  install(TARGETS ${name} LIBRARY DESTINATION "${destination}" COMPONENT ${ARG_PLUGIN})
 endfunction()
 
 # Windows has no --no-as-needed: a PE linker puts a DLL into the import table only when a

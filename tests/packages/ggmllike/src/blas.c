@@ -1,0 +1,2 @@
+/* The blas backend. */
+#include "backend.h"

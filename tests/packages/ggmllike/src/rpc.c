@@ -1,0 +1,2 @@
+/* The rpc backend. */
+#include "backend.h"
