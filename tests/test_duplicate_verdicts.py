@@ -140,18 +140,18 @@ for name in sys.argv[1:]:
 
 
 def _hidden_pair(
-    folder: Path, source: str, strip: bool, registry: str = REGISTRY
+    folder: Path, source: str, strip: bool, registry: str = REGISTRY, *flags: str
 ) -> subprocess.CompletedProcess[str]:
     """libone.so and libtwo.so, each with ``source`` (``NAME`` replaced by its name) built
-    -fvisibility=hidden and linked to libcore.so (the registry), loaded together by ctypes in a
-    child process."""
+    -fvisibility=hidden (and with ``flags``) and linked to libcore.so (the registry), loaded
+    together by ctypes in a child process."""
     folder.mkdir()
     cxx(folder, "libcore.so", {"registry.cc": registry}, "-shared", "-fPIC")
     for name in ("one", "two"):
         api = {f"{name}.cc": f'extern "C" __attribute__((visibility("default"))) int {name}() '
                "{ return 1; }\n", "shared.cc": source.replace("NAME", name)}  # fmt: skip
         cxx(folder, f"lib{name}.so", api, "-shared", "-fPIC", "-fvisibility=hidden", "-lcore",
-            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN", *flags)  # fmt: skip
     cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo",
         "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
     if strip:
@@ -318,3 +318,126 @@ def test_libstdcxx_helpers_in_two_libraries_are_no_duplicate_code(tmp_path: Path
         cxx(folder, f"lib{name}.so", {f"{name}.cc": source}, "-shared", "-fPIC", "-s")
     assert subprocess.run([folder / "main"], check=False).returncode == 0
     assert ids(check(folder)) == {("BT124", "libtwo.so")}
+
+
+RESOURCES = """// what Qt's rcc writes for a resource collection: the tables, and an initializer
+// that registers them with the resource registry of another library
+#define FILE_NAME "@PATH@"
+#define CONTENT "the content of @PATH@"
+static const unsigned char resource_tree[] = {
+  0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+static const struct { unsigned char length; char name[sizeof(FILE_NAME)]; } resource_names = {
+  sizeof(FILE_NAME) - 1, FILE_NAME};
+static const struct { unsigned char size[4]; char content[sizeof(CONTENT)]; } resource_data = {
+  {0, 0, 0, sizeof(CONTENT) - 1}, CONTENT};
+extern "C" int register_resource(int, const void*, const void*, const void*);
+extern "C" int unregister_resource(int, const void*, const void*, const void*);
+int init_resources_NAME() {
+  register_resource(3, resource_tree, &resource_names, &resource_data);
+  return 1;
+}
+int cleanup_resources_NAME() {
+  unregister_resource(3, resource_tree, &resource_names, &resource_data);
+  return 1;
+}
+namespace {
+struct initializer {
+  initializer() { init_resources_NAME(); }
+  ~initializer() { cleanup_resources_NAME(); }
+} dummy;
+}  // namespace
+"""
+"""What Qt's rcc writes for a resource collection: one code in
+every library, registering its own tables (``@PATH@``: its one file)."""
+
+RESOURCE_REGISTRY = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+static std::set<std::string>& names() { static std::set<std::string> all; return all; }
+static std::string first_name(const void* names) {
+  auto bytes = static_cast<const unsigned char*>(names);
+  return std::string(reinterpret_cast<const char*>(bytes) + 1, bytes[0]);
+}
+extern "C" int register_resource(int, const void*, const void* names, const void*) {
+  if (!::names().insert(first_name(names)).second) {
+    std::fprintf(stderr, "resource %s registered twice\\n", first_name(names).c_str());
+    std::abort();
+  }
+  return 1;
+}
+extern "C" int unregister_resource(int, const void*, const void* names, const void*) {
+  return int(::names().erase(first_name(names)));
+}
+"""
+"""A resource registry that refuses a resource name registered twice (Qt's keeps a list)."""
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+@pytest.mark.parametrize("endbr", [True, False], ids=["cf-protection", "plain"])
+def test_resource_initializers_registering_their_own_data_are_no_error(
+    tmp_path: Path, strip: bool, endbr: bool
+) -> None:
+    """Qt's libraries: each has initializers of one code (rcc's, from a file of one name)
+    registering its own resource tables into libQt6Core; all load together (BT103 before,
+    unstripped by the initializers' names; stripped by their shape when built as Qt is, with
+    -fcf-protection). The same resource object linked into both registers one resource twice:
+    the registry aborts, and it is BT103 (stripped without -fcf-protection, whose initializer
+    is 7 instructions naming no string, a miss before)."""
+    flags = ("-fcf-protection=full",) if endbr else ("-fcf-protection=none",)
+    own = RESOURCES.replace("@PATH@", "NAME-icons/app.png")
+    run = _hidden_pair(tmp_path / "own", own, strip, RESOURCE_REGISTRY, *flags)
+    assert run.returncode == 0, run.stderr
+    assert not check(tmp_path / "own").failed
+    shared = RESOURCES.replace("@PATH@", "icons/app.png").replace("NAME", "shared")
+    run = _hidden_pair(tmp_path / "shared", shared, strip, RESOURCE_REGISTRY, *flags)
+    assert run.returncode == -6, run  # SIGABRT
+    assert "resource icons/app.png registered twice" in run.stderr
+    report = check(tmp_path / "shared")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "both register through libcore.so:register_resource" in report.findings[0].evidence
+
+
+META_OBJECT = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+namespace core {
+struct Meta {
+  int index_of(const char* name) const;
+  void add(const char* name);
+  std::set<std::string> names;
+};
+Meta meta_object;
+int Meta::index_of(const char* name) const { return int(names.count(name)); }
+void Meta::add(const char* name) {
+  if (!names.insert(name).second) { std::fprintf(stderr, "duplicate %s\\n", name); std::abort(); }
+}
+}  // namespace core
+"""
+"""A library's object with a lookup (a const member function) and a registration (Qt's
+``QObject::staticMetaObject`` and its ``indexOfMethod``)."""
+
+LOOKUP = """namespace core {
+struct Meta { int index_of(const char*) const; void add(const char*); };
+extern Meta meta_object;
+}  // namespace core
+namespace { INITIALIZED }
+"""
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_the_same_lookup_in_two_libraries_is_no_registration(tmp_path: Path, strip: bool) -> None:
+    """libQt6WebChannel and libQt6WebChannelQuick: one initializer in both looks a signal up
+    through a const member function of libQt6Core; both load (BT103 before). The same
+    initializer calling the object's registration instead aborts, and is BT103."""
+    lookup = 'int destroyed = core::meta_object.index_of("destroyed(QObject*)");'
+    run = _hidden_pair(tmp_path / "lookup", LOOKUP.replace("INITIALIZED", lookup), strip,
+                       META_OBJECT)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert not check(tmp_path / "lookup").failed
+    added = 'bool added = (core::meta_object.add("destroyed(QObject*)"), true);'
+    run = _hidden_pair(tmp_path / "add", LOOKUP.replace("INITIALIZED", added), strip, META_OBJECT)
+    assert run.returncode == -6, run  # SIGABRT
+    assert "duplicate destroyed(QObject*)" in run.stderr
+    assert ("BT103", "libtwo.so") in ids(check(tmp_path / "add"))

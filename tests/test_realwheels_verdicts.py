@@ -193,15 +193,46 @@ def test_pyqt6_with_pyqt6_qt6_has_no_bt103_on_linker_symbols() -> None:
     assert not any("_end" in f.evidence or "__bss_start" in f.evidence for f in duplicates)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Qt's resource initializers (rcc's qRegisterResourceData boilerplate, the same code "
-    "registering different data) still read as one initializer registering twice: the "
-    "initializer walk's to tell",
-)
-def test_pyqt6_with_pyqt6_qt6_has_no_bt103() -> None:
-    report = check(pinned("PyQt6-Qt6==6.9.2"), pinned("PyQt6==6.9.1"))
+QT_RESOURCES = {
+    "libQt6LabsWavefrontMesh.so.6": ":/qt-project.org/imports/Qt/labs/wavefrontmesh/qmldir",
+    "libQt6QmlWorkerScript.so.6": ":/qt-project.org/imports/QtQml/WorkerScript/qmldir",
+    "libQt6Quick3D.so.6": ":/qt-project.org/imports/QtQuick3D/qmldir",
+    "libQt6Quick3DEffects.so.6": ":/qt-project.org/imports/QtQuick3D/Effects/qmldir",
+    "libQt6QuickControls2Fusion.so.6": ":/qt-project.org/imports/QtQuick/Controls/Fusion/qmldir",
+    "libQt6QuickControls2FusionStyleImpl.so.6": (
+        ":/qt-project.org/imports/QtQuick/Controls/Fusion/impl/qmldir"
+    ),
+}
+"""Libraries whose resource initializers (one code, rcc's and qmlcachegen's) were paired as
+copies, and a resource each registers that no other library does."""
+
+LIST_RESOURCES = """import ctypes, pathlib, sys
+from PyQt6 import QtCore
+lib = pathlib.Path(QtCore.__file__).parent / "Qt6" / "lib"
+for name in sys.argv[1:]:
+    ctypes.CDLL(str(lib / name), mode=ctypes.RTLD_GLOBAL)
+found = QtCore.QDirIterator(":/", QtCore.QDirIterator.IteratorFlag.Subdirectories)
+while found.hasNext():
+    print(found.next())
+"""
+
+
+def test_pyqt6_with_pyqt6_qt6_has_no_bt103(tmp_path: Path) -> None:
+    """467 BT103 before (332 when issue 33 measured it): Qt's resource initializers are one
+    code in every library, each registering its own resources with libQt6Core, and its FFmpeg
+    stubs export the same unique template members (no second build). Loaded into one process
+    with PyQt6, the libraries each registered their own resources."""
+    wheels = (pinned("PyQt6-Qt6==6.9.2"), pinned("PyQt6==6.9.1"))
+    report = check(*wheels)
     assert counts(report, "error").get("BT103", 0) == 0
+    site = tmp_path / "site"
+    for wheel in (*wheels, pinned("PyQt6-sip==13.13.1")):
+        with zipfile.ZipFile(wheel) as opened:
+            opened.extractall(site)
+    command = [sys.executable, "-c", LIST_RESOURCES, *QT_RESOURCES]
+    environment = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
+    assert set(QT_RESOURCES.values()) <= set(run.stdout.split())
 
 
 def test_vtk_is_clean_of_the_toolchain_runtimes_code() -> None:

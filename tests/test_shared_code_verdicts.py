@@ -163,3 +163,63 @@ def test_two_extension_modules_of_one_name_in_two_folders_are_no_copies(tmp_path
     assert ids(check(write_wheel(tmp_path / "s-1.0-py3-none-linux_x86_64.whl", "s", members))) == (
         set()
     )
+
+
+INLINE_VARIABLES = """
+template <typename T> struct Meta { static constexpr bool is_const = false; };
+extern "C" const void* NAME_flag(int index) {
+  static const bool* const all[] = {&Meta<int>::is_const, &Meta<long>::is_const,
+                                    &Meta<char>::is_const, &Meta<float>::is_const,
+                                    &Meta<double>::is_const};
+  return all[index];
+}
+"""
+"""Template static members every Qt library carries (``QMetaTypeInterfaceWrapper<T>``):
+exported ``STB_GNU_UNIQUE``, which the loader binds to one copy in a process, by design."""
+
+OWN_BUILD = """extern "C" int variant() { return NUMBER; }
+extern "C" int scale(int x) { return x * NUMBER; }
+extern "C" int offset(int x) { return x + NUMBER; }
+extern "C" int clamp(int x) { return x > NUMBER ? NUMBER : x; }
+extern "C" int mix(int x, int y) { return x * NUMBER + y; }
+extern "C" int NAME_value() { return variant(); }
+"""
+"""Two builds of one library (ggml's CPU variants): the same names, different code."""
+
+LOAD_BOTH = """import ctypes, sys
+one, two = (ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL) for path in sys.argv[1:])
+one.one_flag.restype = two.two_flag.restype = ctypes.c_void_p
+print(all(one.one_flag(i) == two.two_flag(i) for i in range(5)))
+if hasattr(two, "two_value"):
+    print(one.one_value(), two.two_value())
+"""
+
+
+def _inline_variables(folder: Path, *extra: str) -> list[str]:
+    """libone.so and libtwo.so with ``INLINE_VARIABLES`` (and ``extra``: NAME and NUMBER
+    replaced) and a program that loads both; what ``LOAD_BOTH`` prints."""
+    for name, number in (("one", 1), ("two", 2)):
+        source = "".join((INLINE_VARIABLES, *extra)).replace("NAME", name)
+        source = source.replace("NUMBER", str(number))
+        gcc(folder, folder / f"lib{name}.so", source, f"-Wl,-soname,lib{name}.so", cxx=True)
+    program = gcc(folder, folder / "both", "int main(void) { return 0; }\n", "-exe",
+                  "-Wl,--no-as-needed", "-lone", "-ltwo", "-Wl,-rpath,$ORIGIN")  # fmt: skip
+    assert subprocess.run([program], check=False).returncode == 0
+    libraries = [str(folder / f"lib{name}.so") for name in ("one", "two")]
+    run = subprocess.run([sys.executable, "-c", LOAD_BOTH, *libraries], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    return run.stdout.split()
+
+
+def test_inline_variables_in_every_library_are_no_second_build(tmp_path: Path) -> None:
+    """PyQt6-Qt6's FFmpeg stubs: libraries exporting the same unique template members (57) and
+    a function of their own each load together and work, both bound to one copy of each member
+    (BT103 "two builds of one library" before). The same libraries also exporting five
+    functions of one name are two builds: libtwo's call to its own ``variant`` runs libone's."""
+    assert _inline_variables(tmp_path / "members") == ["True"]
+    command = ["readelf", "-W", "--dyn-syms", str(tmp_path / "members" / "libone.so")]
+    dynamic = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert dynamic.count(" UNIQUE ") == 5
+    assert ids(check(tmp_path / "members")) == set()
+    assert _inline_variables(tmp_path / "builds", OWN_BUILD) == ["True", "1", "1"]
+    assert ("BT103", "libtwo.so") in ids(check(tmp_path / "builds"))

@@ -10,7 +10,11 @@ linkage of the shared code cannot tell; the code can. The walk is bounded (``MAX
 deep, ``MAX_INSTRUCTIONS`` per initializer) and knows x86-64 and aarch64; other machines read as
 having no initializers. What an initializer's own code addresses (a string, or a structure whose
 first pointers name one: protobuf's descriptor table and its ``.proto`` file) is part of its
-shape: the name it registers tells its copies from other registrations of the same code.
+shape: the name it registers tells its copies from other registrations of the same code. An
+initializer that names nothing is told by what it hands on (``InitializerReach.content``): the
+code of the functions it calls in the library and the read-only data it passes out of it. Qt's
+resource initializers are one code in every library, each passing its own resource tables to
+``qRegisterResourceData``.
 
 ``CodeView`` is what the walk needs, decoded by each format's reader.
 """
@@ -22,7 +26,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
-from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit, TypeRecord
+from buildtool.linkage.binaries.facts import (
+    MIN_SHAPE_INSTRUCTIONS,
+    InitializerReach,
+    ModuleInit,
+    TypeRecord,
+)
 
 WALKED_MACHINES: Final = ("x86_64", "aarch64")
 MAX_DEPTH: Final = 2
@@ -45,6 +54,11 @@ def no_pointer(_address: int) -> int | None:
     return None
 
 
+def no_bytes(_address: int, _size: int) -> bytes:
+    """A ``CodeView.read_only`` for a format whose read-only data the walk does not tell."""
+    return b""
+
+
 class CodeView(NamedTuple):
     """A library's code, its initializers and its import slots, as the walk sees them."""
 
@@ -64,6 +78,10 @@ class CodeView(NamedTuple):
     pointer: Callable[[int], int | None] = no_pointer
     """The address the pointer stored at a virtual address points to (what the loader
     relocates it to, less the load address); None where no pointer is stored."""
+    read_only: Callable[[int, int], bytes] = no_bytes
+    """Bytes at a virtual address in a loaded segment neither writable nor executable (none
+    elsewhere): data no relocation changes, the same in every library linking its object file,
+    where code and writable data differ by where the link put things."""
 
 
 def _capstone(machine: str) -> Any:
@@ -123,8 +141,14 @@ class _Function(NamedTuple):
     """(index in ``shape``, address, whether the address is that of a pointer loaded) of each
     instruction that addresses data (or loads a pointer to it: a GOT entry): what a string there
     says is added to the shape when the function is an initializer's own."""
+    passes: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    """(the target, ``THROUGH_SLOT`` for a call through a slot; the data addresses its argument
+    registers hold) of each call or tail jump made while an argument register held the
+    address of data (``lea``; ``adrp`` and ``add``)."""
 
 
+THROUGH_SLOT: Final = -1
+"""``_Function.passes``' target of a call through a slot (a GOT entry): out of the library."""
 _NOTHING: Final = _Function(0, 0, (), (), ())
 
 
@@ -139,6 +163,9 @@ class _Sweep:
         self.shape: list[str] = []
         self.constants: list[tuple[int, int, bool]] = []
         self.flags: list[tuple[int, int]] = []
+        self.held: dict[str, int] = {}
+        """Registers holding the address of data, by their 64-bit names."""
+        self.passes: list[tuple[int, tuple[int, ...]]] = []
         self.end = 0
 
     def slot(self, address: int) -> None:
@@ -157,10 +184,29 @@ class _Sweep:
         pointer stored there)."""
         self.constants.append((len(self.shape), address, loaded))
 
+    def writes(self, register: str | None, address: int | None = None) -> None:
+        """The instruction being decoded writes ``register``: it now holds the address of data
+        (``address``) or something else."""
+        if register is None:
+            return
+        if address is None:
+            self.held.pop(register, None)
+        else:
+            self.held[register] = address
+
+    def passing(self, target: int | None, arguments: Sequence[str]) -> None:
+        """A call (or tail jump) to ``target`` (None: through a register): the data addresses
+        its ``arguments`` registers hold are passed; the callee may change every register."""
+        passed = tuple(self.held[name] for name in arguments if name in self.held)
+        if passed and target is not None:
+            self.passes.append((target, passed))
+        self.held.clear()
+
     def result(self) -> _Function:
         shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
         flags, constants = tuple(self.flags), tuple(self.constants)
-        return _Function(len(shape), self.end, shape, calls, imports, flags, constants)
+        passes = tuple(self.passes)
+        return _Function(len(shape), self.end, shape, calls, imports, flags, constants, passes)
 
 
 def _sweep_function(
@@ -196,20 +242,48 @@ def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
     _sweep_function(sweep, cs, address, step, _X86_STOP)
 
 
+def _x86_aliases() -> dict[str, str]:
+    """Every name of a general-purpose register's parts -> the register's 64-bit name."""
+    found: dict[str, str] = {}
+    for letter in "abcd":
+        legacy = (f"r{letter}x", f"e{letter}x", f"{letter}x", f"{letter}l", f"{letter}h")
+        found.update(dict.fromkeys(legacy, f"r{letter}x"))
+    for name in ("si", "di", "bp"):
+        found.update(dict.fromkeys((f"r{name}", f"e{name}", name, f"{name}l"), f"r{name}"))
+    for number in range(8, 16):
+        numbered = (f"r{number}", f"r{number}d", f"r{number}w", f"r{number}b")
+        found.update(dict.fromkeys(numbered, f"r{number}"))
+    return found
+
+
+_X86_REGISTERS: Final = _x86_aliases()
+_X86_ARGUMENTS: Final = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
+"""The System V x86-64 ABI's integer argument registers, in order."""
+_READS_ITS_OPERANDS: Final = frozenset({"cmp", "test", "push", "bt"})
+"""Instructions whose first operand is no destination."""
+
+
 def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> str:
     """The operands as the shape keeps them (addresses left out); branches are followed."""
     if mnemonic == "call" or mnemonic[0] == "j":
         _x86_branch(sweep, after, mnemonic, operands)
         return ""
+    first = operands.split(", ", 1)
+    written = _X86_REGISTERS.get(first[0]) if mnemonic not in _READS_ITS_OPERANDS else None
     if "rip" in operands:  # an address relative to the instruction: not the shape
         shaped = _RIP_ANY.sub("rip", operands)
         offset = _RIP_OFFSET.search(operands) if mnemonic in ("lea", "mov") else None
+        address = None
         if offset and (mnemonic == "lea" or operands.startswith(_LOADS_POINTER)):
             sign = -1 if offset.group(1) == "-" else 1
-            sweep.addresses(after + sign * int(offset.group(2), 16), loaded=mnemonic == "mov")
+            address = after + sign * int(offset.group(2), 16)
+            sweep.addresses(address, loaded=mnemonic == "mov")
+        sweep.writes(written, address if mnemonic == "lea" else None)
         return shaped
     if mnemonic in ("or", "mov") and (byte := _STACK_BYTE.fullmatch(operands)):
         sweep.flags.append((len(sweep.shape), int(byte.group(1), 0)))
+    copied = _X86_REGISTERS.get(first[-1]) if mnemonic == "mov" and len(first) == 2 else None
+    sweep.writes(written, sweep.held.get(copied) if copied else None)
     return operands
 
 
@@ -225,14 +299,19 @@ def _literal(data: bytes) -> str | None:
 
 
 def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None:
+    out = mnemonic in ("call", "jmp")
+    target: int | None = None
     rip = _RIP.search(operands)
+    immediate = _IMMEDIATE.fullmatch(operands)
     if rip:
         sweep.slot(after + int(rip.group(1), 16))
-        return
-    immediate = _IMMEDIATE.fullmatch(operands)
-    if immediate:
+        target = THROUGH_SLOT
+    elif immediate:
         # a jmp leaves the function (a tail call) unless it lands within what was swept
-        sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("call", "jmp"))))
+        target = int(immediate.group(1), 16)
+        sweep.calls.append((target, int(out)))
+    if out:
+        sweep.passing(target, _X86_ARGUMENTS)
 
 
 # capstone writes aarch64 immediates below ten in decimal (``#0``, ``[x16, #8]``)
@@ -253,25 +332,56 @@ def _arm_function(sweep: _Sweep, cs: Any, address: int) -> None:
     _sweep_function(sweep, cs, address, step, _ARM_STOP)
 
 
+_ARM_REGISTER = re.compile(r"[xw](\d+)")
+_ARM_ARGUMENTS: Final = tuple(f"x{number}" for number in range(8))
+"""The AArch64 procedure call standard's argument registers, in order."""
+_ARM_NO_DESTINATION: Final = ("st", "cmp", "cmn", "tst", "ccm", "prfm")
+"""Mnemonics (their starts) whose first operand is no destination: stores and comparisons."""
+
+
+def _arm_written(mnemonic: str, operands: str) -> str | None:
+    """The register (its ``x`` name) an instruction writes first, if any."""
+    register = _ARM_REGISTER.fullmatch(operands.split(", ", 1)[0])
+    if register is None or mnemonic.startswith(_ARM_NO_DESTINATION):
+        return None
+    return f"x{register.group(1)}"
+
+
 def _arm_instruction(
     sweep: _Sweep, insn: tuple[str, str], pages: dict[str, int], loaded: dict[str, int]
 ) -> str:
     """Follow one instruction; its shape is its mnemonic (and the string it addresses)."""
     mnemonic, operands = insn
+    written, address = _arm_written(mnemonic, operands), None
     if mnemonic == "adrp" and (page := _ADRP.fullmatch(operands)):
         pages[page.group(1)] = int(page.group(2), 0)
     elif mnemonic == "ldr" and (load := _LDR.fullmatch(operands)) and load.group(2) in pages:
         loaded[load.group(1)] = pages[load.group(2)] + int(load.group(3) or "0", 0)
         sweep.addresses(loaded[load.group(1)], loaded=True)
     elif mnemonic == "add" and (add := _ADD.fullmatch(operands)) and add.group(2) in pages:
-        sweep.addresses(pages[add.group(2)] + int(add.group(3), 0))
-    elif mnemonic in ("br", "blr") and operands in loaded:
-        sweep.slot(loaded[operands])
-    elif mnemonic in ("bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
-        immediate = _IMMEDIATE.search(operands)
-        if immediate:
-            sweep.calls.append((int(immediate.group(1), 16), int(mnemonic in ("bl", "b"))))
+        address = pages[add.group(2)] + int(add.group(3), 0)
+        sweep.addresses(address)
+    elif mnemonic == "mov" and (source := _arm_written("mov", operands.split(", ")[-1])):
+        address = sweep.held.get(source)
+    elif mnemonic in ("br", "blr", "bl", "b") or mnemonic.startswith(("b.", "cb", "tb")):
+        _arm_branch(sweep, mnemonic, operands, loaded)
+        return mnemonic
+    sweep.writes(written, address)
     return mnemonic
+
+
+def _arm_branch(sweep: _Sweep, mnemonic: str, operands: str, loaded: dict[str, int]) -> None:
+    """Follow a branch: through a loaded slot (``br``/``blr``), or to an immediate."""
+    target: int | None = None
+    if mnemonic in ("br", "blr"):
+        if operands in loaded:
+            sweep.slot(loaded[operands])
+            target = THROUGH_SLOT
+    elif immediate := _IMMEDIATE.search(operands):
+        target = int(immediate.group(1), 16)
+        sweep.calls.append((target, int(mnemonic in ("bl", "b"))))
+    if mnemonic in ("br", "blr", "bl", "b"):
+        sweep.passing(target, _ARM_ARGUMENTS)
 
 
 class _Functions:
@@ -328,6 +438,28 @@ class _Functions:
                 return f"*{found!r}", found
         return None
 
+    def passed(
+        self, functions: Sequence[_Function], walked: set[int]
+    ) -> list[tuple[str, bool]] | None:
+        """The read-only data ``functions`` pass out of the library (to a stub, or through a
+        slot), each as (what ``InitializerReach.content`` keeps of it, whether a string); None
+        when a call's target was not ``walked`` (the walk's budget ended first): no code is
+        decoded for this beyond the walk, which a sparse read checked."""
+        found: list[tuple[str, bool]] = []
+        for target, addresses in (item for function in functions for item in function.passes):
+            if target != THROUGH_SLOT and target not in walked:
+                return None
+            if target != THROUGH_SLOT and not _is_stub(self.at(target)):
+                continue  # a call within the library: what it passes on is walked in turn
+            for address in addresses:
+                data = self.view.read_only(address, MAX_LITERAL)
+                text = _literal(data) if data else None
+                if text is not None:
+                    found.append((repr(text), True))
+                elif data:
+                    found.append((data[:PASSED_BYTES].hex(), False))
+        return found
+
     def own_shape(self, function: _Function) -> tuple[list[str], list[str]]:
         """An initializer's own instructions as its shape keeps them, and the strings they
         address."""
@@ -345,21 +477,20 @@ class _Functions:
         """The function at ``target`` when it is a stub (a PLT entry): a few instructions whose
         only effect is a jump through a slot."""
         function = self.at(target)
-        if function.imports and function.instructions <= STUB_INSTRUCTIONS:
-            return function
-        return None
+        return function if _is_stub(function) else None
 
     def reach(self, address: int, deep: bool = True) -> InitializerReach:
         """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
         all; the shape is that of the initializer's own function and the branches within it.
         Not ``deep``: its own code only, and the stubs it calls; ``complete`` says whether that
-        left any call unfollowed."""
+        left any call unfollowed. An initializer too short to tell a copy by its shape that
+        names nothing and leaves calls unfollowed is walked whole all the same: only what it
+        hands on (``InitializerReach.content``) tells it."""
         walk = _Walk(address)
         while walk.queue and walk.budget > 0:
             current, depth = walk.queue.pop(0)
             function = self.at(current)
-            walk.budget -= function.instructions
-            walk.reaches.update(function.imports)
+            walk.visit(current, depth, function)
             if depth == 0:
                 own, found = self.own_shape(function)
                 walk.shape.extend(own)
@@ -374,16 +505,27 @@ class _Functions:
                     walk.follow(target, depth + is_call)
                 else:
                     walk.leave(target, self._stub(target))
-        return walk.result()
+        if not walk.complete and walk.untold():
+            return self.reach(address)
+        return walk.result(self)
 
 
 SHAPE_PREFIX: Final = 64
 """Instructions of an initializer's own code a read walks (its shape's digest): enough to tell
 copies from other code, a fraction of what a big library's initializers hold (libtorch_cpu.so's
 376: 95k instructions walked whole)."""
+PASSED_BYTES: Final = 16
+"""Bytes of a passed datum that is not a string that ``InitializerReach.content`` keeps: the
+start of the object (a GUID's 16 bytes; Qt's resource tables differ within them). Further, a
+read could cross into the next object, which differs between two links of one object file."""
 STUB_INSTRUCTIONS: Final = 4
 """A PLT entry's instructions, at most (x86-64 ``.plt.sec``: ``endbr64; bnd jmp [rip+X]``;
 aarch64: ``adrp; ldr; add; br``)."""
+
+
+def _is_stub(function: _Function) -> bool:
+    """Whether ``function`` is a stub (a PLT entry), whose form the link chose, not the code."""
+    return bool(function.imports) and function.instructions <= STUB_INSTRUCTIONS
 
 
 class _Walk:
@@ -397,6 +539,20 @@ class _Walk:
         self.shape: list[str] = []
         self.strings: list[str] = []
         self.complete = True
+        self.walked: set[int] = set()
+        self.outgoing: list[_Function] = []
+        """The functions whose calls hand data on: its own and those it calls."""
+        self.called: list[str] = []
+        """The shapes of the library's functions it calls (stubs left out)."""
+
+    def visit(self, address: int, depth: int, function: _Function) -> None:
+        self.walked.add(address)
+        self.budget -= function.instructions
+        self.reaches.update(function.imports)
+        if depth == 1 and not _is_stub(function):
+            self.called.extend(function.shape)
+        if depth <= 1:
+            self.outgoing.append(function)
 
     def follow(self, target: int, depth: int) -> None:
         if depth <= MAX_DEPTH:
@@ -405,12 +561,13 @@ class _Walk:
 
     def leave(self, target: int, stub: _Function | None) -> None:
         """A call out of the initializer's own code, not followed: a stub's import counts (an
-        own export's stub still leads to code not walked)."""
+        own export's stub still leads to code not walked), as does what is passed to it."""
         self.seen.add(target)
         if stub is None or stub.calls:
             self.complete = False
         if stub is not None:
             self.reaches.update(stub.imports)
+            self.visit(target, 1, stub)
 
     def cut(self) -> None:
         """A walk of its own code ends at ``SHAPE_PREFIX`` instructions: the shape is their
@@ -421,14 +578,41 @@ class _Walk:
         self.shape.extend(sorted(self.reaches))
         self.complete = False
 
-    def result(self) -> InitializerReach:
+    def untold(self) -> bool:
+        """Whether its own code, walked whole, is too short to tell a copy and names nothing."""
+        return len(self.shape) < MIN_SHAPE_INSTRUCTIONS and not self.strings
+
+    def result(self, functions: _Functions) -> InitializerReach:
         shape = self.shape
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
         named = tuple(dict.fromkeys(self.strings))[:MAX_STRINGS]
-        reaches = frozenset(self.reaches)
+        # a walk the library's budget cut short may have missed what a copy's code hands on;
+        # one that left calls unfollowed has not seen what they hand on
+        told = not named and functions.left > 0 and self.complete
+        passed = functions.passed(self.outgoing, self.walked) if told else None
         guarded = self.complete and _guarded(shape)  # a guard says nothing of the code not walked
-        size = min(len(shape), SHAPE_PREFIX) if not self.complete else len(shape)
-        return InitializerReach(digest, size, reaches, guarded, named, self.complete)
+        return InitializerReach(
+            digest,
+            min(len(shape), SHAPE_PREFIX) if not self.complete else len(shape),
+            frozenset(self.reaches),
+            guarded,
+            named,
+            complete=self.complete,
+            content=_content(self.called, passed) if passed is not None else "",
+            passed=len(passed) if passed is not None else 0,
+        )
+
+
+def _content(called: Sequence[str], passed: Sequence[tuple[str, bool]]) -> str:
+    """``InitializerReach.content``: the shapes of the library's functions an initializer calls
+    (stubs left out: the link chose their form), and the data it passes: the strings when there
+    are any (an empty string reads as the bytes after it, which are not the object's), else the
+    start of each datum; "" for nothing."""
+    strings = [key for key, is_string in passed if is_string]
+    kept = [*called, "", *(strings or [key for key, _is_string in passed])]
+    if len(kept) == 1:
+        return ""
+    return hashlib.blake2b("\n".join(kept).encode(), digest_size=8).hexdigest()
 
 
 _GUARD_SET: Final = "mov byte ptr [rip], 1"

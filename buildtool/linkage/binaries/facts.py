@@ -189,6 +189,11 @@ class NameDigests:
 NO_NAMES: Final = NameDigests(b"")
 
 
+MIN_SHAPE_INSTRUCTIONS: Final = 8
+"""Copies are matched by shape alone: a shorter initializer proves a common origin only by what
+it registers (``InitializerReach.strings``, or the data it passes: ``passed``)."""
+
+
 @dataclass(frozen=True)
 class InitializerReach:
     """What one static initializer (an entry of the initializer array) can call."""
@@ -214,6 +219,16 @@ class InitializerReach:
     """Whether ``reaches`` is what the whole walk finds. False when only the initializer's own
     code (and the PLT stubs it calls) was walked and it calls other code: the checks walk it
     again, deep, when its shape is one another file has."""
+    content: str = ""
+    """For an initializer that names nothing (no ``strings``): a digest of what its code hands
+    on, which its own code's shape leaves out: the code of the library's functions it calls,
+    and the read-only data it (or they) pass to another library's function (the start of each
+    object, or the strings among them). Qt's resource initializers are one code in every
+    library, each passing its own resource tables to ``qRegisterResourceData``; a copy hands
+    on the same. "" when it hands on nothing, or when the walk was cut short: nothing told."""
+    passed: int = 0
+    """How many read-only data it passes out of the library (``content`` holds them): what it
+    registers, which tells its copies as a string does, however short its own code."""
 
 
 @dataclass(frozen=True)

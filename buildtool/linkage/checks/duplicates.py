@@ -21,6 +21,7 @@ from buildtool.linkage.checks.initializer_reach import (
     registry_callees,
     shape_groups,
     through,
+    told_apart,
 )
 from buildtool.linkage.checks.policy import LibraryRule, ObjectRule, PluginRule
 from buildtool.linkage.checks.subject import Subject
@@ -129,8 +130,10 @@ def _bound_privately(name: str, exported: frozenset[str]) -> bool:
 
 
 def _exported_names(facts: BinaryFacts) -> frozenset[str]:
-    """Strong dynamic definitions by name (a version suffix dropped)."""
-    names = facts.defined - facts.weak_defined
+    """Strong dynamic definitions by name (a version suffix dropped), less ``STB_GNU_UNIQUE``
+    ones: C++ inline variables and template static members, which the loader binds to one copy
+    in a process by design (Qt's ``QMetaTypeInterfaceWrapper<T>`` in every Qt library)."""
+    names = facts.defined - facts.weak_defined - facts.unique
     if facts.versioned_definitions:
         return frozenset(key.split("@", 1)[0] for key in names)
     return names
@@ -297,6 +300,8 @@ def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
     reported: set[tuple[BinaryFile, BinaryFile]] = set()
     for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):
         also = functions.get(pair)
+        if also and told_apart(subject, pair):
+            continue  # same names, different content: the initializers' code says so
         if also:
             reported.add(pair)
             yield _object_code_finding(subject, pair, names, also)

@@ -11,10 +11,14 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Iterator
-from dataclasses import replace
-from typing import Final
+from typing import Final, NamedTuple
 
-from buildtool.linkage.binaries import BinaryFacts, InitializerReach, is_toolchain_function
+from buildtool.linkage.binaries import (
+    MIN_SHAPE_INSTRUCTIONS,
+    BinaryFacts,
+    InitializerReach,
+    is_toolchain_function,
+)
 from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
@@ -51,10 +55,6 @@ unwind tables there, never a name another library also registers."""
 SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
 
-MIN_SHAPE_INSTRUCTIONS: Final = 8
-"""Copies are matched by shape alone: a shorter initializer proves a common origin only by the
-strings it registers (``InitializerReach.strings``)."""
-
 
 def _names(facts: BinaryFacts) -> frozenset[str]:
     """Strong dynamic definitions by name (a version suffix dropped); a DLL's every export
@@ -84,15 +84,55 @@ def _is_system(path: str, facts: BinaryFacts) -> bool:
     return any(SYSTEM_LIBRARY.match(name) for name in names if name)
 
 
-def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[str, InitializerReach]:
-    """The registering initializers by shape (their reaches joined: one shape, one copy)."""
-    found: dict[str, InitializerReach] = {}
+class _Shape(NamedTuple):
+    """A file's registering initializers of one shape and content (one copy)."""
+
+    reaches: frozenset[str]
+    """What they reach, joined."""
+    strings: tuple[str, ...]
+
+
+_Key = tuple[str, str]
+"""An initializer's shape and ``InitializerReach.content`` ("" for untold)."""
+
+
+def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
+    """The registering initializers by shape and content."""
+    found: dict[_Key, _Shape] = {}
     for init in _registering(inits):
-        known = found.get(init.shape)
-        found[init.shape] = (
-            init if known is None else replace(known, reaches=known.reaches | init.reaches)
+        key = (init.shape, init.content)
+        known = found.get(key)
+        found[key] = (
+            _Shape(init.reaches, init.strings)
+            if known is None
+            else known._replace(reaches=known.reaches | init.reaches)
         )
     return found
+
+
+def _copies(mine: dict[_Key, _Shape], theirs: dict[_Key, _Shape]) -> list[tuple[_Key, _Key]]:
+    """The initializers of both files that may be copies: one shape handing on the same, or
+    one of them handing on what is not told (""). One code handing on different functions or
+    data registers something else in each (Qt's resource initializers, each with its own
+    resources)."""
+    by_shape: dict[str, list[_Key]] = {}
+    for other in theirs:
+        by_shape.setdefault(other[0], []).append(other)
+    return sorted(
+        (key, other)
+        for key in mine
+        for other in by_shape.get(key[0], ())
+        if key[1] == other[1] or "" in (key[1], other[1])
+    )
+
+
+def told_apart(subject: Subject, pair: Pair) -> bool:
+    """Whether the pair's registering initializers of one shape all hand on different content:
+    one boilerplate registering something else in each (two libraries' ``qrc_resources.cpp``,
+    whose initializers and helpers rcc names alike), not copies, whatever their names say."""
+    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
+    shared = {key[0] for key in mine} & {key[0] for key in theirs}
+    return bool(shared) and not _copies(mine, theirs)
 
 
 def _shared_reach(
@@ -100,21 +140,31 @@ def _shared_reach(
 ) -> frozenset[str]:
     """Functions that the initializers of one shape reach in both files: each shape on its own
     (two files' unrelated initializers of another shape prove nothing), and only shapes that
-    tell a copy (``_registering``)."""
+    tell a copy (``_registering``, ``_copies``)."""
     mine, theirs = _by_shape(first), _by_shape(second)
     both = frozenset().union(
-        *(mine[shape].reaches & theirs[shape].reaches for shape in mine.keys() & theirs)
+        *(mine[key].reaches & theirs[other].reaches for key, other in _copies(mine, theirs))
     )
     return frozenset(
-        name for name in both if not is_toolchain_function(name) and name not in STARTUP_CALLEES
+        name
+        for name in both
+        if not is_toolchain_function(name)
+        and name not in STARTUP_CALLEES
+        and not name.startswith(CONST_MEMBER)
     )
+
+
+CONST_MEMBER: Final = "_ZNK"
+"""How an Itanium-mangled const member function starts: it reads its object (Qt's
+``QMetaObject::indexOfMethod``, which a copied initializer calls to look up a signal), a lookup,
+never the registry's insertion."""
 
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
     """The strings the initializers both files have in common address (what they register)."""
     mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
-    shapes = sorted(mine.keys() & theirs)
-    return tuple(dict.fromkeys(text for shape in shapes for text in mine[shape].strings))
+    copies = _copies(mine, theirs)
+    return tuple(dict.fromkeys(text for key, _other in copies for text in mine[key].strings))
 
 
 def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
@@ -136,7 +186,7 @@ def _walked(subject: Subject, pair: Pair, binary: BinaryFile) -> tuple[Initializ
     """``binary``'s initializers, walked whole when one of a shape the pair has in common was
     walked in its own code only."""
     held = subject.initializers(binary)
-    mine, theirs = (_by_shape(subject.initializers(b)).keys() for b in pair)
+    mine, theirs = ({key[0] for key in _by_shape(subject.initializers(b))} for b in pair)
     shared = frozenset(mine & theirs)
     if all(init.complete for init in held if init.shape in shared):
         return held
@@ -174,9 +224,10 @@ def through(callees: list[str], strings: tuple[str, ...] = ()) -> str:
 
 
 def _registering(inits: tuple[InitializerReach, ...]) -> Iterator[InitializerReach]:
-    """Initializers whose shape tells a copy: long enough, or naming what they register."""
+    """Initializers whose shape tells a copy: long enough, or naming what they register (a
+    string, or data they pass to another library)."""
     for init in inits:
-        telling = init.instructions >= MIN_SHAPE_INSTRUCTIONS or init.strings
+        telling = init.instructions >= MIN_SHAPE_INSTRUCTIONS or init.strings or init.passed
         calls = init.reaches or not init.complete
         if calls and telling and not init.guarded:
             yield init

@@ -12,7 +12,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
-from buildtool.linkage.binaries.elf.constants import _PF_X, _PT_LOAD
+from buildtool.linkage.binaries.elf.constants import (
+    _DF_TEXTREL,
+    _DT_FLAGS,
+    _DT_TEXTREL,
+    _PF_W,
+    _PF_X,
+    _PT_LOAD,
+)
 from buildtool.linkage.binaries.elf.decoder import (
     _Bad,
     _Dynamic,
@@ -200,6 +207,14 @@ def _loaded(segments: Sequence[_Segment], executable: bool) -> list[_Segment]:
     return [s for s in segments if s.type == _PT_LOAD and (s.flags & _PF_X or not executable)]
 
 
+def _read_only(segments: Sequence[_Segment], dyn: _Dynamic) -> list[_Segment]:
+    """Loaded segments neither writable nor executable; none when relocations may write into
+    them (``DT_TEXTREL``, ``DF_TEXTREL``)."""
+    if _DT_TEXTREL in dyn.values or dyn.values.get(_DT_FLAGS, 0) & _DF_TEXTREL:
+        return []
+    return [s for s in segments if s.type == _PT_LOAD and not s.flags & (_PF_X | _PF_W)]
+
+
 def _segment_reader(
     img: _Image, segments: Sequence[_Segment], executable: bool = True
 ) -> Callable[[int, int], bytes]:
@@ -261,7 +276,9 @@ def read_code_view(
         return _object_address(img, segments, dyn, index)
 
     pointer = _pointers(img, table, machine, data_symbol, stored)
-    return CodeView(machine, _segment_reader(img, segments), targets, slot, data, pointer)
+    read_only = _segment_reader(img, _read_only(segments, dyn), False)
+    code = _segment_reader(img, segments)
+    return CodeView(machine, code, targets, slot, data, pointer, read_only)
 
 
 class _LeftOut(Exception):
@@ -299,7 +316,11 @@ def initializers_unless_left_out(
 
         return read_checked
 
-    sparse = view._replace(read=checked(view.read, True), constant=checked(view.constant, False))
+    sparse = view._replace(
+        read=checked(view.read, True),
+        constant=checked(view.constant, False),
+        read_only=checked(view.read_only, False),
+    )
     try:
         return walk_initializers(sparse, deep=False)
     except _LeftOut:

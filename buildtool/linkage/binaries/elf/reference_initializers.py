@@ -7,21 +7,25 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, no_bytes, walk_entry, walk_initializers
 from buildtool.linkage.binaries.elf.initializers import init_array_targets
 from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 25, 27, 36
+_DT_TEXTREL, _DT_FLAGS, _DF_TEXTREL = 22, 30, 0x4
 _RELATIVE = {"x86_64": 8, "aarch64": 1027}
 _SLOTS = {"x86_64": (6, 7), "aarch64": (1025, 1026)}
 _SYMBOLIC = {"x86_64": (1, 6), "aarch64": (257, 1025)}
 
 
-def _code_reader(elf: Any, stream: Any, executable: bool = True) -> Any:
+def _code_reader(elf: Any, stream: Any, executable: bool = True, read_only: bool = False) -> Any:
+    """Bytes of loaded segments: executable ones, any (not ``executable``), or those neither
+    writable nor executable (``read_only``)."""
     code = [
         s
         for s in elf.iter_segments()
-        if s["p_type"] == "PT_LOAD" and (s["p_flags"] & 1 or not executable)
+        if s["p_type"] == "PT_LOAD"
+        and (s["p_flags"] & 3 == 0 if read_only else s["p_flags"] & 1 or not executable)
     ]
 
     def read(address: int, size: int) -> bytes:
@@ -108,7 +112,10 @@ def _view(
     targets = init_array_targets(words, base, relative, 8)
     constant = _code_reader(elf, stream, executable=False)
     pointer = _pointer(every, constant if _DT_RELR in values else None, elf.little_endian)
-    return CodeView(machine, _code_reader(elf, stream), targets, slots.get, constant, pointer)
+    textrel = _DT_TEXTREL in values or values.get(_DT_FLAGS, 0) & _DF_TEXTREL
+    read_only = _code_reader(elf, stream, read_only=True) if not textrel else no_bytes
+    code = _code_reader(elf, stream)
+    return CodeView(machine, code, targets, slots.get, constant, pointer, read_only)
 
 
 def reference_initializers(
