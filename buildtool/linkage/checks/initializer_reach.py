@@ -150,14 +150,18 @@ def _shared_reach(
         for name in both
         if not is_toolchain_function(name)
         and name not in STARTUP_CALLEES
-        and not name.startswith(CONST_MEMBER)
+        and not name.startswith(NO_REGISTRY)
     )
 
 
-CONST_MEMBER: Final = "_ZNK"
-"""How an Itanium-mangled const member function starts: it reads its object (Qt's
-``QMetaObject::indexOfMethod``, which a copied initializer calls to look up a signal), a lookup,
-never the registry's insertion."""
+NO_REGISTRY: Final = ("_ZNK", "_ZNSt", "_ZSt")
+"""How Itanium-mangled names start that are no registry's insertion: a const member function
+reads its object (Qt's ``QMetaObject::indexOfMethod``, which a copied initializer calls to look
+up a signal); the standard library's own functions (a container's ``operator[]``, a template
+instance every library exports) are what a registry is built from. A registry that can refuse
+a second name does so in a function of its own, which the walk reaches (viskores' header-only
+link factory assigns through ``std::unordered_map::operator[]`` in every library that includes
+it, and VTK loads)."""
 
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
@@ -165,6 +169,14 @@ def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
     mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
     copies = _copies(mine, theirs)
     return tuple(dict.fromkeys(text for key, _other in copies for text in mine[key].strings))
+
+
+def name_nothing(subject: Subject, pair: Pair) -> bool:
+    """Whether the pair's initializers alike in code address no string and hand no data on:
+    whatever they call cannot register one name twice (VTK's ``vtkDebugLeaksManager``
+    counters, which every file including the header runs for itself)."""
+    mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
+    return not any(mine[key].strings or key[1] for key, _other in _copies(mine, theirs))
 
 
 def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:

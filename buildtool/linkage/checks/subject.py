@@ -14,6 +14,7 @@ from typing import NamedTuple
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach
 from buildtool.linkage.checks.policy import LinkagePolicy, PluginRule
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
+from buildtool.linkage.loaders.interpreter import is_extension_module, named_as_extension_module
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
 from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
@@ -138,6 +139,8 @@ class Subject:
         first, second = str(a.location), str(b.location)
         if not loaders.get(first, frozenset()).isdisjoint(loaders.get(second, ())):
             return True
+        if not self.plugins:
+            return False
         mine, theirs = self._resident_in(first), self._resident_in(second)
         return any(
             _compatible(one, other)
@@ -186,6 +189,20 @@ class Subject:
     def plugin_of(self, binary: BinaryFile) -> Plugin | None:
         """The plugin ``binary`` is, or None."""
         return self._plugin_at.get(str(binary.location))
+
+    def undeclared_module(self, binary: BinaryFile) -> str:
+        """For an ELF module without SONAME that is no extension module (by entry point or by
+        name) and no declared plugin (something opens it with dlopen), a hint that declaring it
+        as a plugin judges it with its host's closure loaded; '' otherwise."""
+        facts = self.facts(binary)
+        module = facts.format == "elf" and facts.file_type == "shared" and facts.soname is None
+        python = is_extension_module(facts) or named_as_extension_module(binary.location.name)
+        if not module or python or self.plugin_of(binary) is not None:
+            return ""
+        return (
+            "; it has no SONAME: if a library opens it with dlopen, declare it as that "
+            "library's plugin ([plugins]) to judge it with its host's closure loaded"
+        )
 
     @cached_property
     def loaded_by_others(self) -> frozenset[str]:
