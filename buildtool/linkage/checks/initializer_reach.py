@@ -174,8 +174,9 @@ def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
 def name_nothing(subject: Subject, pair: Pair) -> bool:
     """Whether the pair's initializers alike in code address no string and hand no data on:
     whatever they call cannot register one name twice (VTK's ``vtkDebugLeaksManager``
-    counters, which every file including the header runs for itself)."""
-    mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
+    counters, which every file including the header runs for itself). Walked whole where a
+    read walked them in their own code only: what they hand on is ``content``."""
+    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
     return not any(mine[key].strings or key[1] for key, _other in _copies(mine, theirs))
 
 
