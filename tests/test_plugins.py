@@ -244,20 +244,27 @@ def _requirements(wheel: Path) -> list[str]:
 
 
 @pytest.mark.wheel
+@pytest.mark.parametrize("mode", ["generated", "included"])
 def test_split_wheels_ship_each_plugin_with_its_host_and_the_loader_finds_them(
-    tmp_path: Path, run_cli: CliRunner
+    tmp_path: Path, run_cli: CliRunner, mode: str
 ) -> None:
     """The runtime wheel ships libggml with the CPU variants under ggmlplug/lib/backends; blas
     links the optional libggml-extra, so it ships in the add-on beside it; rpc names a
     distribution of its own, a wheel that holds only it and requires the runtime wheel.
     Installed runtime-only, the registry loads zen4 from the folder the loader reports; with
     rpc's wheel, rpc too; with the add-on, blas too."""
-    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    recipe = write_project(tmp_path / "ggmlplug", mode)
     out = tmp_path / "dist"
     argv = ["-q", "wheel", "--recipe", str(recipe), "--split", "--out-dir", str(out),
             "--build-dir", str(tmp_path / "build")]  # fmt: skip
     result = run_cli(*argv)
     assert result.exit_code == 0, result.stdout + result.stderr
+    # libggml depends on blas only to build it first: the runtime wheel still comes from the
+    # full build, nothing compiled a second time in the runtime configuration's folder
+    assert "builds apart" not in result.stderr
+    runtime_tree = tmp_path / "build" / "buildtool" / "runtime-configuration"
+    assert runtime_tree.is_dir()
+    assert not list(runtime_tree.rglob("*.o"))
     runtime = next(out.glob("ggmlplug_runtime-0.21.0-*.whl"))
     addon = next(out.glob("ggmlplug_compiler-0.21.0-*.whl"))
     rpc = next(out.glob("ggmlplug_rpc-0.21.0-*.whl"))
