@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from buildtool.linkage.binaries.read import read_binary_file
 from tests.builders import check, cxx, ids
 
 pytestmark = pytest.mark.integration
@@ -106,3 +107,37 @@ def test_a_headers_registration_of_one_name_in_two_libraries_is_bt103(tmp_path: 
     assert ids(report) == {("BT103", "libtwo.so")}
     assert "libcore.so:registry_add" in report.findings[0].evidence
     assert "'gemm'" in report.findings[0].evidence
+
+
+THROUGH_HELPER = """extern "C" void registry_add(const char*);
+extern "C" void core_attach(); extern "C" void leaks_attach();
+namespace {
+struct Users { Users() { for (int i = 0; i < 4; ++i) { core_attach(); leaks_attach(); } } } users;
+__attribute__((noinline)) void add_gemm() { registry_add("gemm"); }
+struct Named { Named() { add_gemm(); } } named;
+const bool here = true;
+}  // namespace
+static const bool* used = &here;
+"""
+"""The same registration made by a function of the library the initializer calls, after counting
+users as VTK's headers do (no destructor: nothing registered with ``__cxa_atexit``): its own code
+addresses no data, what it hands on (``InitializerReach.content``) names the registration."""
+
+
+def test_a_headers_registration_through_a_helper_in_two_libraries_is_bt103(
+    tmp_path: Path,
+) -> None:
+    """A read walks each initializer in its own code only; the one here is long enough to tell
+    a copy by its shape and leaves the helper's call unfollowed, so the pair is judged by the
+    initializers walked whole, not by what the read saw (nothing handed on)."""
+    run = _two_libraries(tmp_path / "helper", THROUGH_HELPER)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    assert "duplicate gemm" in run.stderr
+    for name in ("one", "two"):
+        path = tmp_path / "helper" / f"lib{name}.so"
+        facts = read_binary_file(path, path.name)
+        assert facts is not None
+        assert any(not init.complete for init in facts.initializers or ()), facts.initializers
+    report = check(tmp_path / "helper")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "libcore.so:registry_add" in report.findings[0].evidence

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import filterfalse
 from typing import Final
 
 from buildtool.linkage.binaries import LINKER_GENERATED, BinaryFacts, is_toolchain_function
@@ -357,8 +358,7 @@ ALIKE_NAMES: Final = 3
 
 
 def _exported_functions(facts: BinaryFacts) -> frozenset[str]:
-    names = _exported_names(facts)
-    return frozenset(n for n in names if n not in LINKER_GENERATED and not is_toolchain_function(n))
+    return frozenset(filterfalse(is_toolchain_function, _exported_names(facts) - LINKER_GENERATED))
 
 
 def _alike_candidates(subject: Subject) -> Iterator[tuple[Pair, frozenset[str], int]]:

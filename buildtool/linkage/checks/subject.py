@@ -39,6 +39,15 @@ Initializers = Callable[[BinaryFile], tuple[InitializerReach, ...]]
 """A file's initializers' reach (``BinaryFacts.initializers``), read again by the shell when a
 sparse read left them unread."""
 
+DeepInitializers = Callable[[BinaryFile, frozenset[str]], tuple[InitializerReach, ...]]
+"""The same, those of the given shapes walked whole: read again by the shell when the facts
+hold only their own code (``InitializerReach.complete``)."""
+
+
+def deep_as_read(binary: BinaryFile, _shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+    """A ``DeepInitializers`` that reads nothing: those the facts hold."""
+    return initializers_as_read(binary)
+
 
 def initializers_as_read(binary: BinaryFile) -> tuple[InitializerReach, ...]:
     """An ``Initializers`` that reads nothing: those the facts hold (none when unread)."""
@@ -96,6 +105,9 @@ class Subject:
     without a tag; absent when no policy data describes it."""
     initializers: Initializers = initializers_as_read
     """How the duplicate-code checks learn what a file's initializers reach."""
+    deep_initializers: DeepInitializers = deep_as_read
+    """The same, the initializers of some shapes walked as deep as the walk goes: what a pair
+    whose initializers share a shape needs."""
     on_this_machine: HostLookup = nowhere
     """Where this machine has a library a wheel does not ship (said in BT109's evidence)."""
     interpreters: Mapping[str, Closure] = dataclasses.field(default_factory=dict)
@@ -437,6 +449,23 @@ class Subject:
 
     @cached_property
     def _indexes(self) -> dict[str, DefinitionIndex]:
+        return {}
+
+    def definition_names(self, path: str, facts: BinaryFacts) -> frozenset[str]:
+        """The names one loaded object defines, versions dropped, worked out once for every
+        file whose closure holds it (libtorch_cpu.so's 74k, for each module that loads it)."""
+        names = self._names_by_path.get(path)
+        if names is None:
+            defined = facts.defined
+            names = self._names_by_path[path] = (
+                frozenset(key.partition("@")[0] for key in defined)
+                if facts.versioned_definitions
+                else defined
+            )
+        return names
+
+    @cached_property
+    def _names_by_path(self) -> dict[str, frozenset[str]]:
         return {}
 
     @cached_property
