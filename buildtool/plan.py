@@ -172,6 +172,8 @@ class PluginPlan:
     """Definitions and flags from the recipe."""
     visibility: str = "hidden"
     """Symbol visibility of its sources (``hidden`` or ``default``)."""
+    distribution: str = ""
+    """The split's wheel of its own that ships it; empty: its host's wheel."""
 
     @property
     def component(self) -> str:
@@ -758,6 +760,7 @@ def _plugin_plan(planner: _Planner, name: str, plugin: PluginLibrary) -> PluginP
             link_options=plugin.link_options,
         ),
         visibility=plugin.visibility,
+        distribution=plugin.distribution,
     )
 
 

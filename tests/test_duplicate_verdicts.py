@@ -202,6 +202,29 @@ def test_a_two_instruction_initializer_that_tail_calls_the_registry_is_bt103(
     assert "'gemm'" in report.findings[0].evidence
 
 
+LATE_REGISTRATION = (
+    'extern "C" void registry_add(const char*);\n'
+    "namespace {\n"
+    + "".join(f"volatile int setting{n};\n" for n in range(80))
+    + "struct Registerer { Registerer() {\n"
+    + "".join(f"  setting{n} = {n + 1};\n" for n in range(80))
+    + '  registry_add("gemm");\n} } registerer;\n}  // namespace\n'
+)
+"""A registration after 80 stores: past the instructions a read walks of an initializer's own
+code (its shape's prefix), so the checks walk the rest when both files have the prefix."""
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_a_registration_past_the_walked_prefix_is_found_when_both_have_it(
+    tmp_path: Path, strip: bool
+) -> None:
+    run = _hidden_pair(tmp_path / "late", LATE_REGISTRATION, strip)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    report = check(tmp_path / "late")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "both register through libcore.so:registry_add" in report.findings[0].evidence
+
+
 @pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
 def test_a_hidden_copy_with_its_own_registry_loads_and_is_no_error(
     tmp_path: Path, strip: bool

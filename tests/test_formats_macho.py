@@ -75,6 +75,32 @@ def test_facts_of_a_built_dylib() -> None:
     assert facts.registration_strings == {"demo.answer"}
 
 
+def test_static_initializers_are_the_local_symbols_whose_names_say_so() -> None:
+    """Told by their names' offsets in the string table (the local symbols are not decoded one
+    by one): an external symbol of that name is none, a name that only contains the prefix is
+    none, and a symbol whose index points into a longer name reads the rest of it."""
+    core = _core(
+        locals=["__GLOBAL__sub_I_core.cc", "_helper__GLOBAL__sub_I_mid.cc", "_other", "_x"],
+        exports=["_core_answer", "__GLOBAL__sub_I_exported.cc"],
+    )
+    data = bytearray(core.build())
+    symoff, stroff = _symtab(bytes(data))
+    helper = data.find(b"_helper__GLOBAL__sub_I_mid.cc\0", stroff) - stroff
+    # the fourth local ("_x") names the tail of the second one's name
+    struct.pack_into("<I", data, symoff + 3 * 16, helper + len("_helper"))
+    facts = read_macho_facts(bytes(data), "libcore.dylib")
+    assert facts is not None
+    assert facts.static_initializers == ("_GLOBAL__sub_I_core.cc", "_GLOBAL__sub_I_mid.cc")
+    assert "__GLOBAL__sub_I_exported.cc" in facts.defined
+
+
+def _symtab(data: bytes) -> tuple[int, int]:
+    """``LC_SYMTAB``'s symoff and stroff."""
+    at = data.find(struct.pack("<II", 0x2, 24))
+    symoff, _nsyms, stroff = struct.unpack_from("<III", data, at + 8)
+    return symoff, stroff
+
+
 def test_working_package_is_clean(tmp_path: Path) -> None:
     report = verify_paths([_package(tmp_path, _extension(), _core())], LinkagePolicy.empty())
     assert _found(report) == []

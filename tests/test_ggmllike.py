@@ -284,6 +284,11 @@ def test_plugins_are_judged_as_their_host_opens_them(
     recipe = plugin_recipe(tmp_path, base, ggml)
     assert _all_findings(run_cli, build, recipe) == []
     assert _all_findings(run_cli, tmp_path / "prefix", recipe) == []
+    # Not declared, a module is judged as if opened on its own; the evidence says what to do.
+    alone = run_cli("verify-linkage", str(build), "--no-recipe", "--format", "json")
+    hints = {f["id"]: f["evidence"] for f in json.loads(alone.stdout)["findings"]}
+    assert hints["BT106"].endswith("declare it as that library's plugin ([plugins]) to judge "
+                                   "it with its host's closure loaded")  # fmt: skip
 
 
 def test_a_plugin_needing_what_its_host_does_not_load_fails_and_is_caught(
@@ -486,3 +491,45 @@ def _program_fails(program: Path) -> str:
     """What ``program`` says on stderr when it fails to start ('' when it runs)."""
     run = subprocess.run([program], capture_output=True, text=True, check=False)
     return run.stderr.strip() if run.returncode else ""
+
+
+def test_a_plugin_binds_its_hosts_symbols_only_when_the_host_is_global(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """The modules call libggml's ggml_backend_register without NEEDing libggml. Opened
+    RTLD_GLOBAL (a program linking it, the recipe's default load), libggml's symbols are in the
+    global scope and the modules load; opened RTLD_LOCAL (load = "local"), dlopen fails with
+    "undefined symbol" and every module is BT106."""
+    import ctypes
+
+    _configure(tmp_path)
+    lib = tmp_path / "prefix" / "lib"
+    script = (
+        "import ctypes, sys\n"
+        f"ctypes.CDLL({str(lib / 'libggml-base.so.0')!r}, ctypes.RTLD_GLOBAL)\n"
+        f"ggml = ctypes.CDLL({str(lib / 'libggml.so.0')!r}, int(sys.argv[1]))\n"
+        "ggml.ggml_backend_load_all.restype = ctypes.c_char_p\n"
+        f"print(ggml.ggml_backend_load_all({str(tmp_path / 'prefix' / 'bin')!r}.encode()))\n"
+    )
+    modes = {"global": ctypes.RTLD_GLOBAL, "local": ctypes.RTLD_LOCAL}
+    runs = {load: subprocess.run([sys.executable, "-c", script, str(mode)], capture_output=True,
+                                 text=True, check=True)
+            for load, mode in modes.items()}  # fmt: skip
+    assert runs["global"].stdout == "b'blas rpc zen4'\n"
+    assert runs["local"].stdout == "None\n"
+    assert "libggml-rpc.so: undefined symbol: ggml_backend_register" in runs["local"].stderr
+    recipe = plugin_recipe(tmp_path)
+    assert _all_findings(run_cli, tmp_path / "prefix", recipe) == []
+    text = recipe.read_text(encoding="utf-8")
+    recipe.write_text(
+        text.replace('plugin-folder = "bin"\n', 'plugin-folder = "bin"\nload = "local"\n')
+    )
+    result = run_cli("verify-linkage", str(tmp_path / "prefix"), "--recipe", str(recipe),
+                     "--format", "json")  # fmt: skip
+    found = [(f["id"], Path(f["path"]).name, f["evidence"])
+             for f in json.loads(result.stdout)["findings"]]  # fmt: skip
+    evidence = ("1 undefined: ggml_backend_register (closure: libggml-base.so.0); its host "
+                'libggml.so.0.21.0 is opened RTLD_LOCAL (load = "local"), so only what the '
+                "plugin NEEDs is in its scope")  # fmt: skip
+    assert found == [("BT106", f"libggml-{name}.so", evidence)
+                     for name in ("blas", "cpu-haswell", "cpu-zen4", "rpc")]  # fmt: skip

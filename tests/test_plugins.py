@@ -14,6 +14,7 @@ import json
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -89,6 +90,7 @@ registers = ["ggmllike.backend.blas"]
 
 [plugins.ggml-rpc]
 host = "ggml"
+distribution = "ggmlplug-rpc"
 sources = ["src/rpc.c"]
 links = ["ggml-base"]
 definitions = ["BACKEND=rpc", "REGISTERS=ggmllike.backend.rpc"]
@@ -227,26 +229,58 @@ def _pip(python: Path, *argv: str) -> None:
     subprocess.run(command, check=True, capture_output=True)
 
 
+def _wheel_files(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    return sorted(name for name in names if ".dist-info/" not in name and not name.endswith("/"))
+
+
+def _requirements(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = archive.read(name).decode()
+    return [line.split(": ", 1)[1] for line in metadata.splitlines()
+            if line.startswith("Requires-Dist: ")]  # fmt: skip
+
+
 @pytest.mark.wheel
+@pytest.mark.parametrize("mode", ["generated", "included"])
 def test_split_wheels_ship_each_plugin_with_its_host_and_the_loader_finds_them(
-    tmp_path: Path, run_cli: CliRunner
+    tmp_path: Path, run_cli: CliRunner, mode: str
 ) -> None:
-    """The runtime wheel ships libggml with the CPU variants and rpc under
-    ggmlplug/lib/backends; blas links the optional libggml-extra, so it ships in the add-on
-    beside it. Installed runtime-only, the registry loads rpc and zen4 from the folder the loader
-    reports; with the add-on, blas too."""
-    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    """The runtime wheel ships libggml with the CPU variants under ggmlplug/lib/backends; blas
+    links the optional libggml-extra, so it ships in the add-on beside it; rpc names a
+    distribution of its own, a wheel that holds only it and requires the runtime wheel.
+    Installed runtime-only, the registry loads zen4 from the folder the loader reports; with
+    rpc's wheel, rpc too; with the add-on, blas too."""
+    recipe = write_project(tmp_path / "ggmlplug", mode)
     out = tmp_path / "dist"
     argv = ["-q", "wheel", "--recipe", str(recipe), "--split", "--out-dir", str(out),
             "--build-dir", str(tmp_path / "build")]  # fmt: skip
     result = run_cli(*argv)
     assert result.exit_code == 0, result.stdout + result.stderr
+    # libggml depends on blas only to build it first: the runtime wheel still comes from the
+    # full build, nothing compiled a second time in the runtime configuration's folder
+    assert "builds apart" not in result.stderr
+    runtime_tree = tmp_path / "build" / "buildtool" / "runtime-configuration"
+    assert runtime_tree.is_dir()
+    assert not list(runtime_tree.rglob("*.o"))
     runtime = next(out.glob("ggmlplug_runtime-0.21.0-*.whl"))
     addon = next(out.glob("ggmlplug_compiler-0.21.0-*.whl"))
+    rpc = next(out.glob("ggmlplug_rpc-0.21.0-*.whl"))
+    assert _wheel_files(rpc) == ["ggmlplug/lib/backends/libggml-rpc.so"]
+    assert _requirements(rpc) == ["ggmlplug-runtime==0.21.0"]
+    assert "ggmlplug/lib/backends/libggml-rpc.so" not in _wheel_files(runtime)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
     python = venv / "bin" / "python"
     _pip(python, "install", "--no-index", "--no-deps", str(runtime))
+    assert _session(python) == {
+        "folder": "lib/backends",
+        "plugins": ["ggml-cpu-haswell", "ggml-cpu-zen4"],
+        "loaded": "zen4",
+    }
+    _pip(python, "install", "--no-index", "--no-deps", str(rpc))
     assert _session(python) == {
         "folder": "lib/backends",
         "plugins": ["ggml-cpu-haswell", "ggml-cpu-zen4", "ggml-rpc"],
@@ -258,3 +292,159 @@ def test_split_wheels_ship_each_plugin_with_its_host_and_the_loader_finds_them(
         "plugins": ["ggml-blas", "ggml-cpu-haswell", "ggml-cpu-zen4", "ggml-rpc"],
         "loaded": "blas rpc zen4",
     }
+
+
+def test_a_project_target_named_like_a_plugin_is_refused_naming_its_key(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """Included mode claims the plugins' target names too: the project's own ggml-rpc is
+    refused before CMake fails inside buildtool's helpers."""
+    recipe = write_project(tmp_path / "ggmlplug", "included")
+    cmakelists = recipe.parent / "CMakeLists.txt"
+    cmakelists.write_text(
+        CMAKELISTS.replace(INCLUDE_LINE, f"add_library(ggml-rpc INTERFACE)\n{INCLUDE_LINE}")
+    )
+    result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(tmp_path / "build"))
+    assert result.exit_code == 2
+    assert (
+        result.stderr.rstrip()
+        .rsplit("\n", 1)[-1]
+        .startswith(
+            f"error: {recipe}: plugins.ggml-rpc makes the CMake target 'ggml-rpc', which the "
+            "project's own CMake defines too"
+        )
+    )
+
+
+def test_a_runtime_reconfigure_removes_the_optional_plugin_the_full_build_left(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """blas links the optional libggml-extra, so a runtime-only build does not make it. A full
+    build folder built again runtime-only must not keep the full build's blas: left behind, the
+    registry would try it and fail on the missing libggml-extra, and the tree would not be what
+    the runtime variant ships."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    build = tmp_path / "build"
+    argv = ["-q", "build", "--recipe", str(recipe), "--build-dir", str(build), "-j", "2"]
+    assert run_cli(*argv).exit_code == 0
+    assert (build / "lib" / "backends" / "libggml-blas.so").exists()
+    assert run_cli(*argv, "--variant", "runtime").exit_code == 0
+    backends = build / "lib" / "backends"
+    assert sorted(path.name for path in backends.iterdir()) == [
+        "libggml-cpu-haswell.so", "libggml-cpu-zen4.so", "libggml-rpc.so"]  # fmt: skip
+    assert not (build / "lib" / "libggml-extra.so").exists()
+    run = _program(build)
+    assert (run.stdout, run.stderr) == ("rpc zen4\n", "")
+    assert _findings(run_cli, build, recipe) == []
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ('sources = ["src/rpc.c"]\n', "",
+         "plugins.ggml-rpc.sources: empty; a recipe without sources can verify binaries built "
+         "elsewhere but cannot generate a build"),
+        ('sources = ["src/rpc.c"]\n', 'sources = ["src/rpc.c"]\nfile = "ggml-rpc.so"\n',
+         "plugins.ggml-rpc.file: the generated build makes libggml-rpc.so, not 'ggml-rpc.so'; "
+         "name the file lib<name>.so (or set output-name)"),
+    ],
+    ids=["no-sources", "other-file-form"],
+)  # fmt: skip
+def test_a_plugin_the_generated_build_cannot_make_is_refused_before_anything_is_written(
+    tmp_path: Path, run_cli: CliRunner, old: str, new: str, message: str
+) -> None:
+    """A plugin without sources, or named a file the build would not make, is fine for a recipe
+    that only verifies, but configure refuses it (exit 2, the key named), writing nothing."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    assert RECIPE.count(old) == 1
+    recipe.write_text(RECIPE.replace(old, new), encoding="utf-8")
+    build = tmp_path / "build"
+    result = run_cli("configure", "--recipe", str(recipe), "--build-dir", str(build))
+    assert result.exit_code == 2
+    assert result.stderr.rstrip().rsplit("\n", 1)[-1] == f"error: {recipe}: {message}"
+    assert not (recipe.parent / "CMakeLists.txt").exists()
+    assert not build.exists()
+
+
+def _pip_wheel(root: Path, out: Path, distribution: str) -> Path:
+    """``pip wheel`` of the project root (buildtool's backend) for one distribution."""
+    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-build-isolation", "--no-deps",
+               "-w", str(out), f"-Cbuildtool.distribution={distribution}",
+               "-Cbuildtool.build-dir=build", "."]  # fmt: skip
+    ran = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    return next(out.glob(f"{distribution.replace('-', '_')}-0.21.0-*.whl"))
+
+
+@pytest.mark.wheel
+def test_a_plugin_wheel_needing_the_add_on_requires_it_and_pip_builds_it(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """blas with a distribution of its own links the optional libggml-extra, which the add-on
+    ships: its wheel (made by pip through buildtool's backend, verified beside the runtime wheel
+    and the add-on) requires both. Installed beside the runtime wheel alone it cannot open
+    libggml-extra and the registry goes on without it; verify-linkage on those two wheels says
+    the add-on is missing. With the add-on it loads."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    text = recipe.read_text(encoding="utf-8")
+    blas = 'links = ["ggml-base", "ggml-extra"]\n'
+    recipe.write_text(text.replace(blas, f'{blas}distribution = "ggmlplug-blas"\n'), "utf-8")
+    root = recipe.parent
+    assert run_cli("-q", "configure", "--recipe", str(recipe), "--build-dir",
+                   str(root / "build")).exit_code == 0  # fmt: skip
+    out = tmp_path / "dist"
+    wheels = {name: _pip_wheel(root, out, name)
+              for name in ("ggmlplug-runtime", "ggmlplug-compiler", "ggmlplug-blas")}  # fmt: skip
+    assert _wheel_files(wheels["ggmlplug-blas"]) == ["ggmlplug/lib/backends/libggml-blas.so"]
+    assert _requirements(wheels["ggmlplug-blas"]) == [
+        "ggmlplug-runtime==0.21.0", "ggmlplug-compiler==0.21.0"]  # fmt: skip
+    assert _wheel_files(wheels["ggmlplug-compiler"]) == ["ggmlplug/lib/libggml-extra.so"]
+
+    beside = [str(wheels["ggmlplug-runtime"]), str(wheels["ggmlplug-blas"])]
+    alone = run_cli("verify-linkage", *beside, "--recipe", str(recipe), "--format", "json")
+    found = [(f["id"], f["message"], f["evidence"].split(";")[0])
+             for f in json.loads(alone.stdout)["findings"]]  # fmt: skip
+    assert found == [("BT116", "needs libggml-extra.so, which no input ships",
+                      "the recipe ships it in ggmlplug-compiler (required, not among the "
+                      "inputs)")]  # fmt: skip
+    together = [*beside, str(wheels["ggmlplug-compiler"])]
+    checked = run_cli("verify-linkage", *together, "--recipe", str(recipe), "--format", "json")
+    assert json.loads(checked.stdout)["findings"] == []
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    python = venv / "bin" / "python"
+    _pip(python, "install", "--no-index", "--no-deps", *beside)
+    ran = subprocess.run([python, "-c", SESSION], capture_output=True, text=True, check=False)
+    assert json.loads(ran.stdout)["loaded"] == "zen4"
+    assert "libggml-blas.so: libggml-extra.so: cannot open shared object file" in ran.stderr
+    _pip(python, "install", "--no-index", "--no-deps", str(wheels["ggmlplug-compiler"]))
+    assert _session(python)["loaded"] == "blas zen4"
+
+
+def test_dashed_names_define_their_export_symbols_as_c_identifiers(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """A library's and a plugin's export symbol is a C identifier (GGML_BASE_EXPORTS, CMake's
+    ggml_rpc_EXPORTS): -DGGML-BASE_EXPORTS would define the macro GGML instead, and
+    -Dggml-rpc_EXPORTS the macro ggml, breaking any source of theirs that uses that word (here a
+    local variable in ggml-base's source and in an object library rpc owns)."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    root = recipe.parent
+    (root / "src" / "probe.c").write_text(
+        "int ggml_base_probe(void) { int GGML = 1; return GGML; }\n", encoding="utf-8"
+    )
+    (root / "src" / "rpc_probe.c").write_text(
+        "int ggml_rpc_probe(void) { int ggml = 2; return ggml; }\n", encoding="utf-8"
+    )
+    text = RECIPE.replace('sources = ["src/base.c"]', 'sources = ["src/base.c", "src/probe.c"]')
+    text = text.replace(
+        'sources = ["src/rpc.c"]\n', 'sources = ["src/rpc.c"]\nobjects = ["ggml-rpc-probe"]\n'
+    )
+    text += '\n[objects.ggml-rpc-probe]\nsources = ["src/rpc_probe.c"]\n'
+    recipe.write_text(text, encoding="utf-8")
+    build = tmp_path / "build"
+    result = run_cli("build", "--recipe", str(recipe), "--build-dir", str(build), "-j", "2")
+    assert result.exit_code == 0, result.stderr
+    assert "requires whitespace after the macro name" not in result.stderr
+    assert _program(build).stdout == "blas rpc zen4\n"

@@ -16,6 +16,7 @@ import sys
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from elftools.elf.elffile import ELFFile
@@ -32,6 +33,7 @@ from buildtool.linkage.verify import verify_paths
 from buildtool.recipe.load import load_recipe
 from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE
+from tests.macho_builder import MachO
 from tests.test_hostile_wheels import RECORD, Member, write_wheel
 from tests.test_verify import system_libraries
 
@@ -65,7 +67,10 @@ def sources_of(paths: list[Path]) -> list[Source]:
     return [Source(str(path), path.name, path.stat().st_size) for path in paths]
 
 
-def both_ways(read: Callable[[int], object], runs: list[int]) -> tuple[object, object]:
+T = TypeVar("T")
+
+
+def both_ways(read: Callable[[int], T], runs: list[int]) -> tuple[T, T]:
     serial = read(1)
     assert runs == []
     parallel = read(2)
@@ -118,6 +123,81 @@ def test_findings_from_trees_wheels_and_system_libraries(
     assert shared, evidence
     # the shared functions are named (read again from the file), not shown as digests
     assert not any(re.search(r"#[0-9a-f]{16}", text) for text in shared)
+
+
+@pytest.mark.integration
+def test_the_biggest_wheel_members_symtab_is_read_here(
+    good_build: Path,
+    tmp_path: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The biggest ELF member is inflated into memory this process shares with the worker, and
+    its .symtab read here: the facts are those of a serial read."""
+    wheel = elf_wheel(good_build, tmp_path)
+    handed: list[object] = []
+    handed_part = pool._handed_part
+
+    def counted(*args: object) -> object:
+        handed.append(args)
+        return handed_part(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(pool, "_handed_part", counted)
+    outcome = pool._outcome
+
+    def once(*args: Any) -> object:
+        # the worker inflating the member reads all but .symtab: it is read once, here
+        _reader, source, _names, symtab, into = (*args, None)[:5]
+        assert into is None or not symtab, source.display
+        return outcome(*args)
+
+    monkeypatch.setattr(pool, "_outcome", once)
+    serial, parallel = both_ways(
+        lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
+    )
+    assert parallel == serial
+    assert len(handed) == 1
+    assert any(b.facts is not None and b.facts.static_initializers for b in parallel)
+
+
+def test_the_biggest_mach_o_member_is_kept_for_reading_again(
+    tmp_path: Path, pool_for_everything: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The biggest member, a Mach-O file, is inflated into memory this process shares with the
+    worker and kept after the read: reading it again (its initializers, for the checks) takes
+    its bytes from there, not from the wheel; verify-linkage frees it."""
+    core = MachO(install_name="@rpath/libcore.dylib", exports=["_core_answer"],
+                 locals=["__GLOBAL__sub_I_core.cc"], strings=("x" * 4096,))  # fmt: skip
+    small = MachO(install_name="@rpath/libsmall.dylib", exports=["_small"])
+    members: list[Member] = [
+        ("demo/lib/libcore.dylib", core.build()),
+        ("demo/lib/libsmall.dylib", small.build()),
+        ("demo/__init__.py", b"# not Mach-O\n"),
+    ]
+    wheel = write_wheel(tmp_path / "demo-0.1.0-py3-none-macosx_11_0_arm64.whl", members)
+    serial, parallel = both_ways(
+        lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
+    )
+    assert parallel == serial
+    assert list(pool._KEPT) == [(str(wheel), "demo/lib/libcore.dylib")]
+    inflated: list[str] = []
+    inflate = pool._SourceDecoder._inflate
+
+    def counted(self: pool._SourceDecoder, source: Source, *args: Any, **kwargs: Any) -> object:
+        inflated.append(source.display)
+        return inflate(self, source, *args, **kwargs)
+
+    monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
+    lookup = pool.InitializerLookup()
+    try:
+        for binary in parallel:
+            assert binary.source is not None
+            assert lookup(binary.source) == (binary.facts.initializers if binary.facts else ())
+    finally:
+        lookup.close()
+    assert inflated == [b.display for b in parallel if b.location.name == "libsmall.dylib"]
+    verify_paths([wheel], LinkagePolicy.empty())
+    assert pool._KEPT == {}
 
 
 @pytest.mark.integration

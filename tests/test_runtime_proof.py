@@ -4,6 +4,7 @@ builds apart, with a warning naming the difference)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import zipfile
@@ -42,6 +43,28 @@ def test_a_dependency_compiled_differently_is_a_difference() -> None:
     runtime = tree(target("rt", deps=("ffi",)), target("ffi"))
     assert runtime_differences(full, runtime, ["rt"]) == [
         "ffi: compile flags, defines or include folders differ"
+    ]
+
+
+def test_a_plugin_only_ordered_before_its_host_is_no_difference() -> None:
+    """The host depends on each plugin (add_dependencies: building it builds them), an optional
+    plugin exists only in the full tree: a module cannot be linked, so the host's code is the
+    same. A plugin the runtime wheel ships is compared as a root of its own."""
+    blas = dataclasses.replace(target("blas", "-DNEEDS_EXTRA"), kind="MODULE_LIBRARY")
+    cpu = dataclasses.replace(target("cpu"), kind="MODULE_LIBRARY")
+    full = tree(target("ggml", deps=("base", "blas", "cpu")), target("base"), blas, cpu)
+    runtime = tree(target("ggml", deps=("base", "cpu")), target("base"), cpu)
+    assert runtime_differences(full, runtime, ["ggml", "cpu"]) == []
+    linked = dataclasses.replace(blas, kind="SHARED_LIBRARY")  # a library it links: it counts
+    full = tree(target("ggml", deps=("base", "blas", "cpu")), target("base"), linked, cpu)
+    assert runtime_differences(full, runtime, ["ggml", "cpu"]) == [
+        "blas: only built with the optional libraries switched on",
+        "ggml: dependencies differ",
+    ]
+    changed = dataclasses.replace(cpu, compile="-DWITH_BLAS")
+    full = tree(target("ggml", deps=("base", "blas", "cpu")), target("base"), blas, changed)
+    assert runtime_differences(full, runtime, ["ggml", "cpu"]) == [
+        "cpu: compile flags, defines or include folders differ"
     ]
 
 

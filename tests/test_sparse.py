@@ -15,9 +15,9 @@ from buildtool.linkage.binaries.elf import (
     Ranges,
     code_ranges,
     cut_ranges,
-    initializers_left_out,
     left_out_unused,
     read_elf_facts,
+    sparse_initializers,
 )
 from buildtool.linkage.inputs import pool
 from buildtool.linkage.inputs.collect import read_wheel
@@ -79,9 +79,12 @@ def test_facts_without_the_code_are_the_facts_of_the_whole_file(
             read = read_elf_facts(sparse, path.name, names)
             assert whole is not None
             assert read is not None
-            if initializers_left_out(sparse, len(data), left_out):  # the pool marks them unread
+            found = sparse_initializers(sparse, len(data), left_out)
+            if found is None:  # the pool marks them unread
                 read = dataclasses.replace(read, initializers=None)
                 whole = dataclasses.replace(whole, initializers=None)
+            else:  # what the walk reads was kept: the sparse read's are the whole read's
+                assert found == whole.initializers, path
             assert read == whole, path
     assert left_out_somewhere
 
@@ -128,10 +131,14 @@ def test_wheel_members_read_without_their_code(
     inflate = pool._SourceDecoder._inflate
 
     def counted(
-        self: pool._SourceDecoder, source: pool.Source, member: object, sparse: bool
+        self: pool._SourceDecoder,
+        source: pool.Source,
+        member: object,
+        sparse: bool,
+        into: object = None,
     ) -> object:
         inflations.append(sparse)
-        return inflate(self, source, member, sparse)  # type: ignore[arg-type]
+        return inflate(self, source, member, sparse, into)  # type: ignore[arg-type]
 
     monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
     files = read_wheel(wheel, REGISTRATIONS, jobs=1).files
@@ -195,5 +202,7 @@ def test_an_initializers_code_left_out_needs_a_whole_read(tmp_path: Path) -> Non
     data = output.read_bytes()
     left_out = code_ranges(data[:4096], len(data), 0)
     assert read_elf_facts(data, output.name) is not None
-    assert initializers_left_out(_left_out_filled(data, left_out), len(data), left_out)
-    assert not initializers_left_out(data, len(data), ())
+    assert sparse_initializers(_left_out_filled(data, left_out), len(data), left_out) is None
+    whole = read_elf_facts(data, output.name)
+    assert whole is not None
+    assert sparse_initializers(data, len(data), ()) == whole.initializers

@@ -483,3 +483,62 @@ def _no_demo_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("DEMO_"):
             monkeypatch.delenv(name)
+
+
+PLUGIN_WHEELS = """\
+[project]
+name = "ggmlplug"
+version = "0.21.0"
+library-prefix = ""
+python-package-dir = "python/ggmlplug"
+
+[libraries.ggml-base]
+[libraries.ggml]
+links = ["ggml-base"]
+[libraries.ggml-extra]
+optional = true
+
+[plugins.ggml-cpu]
+host = "ggml"
+links = ["ggml-base"]
+[plugins.ggml-rpc]
+host = "ggml"
+distribution = "ggmlplug-net"
+[plugins.ggml-mpi]
+host = "ggml"
+distribution = "ggmlplug-net"
+[plugins.ggml-blas]
+host = "ggml"
+links = ["ggml-extra"]
+distribution = "ggmlplug-blas"
+"""
+
+
+@pytest.mark.parametrize("with_addon", [True, False], ids=["optional-library", "none-optional"])
+def test_plugins_with_a_distribution_ship_in_wheels_of_their_own(
+    tmp_path: Path, with_addon: bool
+) -> None:
+    """A plugin's own wheel holds only its plugins (two naming one distribution share it) and
+    requires its host's wheel; one linking an optional library requires the add-on too, which
+    holds what it needs (libggml-extra). Without an optional library there is no add-on, and a
+    plugin wheel alone makes the split."""
+    text = PLUGIN_WHEELS
+    if not with_addon:
+        text = text.replace("[libraries.ggml-extra]\noptional = true\n", "")
+        text = text.replace('links = ["ggml-extra"]\n', "")
+    path = tmp_path / "buildtool.toml"
+    path.write_text(text, encoding="utf-8")
+    plan = plan_recipe(load_recipe(path))
+    dists = {dist.name: dist for dist in split_distributions(plan)}
+    addon = ["ggmlplug-compiler"] if with_addon else []
+    assert list(dists) == ["ggmlplug-runtime", *addon, "ggmlplug-blas", "ggmlplug-net"]
+    assert dists["ggmlplug-runtime"].plugins == ("ggml-cpu",)
+    assert dists["ggmlplug-net"].components == ("ggml-mpi", "ggml-rpc")
+    assert dists["ggmlplug-net"].dependencies == ("ggmlplug-runtime==0.21.0",)
+    assert dists["ggmlplug-blas"].dependencies == (
+        "ggmlplug-runtime==0.21.0", *(f"{name}==0.21.0" for name in addon))  # fmt: skip
+    if with_addon:
+        assert dists["ggmlplug-compiler"].components == ("ggml-extra",)
+    files = {name: wheel.expected_files(plan, d, frozenset()) for name, d in dists.items()}
+    assert sum(len(f) for f in files.values()) == len(set().union(*files.values()))
+    assert files["ggmlplug-blas"] == {"ggmlplug/lib/libggml-blas.so"}

@@ -121,6 +121,7 @@ def choose_distribution(
 ) -> tuple[Distribution, WheelVariant]:
     """The distribution ``-C buildtool.distribution`` names, and the variant it belongs to."""
     from buildtool.packaging.distributions import full_distribution, has_split, split_distributions
+    from buildtool.plan import split_distribution_names
 
     full = full_distribution(plan, full_dir)
     split = split_distributions(plan) if has_split(plan) else ()
@@ -128,8 +129,11 @@ def choose_distribution(
         "full": (full, "full"),
         full.name: (full, "full"),
     }
-    for alias, dist in zip(("runtime", "addon"), split, strict=False):
-        aliases[alias] = aliases[dist.name] = (dist, "split")
+    roles = dict(zip(split_distribution_names(plan.project), ("runtime", "addon"), strict=True))
+    for dist in split:
+        if dist.name in roles:
+            aliases[roles[dist.name]] = (dist, "split")
+        aliases[dist.name] = (dist, "split")
     if wanted in aliases:
         return aliases[wanted]
     choices = ", ".join(aliases)
@@ -166,7 +170,7 @@ def _build_wheel(wheel_directory: Path, settings: BackendSettings) -> str:
     from buildtool.cmake import configure
     from buildtool.cmake.run import parallel_jobs
     from buildtool.packaging import wheel
-    from buildtool.packaging.distributions import variant_distributions
+    from buildtool.packaging.distributions import required_distributions, variant_distributions
 
     loaded = load_project(settings)
     plan = configure.plan_recipe(loaded)
@@ -184,12 +188,14 @@ def _build_wheel(wheel_directory: Path, settings: BackendSettings) -> str:
     if dist.ships_package:
         verify_built(loaded, plan, dist, built, [built])
         return built.name
-    # the add-on is verified as it is installed: beside the runtime wheel (made from the same
-    # tree, nothing compiled), which ships the libraries it needs
-    runtime = dists[0]
+    # an add-on is verified as it is installed: beside the wheels it requires (made from the
+    # same trees, nothing compiled), which ship the libraries it needs
     with tempfile.TemporaryDirectory(prefix="buildtool-runtime-") as scratch:
-        beside = make(runtime, trees[runtime.name], dest=Path(scratch))
-        verify_built(loaded, plan, dist, built, [beside, built])
+        beside = [
+            make(other, trees[other.name], dest=Path(scratch))
+            for other in required_distributions(dist, dists)
+        ]
+        verify_built(loaded, plan, dist, built, [*beside, built])
     return built.name
 
 

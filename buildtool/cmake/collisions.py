@@ -56,6 +56,8 @@ def claimed_targets(plan: LinkPlan) -> Iterator[ClaimedTarget]:
         key = f"libraries.{lib.name}"
         yield ClaimedTarget(lib.target, key, lib.requires_on)
         yield ClaimedTarget(f"{plan.project.name}::{lib.name}", key, lib.requires_on)
+    for plugin in plan.plugins:
+        yield ClaimedTarget(plugin.target, f"plugins.{plugin.name}", plugin.requires_on)
     for exe in plan.executables:
         table = "tests" if exe.is_test else "executables"
         yield ClaimedTarget(exe.target, f"{table}.{exe.name}", exe.requires_on)

@@ -34,7 +34,7 @@ from buildtool.errors import ChecksFailed, InputError, RecipeError, ToolFailed, 
 from buildtool.fsutil import GENERATED_MARKER, folder_lock, is_hand_written, write_atomic
 from buildtool.packaging.distributions import PYPROJECT, full_project_dir, render_pyprojects
 from buildtool.packaging.loader import render_loader
-from buildtool.plan import LinkPlan, make_plan
+from buildtool.plan import LibraryPlan, LinkPlan, PluginPlan, make_plan
 from buildtool.recipe.load import LoadedRecipe
 from buildtool.recipe.sources import expand_sources
 from buildtool.resources import read_templates
@@ -56,6 +56,11 @@ def _without_sources(plan: LinkPlan) -> Iterator[str]:
     yield from (
         f"libraries.{lib.name}" for lib in plan.libraries if not lib.sources and not lib.objects
     )
+    yield from (
+        f"plugins.{plugin.name}"
+        for plugin in plan.plugins
+        if not plugin.sources and not plugin.objects
+    )
     yield from (f"objects.{obj.name}" for obj in plan.objects if not obj.sources)
     for exe in plan.executables:
         if not exe.sources:
@@ -66,10 +71,14 @@ def _without_sources(plan: LinkPlan) -> Iterator[str]:
 def _check_file_names(loaded: LoadedRecipe, plan: LinkPlan) -> None:
     """A generated build names a library's file ``lib<output-name>.so``: a ``file`` of another
     form (fine in a recipe that only verifies) cannot be built."""
-    for lib in plan.libraries:
+    built: list[tuple[str, LibraryPlan | PluginPlan]] = [
+        ("libraries", lib) for lib in plan.libraries
+    ]
+    built += [("plugins", plugin) for plugin in plan.plugins]
+    for table, lib in built:
         if lib.file_name != f"lib{lib.output_name}.so":
             raise UsageError(
-                f"{loaded.source}: libraries.{lib.name}.file: the generated build makes "
+                f"{loaded.source}: {table}.{lib.name}.file: the generated build makes "
                 f"lib{lib.output_name}.so, not {lib.file_name!r}; name the file lib<name>.so "
                 "(or set output-name)"
             )
@@ -281,9 +290,12 @@ def _remove_disabled_outputs(plan: LinkPlan, build_dir: Path, variant: Variant) 
     # build folder would otherwise leave a stale compiler library in lib/.
     if variant == "full":
         return
-    for lib in plan.libraries:
-        stale = build_dir / "lib" / lib.file_name
-        if lib.optional and stale.exists():
+    stale_files = [build_dir / "lib" / lib.file_name for lib in plan.libraries if lib.optional]
+    stale_files += [
+        build_dir / plugin.folder / plugin.file_name for plugin in plan.plugins if plugin.optional
+    ]
+    for stale in stale_files:
+        if stale.exists():
             stale.unlink()
             log.info("removed %s (not part of the %s variant)", stale, variant)
 
@@ -292,6 +304,7 @@ def _own_artifacts(plan: LinkPlan, targets: Sequence[cmake.Target]) -> tuple[str
     """Build-folder-relative files of buildtool's libraries, executables and extensions."""
     own = {lib.target for lib in plan.libraries} | {exe.target for exe in plan.executables}
     own |= {module.target for module in plan.extensions}
+    own |= {plugin.target for plugin in plan.plugins}
     return tuple(
         sorted(path for target in targets if target.name in own for path in target.artifacts)
     )

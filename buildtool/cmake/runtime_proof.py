@@ -50,6 +50,8 @@ class TargetModel:
     """Names of the targets it depends on."""
     build_includes: tuple[str, ...]
     """Its include folders inside the build tree, relative to it."""
+    kind: str = ""
+    """CMake's target type (``SHARED_LIBRARY``, ``MODULE_LIBRARY``, ...)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -136,6 +138,7 @@ def _target_model(data: Any, tree: Path, source_dir: Path, names: Mapping[str, s
             sorted(names.get(dep["id"], dep["id"]) for dep in data.get("dependencies", ()))
         ),
         build_includes=_build_includes(groups, tree),
+        kind=str(data.get("type", "")),
     )
 
 
@@ -194,9 +197,24 @@ def _include_files(tree: Path, folders: Iterable[str]) -> dict[str, str]:
     return files
 
 
+MODULE_LIBRARY = "MODULE_LIBRARY"
+"""CMake's type of a module (a plugin, an extension module): nothing can link it."""
+
+
+def code_dependencies(model: TreeModel, target: TargetModel) -> tuple[str, ...]:
+    """What ``target`` depends on for its code: not the modules it only orders before itself
+    (``add_dependencies`` on a plugin: building the host builds its plugins; a module cannot be
+    linked, so such a dependency never changes what the target compiles or links)."""
+    return tuple(
+        dep
+        for dep in target.dependencies
+        if dep not in model.targets or model.targets[dep].kind != MODULE_LIBRARY
+    )
+
+
 def dependency_closure(model: TreeModel, roots: Iterable[str]) -> tuple[str, ...]:
-    """``roots`` and every target they depend on, directly or not (names CMake does not know
-    are left out: a target switched off by a recipe option)."""
+    """``roots`` and every target their code depends on, directly or not (names CMake does not
+    know are left out: a target switched off by a recipe option)."""
     seen: list[str] = []
     pending = [name for name in roots if name in model.targets]
     while pending:
@@ -204,7 +222,8 @@ def dependency_closure(model: TreeModel, roots: Iterable[str]) -> tuple[str, ...
         if name in seen:
             continue
         seen.append(name)
-        pending.extend(dep for dep in model.targets[name].dependencies if dep in model.targets)
+        dependencies = code_dependencies(model, model.targets[name])
+        pending.extend(dep for dep in dependencies if dep in model.targets)
     return tuple(sorted(seen))
 
 
@@ -232,7 +251,11 @@ def runtime_differences(
             ("compile flags, defines or include folders", ours.compile, theirs.compile),
             ("sources", ours.sources, theirs.sources),
             ("link command", ours.link, theirs.link),
-            ("dependencies", ours.dependencies, theirs.dependencies),
+            (
+                "dependencies",
+                code_dependencies(full, ours),
+                code_dependencies(runtime, theirs),
+            ),
         ):
             if a != b:
                 differences.append(f"{name}: {what} differ")

@@ -22,6 +22,7 @@ from buildtool.linkage.checks.growth import (
 from buildtool.linkage.checks.plugins import find_plugins
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.subject import (
+    DeepInitializers,
     FunctionNames,
     HostLookup,
     Initializers,
@@ -36,7 +37,12 @@ from buildtool.linkage.inputs.collect import (
     binary_free_wheel,
     read_input,
 )
-from buildtool.linkage.inputs.pool import FunctionNameLookup, InitializerLookup, wait_for_workers
+from buildtool.linkage.inputs.pool import (
+    FunctionNameLookup,
+    InitializerLookup,
+    release_kept,
+    wait_for_workers,
+)
 from buildtool.linkage.loaders.closure import Environment, filesystem_lookup, resolve_closure
 from buildtool.linkage.loaders.glibc import FactsLookup, LdSoCache, load_ld_so_cache
 from buildtool.linkage.loaders.interpreter import interpreter_closure, is_extension_module
@@ -101,23 +107,47 @@ def files_by_format(files: Sequence[BinaryFile]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _initializers(reader: InitializerLookup) -> Initializers:
-    """Initializers as the facts hold them, read again (once a file) when a sparse read left
-    them unread; none when the file cannot be read any more."""
-    known: dict[str, tuple[InitializerReach, ...]] = {}
+def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitializers]:
+    """Initializers as the facts hold them, read again when a sparse read left them unread,
+    and with those of some shapes walked whole when the facts hold only their own code (each
+    read once; none when the file cannot be read any more)."""
+    read: dict[str, tuple[InitializerReach, ...]] = {}
+    whole: dict[str, dict[int, InitializerReach]] = {}
+
+    def read_again(
+        binary: BinaryFile, deep: Sequence[int] | None = None
+    ) -> tuple[InitializerReach, ...]:
+        try:
+            return reader(binary.source, deep) if binary.source else ()
+        except InputError:
+            return ()
 
     def initializers(binary: BinaryFile) -> tuple[InitializerReach, ...]:
         held = binary.facts.initializers if binary.facts is not None else ()
-        if held is not None:
-            return held
-        if binary.display not in known:
-            try:
-                known[binary.display] = reader(binary.source) if binary.source else ()
-            except InputError:
-                known[binary.display] = ()
-        return known[binary.display]
+        if held is None and binary.display not in read:
+            read[binary.display] = read_again(binary)
+        return read.get(binary.display, held or ())
 
-    return initializers
+    def deep(binary: BinaryFile, shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+        held = initializers(binary)
+        walked = whole.setdefault(binary.display, {})
+        positions = {
+            position
+            for position, init in enumerate(held)
+            if init.shape in shapes and not init.complete
+        }
+        missing = sorted(positions - walked.keys())
+        if missing:
+            found = read_again(binary, missing)
+            if len(found) != len(missing):  # the file changed since: as held
+                found = tuple(held[position] for position in missing)
+            walked.update(zip(missing, found, strict=True))
+        return tuple(
+            walked[position] if position in positions else init
+            for position, init in enumerate(held)
+        )
+
+    return initializers, deep
 
 
 def _function_names(reader: FunctionNameLookup) -> FunctionNames:
@@ -364,6 +394,7 @@ def verify_inputs(
     closures.update(_plugin_closures(plugins, closures, read, envs, labels))
     reader = FunctionNameLookup()
     init_reader = InitializerLookup()
+    initializers, deep_initializers = _initializers(init_reader)
     try:
         subject = Subject(
             files=tuple(good),
@@ -373,7 +404,8 @@ def verify_inputs(
             function_names=_function_names(reader),
             sets=relocated,
             platforms=platforms,
-            initializers=_initializers(init_reader),
+            initializers=initializers,
+            deep_initializers=deep_initializers,
             interpreters=_interpreters(relocated, read, envs),
             on_this_machine=_on_this_machine(load_ld_so_cache()),
             plugins=plugins,
@@ -382,6 +414,7 @@ def verify_inputs(
     finally:
         reader.close()
         init_reader.close()
+        release_kept()  # the wheel members a read kept for these readers
     sizes = _size_entries(subject)
     gone: tuple[BaselineSize, ...] = ()
     if baseline is not None:
@@ -439,4 +472,5 @@ def verify_paths(
             with_graph=with_graph,
         )
     finally:
+        release_kept()
         wait_for_workers()  # they exit while the checks run: none outlives the call

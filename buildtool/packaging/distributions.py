@@ -11,19 +11,22 @@ its own pyproject.toml, generated into the project tree:
   optional library switched off) and ``<name>-compiler`` (only the optional libraries, requiring
   ``<name>-runtime==<version>``), from ``<root>/packaging/<distribution>/pyproject.toml`` with
   ``cmake.source-dir`` pointing back at the root. The two never own the same file, so
-  uninstalling the add-on leaves a working runtime-only install.
+  uninstalling the add-on leaves a working runtime-only install. A plugin with a
+  ``distribution`` of its own ships in that wheel instead (plugins naming one share it), which
+  requires the wheel of its host at the same version, and the add-on too when the plugin is
+  optional; the add-on exists only when there is an optional library.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Literal
 
 from buildtool import __version__
 from buildtool.cmake.generate import fill
-from buildtool.plan import ExtensionPlan, LinkPlan, split_distribution_names
+from buildtool.plan import ExtensionPlan, LinkPlan, PluginPlan, split_distribution_names
 from buildtool.recipe.model import WheelSettings
 
 WheelVariant = Literal["full", "split"]
@@ -102,11 +105,13 @@ def full_distribution(plan: LinkPlan, project_dir: str = ".") -> Distribution:
     )
 
 
-def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
-    """The runtime wheel (``<name>-runtime``) and its add-on (``<name>-compiler``), unless the
-    recipe names them (``runtime-distribution``, ``addon-distribution``)."""
+def split_distributions(plan: LinkPlan) -> tuple[Distribution, ...]:
+    """The runtime wheel (``<name>-runtime``) first, then its add-on (``<name>-compiler``) when
+    there is an optional library, unless the recipe names them (``runtime-distribution``,
+    ``addon-distribution``), then the plugins' wheels of their own."""
     project = plan.project
     runtime_name, compiler_name = split_distribution_names(project)
+    in_host_wheel = [plugin for plugin in plan.plugins if not plugin.distribution]
     runtime = Distribution(
         name=runtime_name,
         project_dir=f"{PACKAGING_DIR}/{runtime_name}",
@@ -115,7 +120,7 @@ def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
         ships_package=True,
         defines=_defines(plan, "OFF"),
         dependencies=(),
-        plugins=tuple(plugin.name for plugin in plan.plugins if not plugin.optional),
+        plugins=tuple(plugin.name for plugin in in_host_wheel if not plugin.optional),
     )
     compiler = Distribution(
         name=compiler_name,
@@ -125,9 +130,47 @@ def split_distributions(plan: LinkPlan) -> tuple[Distribution, Distribution]:
         ships_package=False,
         defines=_defines(plan, "ON"),
         dependencies=(f"{runtime_name}=={project.version}",),
-        plugins=tuple(plugin.name for plugin in plan.plugins if plugin.optional),
+        plugins=tuple(plugin.name for plugin in in_host_wheel if plugin.optional),
     )
-    return runtime, compiler
+    addon = (compiler,) if compiler.libraries else ()
+    return (runtime, *addon, *_plugin_distributions(plan, runtime_name, compiler_name))
+
+
+def _plugin_distributions(plan: LinkPlan, runtime: str, addon: str) -> list[Distribution]:
+    """One wheel per plugin ``distribution``: its plugins, requiring their hosts' wheels."""
+    grouped: dict[str, list[PluginPlan]] = {}
+    for plugin in plan.plugins:
+        if plugin.distribution:
+            grouped.setdefault(plugin.distribution, []).append(plugin)
+    version = plan.project.version
+    dists = []
+    for name, plugins in grouped.items():
+        optional = any(plugin.optional for plugin in plugins)
+        names = tuple(plugin.name for plugin in plugins)
+        dists.append(
+            Distribution(
+                name=name,
+                project_dir=f"{PACKAGING_DIR}/{name}",
+                summary=f"{plan.project.name} plugins {', '.join(names)}: an add-on to {runtime}",
+                libraries=(),
+                ships_package=False,
+                defines=_defines(plan, "ON"),
+                dependencies=(f"{runtime}=={version}",)
+                + ((f"{addon}=={version}",) if optional else ()),
+                plugins=names,
+            )
+        )
+    return dists
+
+
+def required_distributions(
+    dist: Distribution, dists: Sequence[Distribution]
+) -> tuple[Distribution, ...]:
+    """The distributions of ``dists`` that ``dist`` requires (its wheel is installed beside
+    theirs): the runtime wheel for the add-on; the runtime wheel and maybe the add-on for a
+    plugin's own wheel."""
+    wanted = {requirement.split("==", 1)[0] for requirement in dist.dependencies}
+    return tuple(other for other in dists if other.name in wanted)
 
 
 def full_project_dir(root_pyproject_is_own: bool, plan: LinkPlan) -> str:
@@ -148,8 +191,10 @@ def variant_distributions(
 
 
 def has_split(plan: LinkPlan) -> bool:
-    """A split needs an optional library to leave out."""
-    return any(lib.optional for lib in plan.libraries)
+    """A split needs an optional library or a plugin with a wheel of its own to leave out."""
+    return any(lib.optional for lib in plan.libraries) or any(
+        plugin.distribution for plugin in plan.plugins
+    )
 
 
 def _toml_strings(items: tuple[str, ...]) -> str:

@@ -348,7 +348,8 @@ def _check_request(request: WheelRequest, plan: LinkPlan) -> None:
     if request.variant == "split" and not has_split(plan):
         raise UsageError(
             f"{recipe.source}: --split needs an optional library to leave out of the runtime "
-            "wheel (set optional = true on one); without --split, one full wheel is built"
+            "wheel (set optional = true on one) or a plugin with a wheel of its own "
+            "(distribution); without --split, one full wheel is built"
         )
 
 

@@ -210,6 +210,7 @@ def parse_recipe(data: Mapping[str, object], source: str) -> Recipe:
     assert isinstance(recipe, Recipe)
     completed = dataclasses.replace(recipe, project=_complete_project(recipe.project, source))
     check_values(completed, source)
+    _check_plugin_distributions(completed, source)
     return completed
 
 
@@ -227,6 +228,29 @@ def _check_distribution_names(name: str, runtime: str, addon: str, source: str) 
                 source, f"project.{key}", f"{value!r} is the distribution name of {other} too"
             )
         seen[_normalized(value)] = f"project.{key}"
+
+
+def _check_plugin_distributions(recipe: Recipe, source: str) -> None:
+    """A plugin's wheel of its own: a distribution name, none of the project's own wheels."""
+    project = recipe.project
+    taken = {
+        _normalized(project.name): "project.name",
+        _normalized(project.runtime_distribution): "the runtime wheel",
+        _normalized(project.addon_distribution): "the compiler add-on",
+    }
+    for name, plugin in recipe.plugins.items():
+        value = plugin.distribution
+        if not value:
+            continue
+        key = f"plugins.{name}.distribution"
+        if not _DISTRIBUTION.match(value):
+            raise RecipeError(source, key, f"expected a distribution name, found {value!r}")
+        other = taken.get(_normalized(value))
+        if other is not None:
+            raise RecipeError(
+                source, key, f"{value!r} is the distribution name of {other}; a plugin's own "
+                "wheel needs a name of its own"
+            )  # fmt: skip
 
 
 def _normalized(distribution: str) -> str:

@@ -187,7 +187,8 @@ class PluginLibrary:
     SONAME. It is built as a CMake MODULE library with the RUNPATH that finds the libraries in
     ``lib/`` from that folder (``$ORIGIN/..`` from ``lib/backends``, ``$ORIGIN/../lib`` from
     ``bin``), installed as the CMake install component of its name, and shipped in the wheel
-    of its host (the add-on wheel when the host or a library it links is optional).
+    of its host (the add-on wheel when the host or a library it links is optional), or in a
+    split's wheel of its own (``distribution``).
     verify-linkage judges it as its host opens it: everything the host loads is loaded
     already."""
 
@@ -244,6 +245,13 @@ class PluginLibrary:
     when: str = ""
     """Name of an ``[options.<name>]``: built only while that option is ON (and while its host
     is built). Empty: always."""
+
+    distribution: str = ""
+    """A split's wheel of its own that ships it (``ggmlplug-cuda``): an add-on requiring its
+    host's wheel at the same version (the runtime wheel, and the compiler add-on too when the
+    host or a library it links is optional), so a heavy backend is installed only where it is
+    wanted. Plugins naming one distribution share its wheel. Empty: its host's wheel. The full
+    wheel holds every plugin either way."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -144,18 +144,24 @@ def _cmake_strings(recipe: Recipe) -> Iterator[tuple[str, str]]:
         yield f"plugins.{name}.alternatives", plugin.alternatives
 
 
+_PLUGIN_FOLDER = re.compile(r"[A-Za-z0-9_.+-]+(/[A-Za-z0-9_.+-]+)*\Z")
+"""Folder names a plugin folder may have: it becomes an install destination and a C string."""
+
+
 def _check_plugin_folders(recipe: Recipe, source: str) -> None:
     """A plugin folder is a plain relative folder of the install layout, written normalized
     (it is compared with where files lie, and pasted into CMake and C definitions)."""
     for name, lib in recipe.libraries.items():
         folder = lib.plugin_folder
         pure = PurePosixPath(folder)
-        if relative_path_problem(folder) or pure.as_posix() != folder or folder == ".":
+        plain = _PLUGIN_FOLDER.match(folder) and pure.as_posix() == folder and folder != "."
+        if relative_path_problem(folder) or not plain:
             raise RecipeError(
                 source,
                 f"libraries.{name}.plugin-folder",
-                "expected a folder relative to the install prefix, without '..' ('lib', "
-                f"'lib/backends', 'bin'), found {folder!r}",
+                "expected a folder relative to the install prefix, of letters, digits and "
+                "'_', '.', '+', '-', without '..' ('lib', 'lib/backends', 'bin'), found "
+                f"{folder!r}",
             )
 
 

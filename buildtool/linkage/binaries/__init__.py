@@ -7,6 +7,7 @@ from buildtool.linkage.binaries.facts import (
     CRT_FUNCTIONS,
     DECODERS,
     LINKER_GENERATED,
+    MIN_SHAPE_INSTRUCTIONS,
     NO_NAMES,
     STATIC_INIT_PREFIX,
     TOOLCHAIN_FUNCTIONS,
@@ -14,6 +15,7 @@ from buildtool.linkage.binaries.facts import (
     Decoder,
     InitializerReach,
     NameDigests,
+    defines_module_init,
     is_toolchain_function,
     name_digest,
 )
@@ -22,6 +24,7 @@ __all__ = [
     "CRT_FUNCTIONS",
     "DECODERS",
     "LINKER_GENERATED",
+    "MIN_SHAPE_INSTRUCTIONS",
     "NO_NAMES",
     "STATIC_INIT_PREFIX",
     "TOOLCHAIN_FUNCTIONS",
@@ -29,6 +32,7 @@ __all__ = [
     "Decoder",
     "InitializerReach",
     "NameDigests",
+    "defines_module_init",
     "is_toolchain_function",
     "name_digest",
 ]

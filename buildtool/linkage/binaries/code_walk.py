@@ -26,7 +26,12 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final, NamedTuple
 
-from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit, TypeRecord
+from buildtool.linkage.binaries.facts import (
+    MIN_SHAPE_INSTRUCTIONS,
+    InitializerReach,
+    ModuleInit,
+    TypeRecord,
+)
 
 WALKED_MACHINES: Final = ("x86_64", "aarch64")
 MAX_DEPTH: Final = 2
@@ -150,8 +155,9 @@ _NOTHING: Final = _Function(0, 0, (), (), ())
 class _Sweep:
     """Decodes one function at a time, for ``_Functions``."""
 
-    def __init__(self, view: CodeView) -> None:
+    def __init__(self, view: CodeView, limit: int = MAX_FUNCTION_INSTRUCTIONS) -> None:
         self.view = view
+        self.limit = limit
         self.calls: list[tuple[int, int]] = []
         self.imports: list[str] = []
         self.shape: list[str] = []
@@ -211,9 +217,9 @@ def _sweep_function(
     stops: frozenset[str],
 ) -> None:
     """Decode from ``address`` to the first instruction whose shape starts with one of
-    ``stops`` (or ``MAX_FUNCTION_INSTRUCTIONS``); ``step(after, mnemonic, operands)`` follows
+    ``stops`` (or ``sweep.limit`` instructions); ``step(after, mnemonic, operands)`` follows
     each instruction and gives its shape."""
-    while len(sweep.shape) < MAX_FUNCTION_INSTRUCTIONS:
+    while len(sweep.shape) < sweep.limit:
         decoded = 0
         code = sweep.view.read(address, _CHUNK)
         for at, size, mnemonic, operands in cs.disasm_lite(code, address, _BATCH):
@@ -221,7 +227,7 @@ def _sweep_function(
             sweep.end = at + size
             shape = step(at + size, mnemonic, operands)
             sweep.shape.append(shape)
-            if shape.split(" ", 1)[0] in stops or len(sweep.shape) >= MAX_FUNCTION_INSTRUCTIONS:
+            if shape.split(" ", 1)[0] in stops or len(sweep.shape) >= sweep.limit:
                 return
         if decoded == 0:
             return
@@ -381,8 +387,10 @@ def _arm_branch(sweep: _Sweep, mnemonic: str, operands: str, loaded: dict[str, i
 class _Functions:
     """Each function decoded once per library, however many initializers reach it."""
 
-    def __init__(self, view: CodeView) -> None:
+    def __init__(self, view: CodeView, limit: int = MAX_FUNCTION_INSTRUCTIONS) -> None:
         self.view = view
+        self.limit = limit
+        """Instructions of one sweep, at most."""
         self.cs = _capstone(view.machine)
         self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
         self.known: dict[int, _Function] = {}
@@ -394,7 +402,7 @@ class _Functions:
         if found is None:
             if self.left <= 0:
                 return _NOTHING
-            sweep = _Sweep(self.view)
+            sweep = _Sweep(self.view, self.limit)
             self.sweep(sweep, self.cs, address)
             found = self.known[address] = sweep.result()
             self.left -= found.instructions
@@ -465,48 +473,47 @@ class _Functions:
                 strings.append(found[1])
         return shape, strings
 
-    def reach(self, address: int) -> InitializerReach:
+    def _stub(self, target: int) -> _Function | None:
+        """The function at ``target`` when it is a stub (a PLT entry): a few instructions whose
+        only effect is a jump through a slot."""
+        function = self.at(target)
+        return function if _is_stub(function) else None
+
+    def reach(self, address: int, deep: bool = True) -> InitializerReach:
         """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
-        all; the shape is that of the initializer's own function and the branches within it."""
-        queue, seen = [(address, 0)], {address}
-        budget = MAX_INSTRUCTIONS
-        reaches: set[str] = set()
-        shape: list[str] = []
-        strings: list[str] = []
-        outgoing: list[_Function] = []
-        called: list[str] = []
-        walked: set[int] = set()
-        while queue and budget > 0:
-            current, depth = queue.pop(0)
+        all; the shape is that of the initializer's own function and the branches within it.
+        Not ``deep``: its own code only, and the stubs it calls; ``complete`` says whether that
+        left any call unfollowed. An initializer too short to tell a copy by its shape that
+        names nothing and leaves calls unfollowed is walked whole all the same: only what it
+        hands on (``InitializerReach.content``) tells it."""
+        walk = _Walk(address)
+        while walk.queue and walk.budget > 0:
+            current, depth = walk.queue.pop(0)
             function = self.at(current)
-            walked.add(current)
-            budget -= function.instructions
-            reaches.update(function.imports)
+            walk.visit(current, depth, function)
             if depth == 0:
                 own, found = self.own_shape(function)
-                shape.extend(own)
-                strings.extend(found)
-            if depth == 1 and not _is_stub(function):
-                called.extend(function.shape)
-            if depth <= 1:
-                outgoing.append(function)
+                walk.shape.extend(own)
+                walk.strings.extend(found)
+            if not deep and len(walk.shape) >= SHAPE_PREFIX:
+                walk.cut()
+                break
             for target, is_call in function.calls:
-                if current <= target < function.end:
+                if current <= target < function.end or target in walk.seen:
                     continue  # a branch within what the sweep decoded already
-                if target not in seen and depth + is_call <= MAX_DEPTH:
-                    seen.add(target)
-                    queue.append((target, depth + is_call))
-        digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
-        named = tuple(dict.fromkeys(strings))[:MAX_STRINGS]
-        # a walk the library's budget cut short may have missed what a copy's code hands on
-        passed = self.passed(outgoing, walked) if not named and self.left > 0 else None
-        content = _content(called, passed) if passed is not None else ""
-        size = len(passed) if passed is not None else 0
-        return InitializerReach(
-            digest, len(shape), frozenset(reaches), _guarded(shape), named, content, size
-        )
+                if deep or depth + is_call == 0:
+                    walk.follow(target, depth + is_call)
+                else:
+                    walk.leave(target, self._stub(target))
+        if not walk.complete and walk.untold():
+            return self.reach(address)
+        return walk.result(self)
 
 
+SHAPE_PREFIX: Final = 64
+"""Instructions of an initializer's own code a read walks (its shape's digest): enough to tell
+copies from other code, a fraction of what a big library's initializers hold (libtorch_cpu.so's
+376: 95k instructions walked whole)."""
 PASSED_BYTES: Final = 16
 """Bytes of a passed datum that is not a string that ``InitializerReach.content`` keeps: the
 start of the object (a GUID's 16 bytes; Qt's resource tables differ within them). Further, a
@@ -519,6 +526,81 @@ aarch64: ``adrp; ldr; add; br``)."""
 def _is_stub(function: _Function) -> bool:
     """Whether ``function`` is a stub (a PLT entry), whose form the link chose, not the code."""
     return bool(function.imports) and function.instructions <= STUB_INSTRUCTIONS
+
+
+class _Walk:
+    """One initializer's walk (``_Functions.reach``)."""
+
+    def __init__(self, address: int) -> None:
+        self.queue: list[tuple[int, int]] = [(address, 0)]
+        self.seen = {address}
+        self.budget = MAX_INSTRUCTIONS
+        self.reaches: set[str] = set()
+        self.shape: list[str] = []
+        self.strings: list[str] = []
+        self.complete = True
+        self.walked: set[int] = set()
+        self.outgoing: list[_Function] = []
+        """The functions whose calls hand data on: its own and those it calls."""
+        self.called: list[str] = []
+        """The shapes of the library's functions it calls (stubs left out)."""
+
+    def visit(self, address: int, depth: int, function: _Function) -> None:
+        self.walked.add(address)
+        self.budget -= function.instructions
+        self.reaches.update(function.imports)
+        if depth == 1 and not _is_stub(function):
+            self.called.extend(function.shape)
+        if depth <= 1:
+            self.outgoing.append(function)
+
+    def follow(self, target: int, depth: int) -> None:
+        if depth <= MAX_DEPTH:
+            self.seen.add(target)
+            self.queue.append((target, depth))
+
+    def leave(self, target: int, stub: _Function | None) -> None:
+        """A call out of the initializer's own code, not followed: a stub's import counts (an
+        own export's stub still leads to code not walked), as does what is passed to it."""
+        self.seen.add(target)
+        if stub is None or stub.calls:
+            self.complete = False
+        if stub is not None:
+            self.reaches.update(stub.imports)
+            self.visit(target, 1, stub)
+
+    def cut(self) -> None:
+        """A walk of its own code ends at ``SHAPE_PREFIX`` instructions: the shape is their
+        digest, with the functions they call by symbol (two prefixes of the same setup code
+        calling different registries are different code), and the rest is walked only when
+        another file has the same shape."""
+        del self.shape[SHAPE_PREFIX:]
+        self.shape.extend(sorted(self.reaches))
+        self.complete = False
+
+    def untold(self) -> bool:
+        """Whether its own code, walked whole, is too short to tell a copy and names nothing."""
+        return len(self.shape) < MIN_SHAPE_INSTRUCTIONS and not self.strings
+
+    def result(self, functions: _Functions) -> InitializerReach:
+        shape = self.shape
+        digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
+        named = tuple(dict.fromkeys(self.strings))[:MAX_STRINGS]
+        # a walk the library's budget cut short may have missed what a copy's code hands on;
+        # one that left calls unfollowed has not seen what they hand on
+        told = not named and functions.left > 0 and self.complete
+        passed = functions.passed(self.outgoing, self.walked) if told else None
+        guarded = self.complete and _guarded(shape)  # a guard says nothing of the code not walked
+        return InitializerReach(
+            digest,
+            min(len(shape), SHAPE_PREFIX) if not self.complete else len(shape),
+            frozenset(self.reaches),
+            guarded,
+            named,
+            complete=self.complete,
+            content=_content(self.called, passed) if passed is not None else "",
+            passed=len(passed) if passed is not None else 0,
+        )
 
 
 def _content(called: Sequence[str], passed: Sequence[tuple[str, bool]]) -> str:
@@ -617,9 +699,20 @@ def walk_entry(view: CodeView, address: int) -> ModuleInit:
     return ModuleInit(tuple(dict.fromkeys(keys)), tuple(dict.fromkeys(records)))
 
 
-def walk_initializers(view: CodeView) -> tuple[InitializerReach, ...]:
-    """Each initializer's reach, in the view's order (empty for other machines)."""
+def walk_initializers(
+    view: CodeView, deep: bool | Sequence[int] = True
+) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach, in the view's order (empty for other machines). Not ``deep``:
+    each initializer's own code and the stubs it calls (what its shape and strings need; a
+    fraction of the work), ``complete`` False where a call was left unfollowed. Positions in
+    the initializer array: those initializers only, walked whole, in the order given (none
+    when the array is shorter: the file is not the one read before)."""
     if view.machine not in WALKED_MACHINES or not view.initializers:
         return ()
-    functions = _Functions(view)
-    return tuple(functions.reach(address) for address in view.initializers)
+    if not isinstance(deep, bool):
+        if any(not 0 <= position < len(view.initializers) for position in deep):
+            return ()
+        whole = _Functions(view)
+        return tuple(whole.reach(view.initializers[position]) for position in deep)
+    functions = _Functions(view) if deep else _Functions(view, SHAPE_PREFIX)
+    return tuple(functions.reach(address, deep) for address in view.initializers)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Final, Literal
 
 from buildtool.errors import InputError
@@ -60,15 +61,35 @@ compatibility units), ``eh_terminate.cc``. Two libraries holding them share the 
 runtime, not a project's code (vtk's libvtkfmt and libviskores_filter_core)."""
 
 
+_TOOLCHAIN_STARTS: Final = frozenset(
+    name[:4] for name in (*TOOLCHAIN_FUNCTIONS, *TOOLCHAIN_PREFIXES, "_GLOBAL__sub_I_")
+)
+"""The first four characters of every name ``is_toolchain_function`` can accept: most names
+(a library's tens of thousands of exports) are turned away by them alone."""
+
+
 def is_toolchain_function(name: str) -> bool:
     """Whether ``name`` (a symbol key, a version suffix allowed) is a toolchain helper, or one
     of the toolchain runtime's static initializers."""
+    if name[:4] not in _TOOLCHAIN_STARTS:
+        return False
     bare = name.split("@", 1)[0]
     return (
         bare in TOOLCHAIN_FUNCTIONS
         or bare.startswith(TOOLCHAIN_PREFIXES)
         or TOOLCHAIN_INITIALIZERS.fullmatch(bare.removesuffix(".cold")) is not None
     )
+
+
+MODULE_INIT_PREFIXES: Final = ("PyInit_", "_PyInit_")
+"""How a Python extension module's init function is named, in any format (Mach-O names carry a
+leading underscore)."""
+
+
+def defines_module_init(facts: BinaryFacts) -> bool:
+    """Whether the file defines a ``PyInit_<name>`` (a scan of libtorch_cpu.so's 116k names in
+    C, not a Python loop)."""
+    return any(map(str.startswith, facts.defined, repeat(MODULE_INIT_PREFIXES)))
 
 
 CRT_FUNCTIONS: Final = frozenset(
@@ -168,6 +189,11 @@ class NameDigests:
 NO_NAMES: Final = NameDigests(b"")
 
 
+MIN_SHAPE_INSTRUCTIONS: Final = 8
+"""Copies are matched by shape alone: a shorter initializer proves a common origin only by what
+it registers (``InitializerReach.strings``, or the data it passes: ``passed``)."""
+
+
 @dataclass(frozen=True)
 class InitializerReach:
     """What one static initializer (an entry of the initializer array) can call."""
@@ -189,6 +215,10 @@ class InitializerReach:
     """The strings its own code addresses, directly or through the first pointers of a
     structure it addresses, in order (at most a few): what it registers (a gflags flag's name,
     a ``.proto`` file's). Part of ``shape`` too."""
+    complete: bool = True
+    """Whether ``reaches`` is what the whole walk finds. False when only the initializer's own
+    code (and the PLT stubs it calls) was walked and it calls other code: the checks walk it
+    again, deep, when its shape is one another file has."""
     content: str = ""
     """For an initializer that names nothing (no ``strings``): a digest of what its code hands
     on, which its own code's shape leaves out: the code of the library's functions it calls,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 from buildtool.linkage.binaries.bounded import Buffer
-from buildtool.linkage.binaries.facts import BinaryFacts, Decoder
+from buildtool.linkage.binaries.facts import BinaryFacts, Decoder, InitializerReach
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
 
 
@@ -48,10 +48,13 @@ def read_binary_file(
     display_path: str,
     registration_names: Collection[str] = (),
     decoder: Decoder = "fast",
+    *,
+    loader_facts_only: bool = False,
 ) -> BinaryFacts | None:
     """The facts of a file; None for a file no reader knows (or an empty one). Raises the
     format's ``MalformedBinary`` (``MalformedElf``, ``MalformedMachO``, ``MalformedPE``) for a
-    corrupt file."""
+    corrupt file. ``loader_facts_only``: an ELF file read to resolve a closure, without what
+    only the inputs' checks read (``read_elf_file``)."""
     from buildtool.linkage.binaries.elf import read_elf_facts_pyelftools, read_elf_file
 
     with Path(path).open("rb") as stream:
@@ -61,9 +64,35 @@ def read_binary_file(
     if kind == "elf":
         if decoder == "pyelftools":
             return read_elf_facts_pyelftools(path, display_path, registration_names)
-        return read_elf_file(path, display_path, registration_names)
+        return read_elf_file(
+            path, display_path, registration_names, loader_facts_only=loader_facts_only
+        )
     with (
         Path(path).open("rb") as stream,
         mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped,
     ):
         return read_other_format(mapped, display_path, registration_names, decoder=decoder)
+
+
+def read_initializers_again(
+    data: Buffer,
+    display_path: str,
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+    deep: bool | Sequence[int] = True,
+) -> tuple[InitializerReach, ...]:
+    """Only a file's initializers, read again (``deep``: as ``code_walk.walk_initializers``
+    takes it); none for a format whose facts always hold them whole (PE)."""
+    kind = binary_format(bytes(data[:HEAD_BYTES]))
+    if kind == "elf":
+        from buildtool.linkage.binaries.elf import read_elf_initializers
+
+        return read_elf_initializers(
+            data, display_path, size=size, file_backed=file_backed, deep=deep
+        )
+    if kind == "macho":
+        from buildtool.linkage.binaries.macho.decoder import read_macho_initializers
+
+        return read_macho_initializers(data, display_path, size=size, deep=deep)
+    return ()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from itertools import filterfalse
 from typing import Final
 
 from buildtool.linkage.binaries import LINKER_GENERATED, BinaryFacts, is_toolchain_function
@@ -16,6 +17,7 @@ from buildtool.linkage.checks.common import (
     static_inits,
 )
 from buildtool.linkage.checks.initializer_reach import (
+    name_nothing,
     registered_strings,
     registry_callees,
     shape_groups,
@@ -261,20 +263,34 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
 
 
 def _shared_registrations(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
-    """Copies found by their initializers alone (stripped hidden code exports nothing, and one
-    source compiled into two libraries may be named differently in each): the same initializer
-    in both, reaching one registry."""
+    """Copies found by their initializers alone (stripped hidden code exports nothing, and a
+    DLL names none of its code): the same initializer in both, reaching one registry, unless
+    both files name their initializers apart (``_named_apart``)."""
     pairs: set[Pair] = set()
     for group in shape_groups(subject):
         pairs.update(_pairs(subject, group))
         pairs.update(_package_pairs(subject, group))
     for pair in sorted(pairs - reported, key=_pair_key):
+        if _named_apart(subject, pair):
+            continue
         bound = registry_callees(subject, pair)
         if bound:
             reported.add(pair)
             kind = "unstripped" if all(subject.facts(b).has_symtab for b in pair) else "stripped"
             evidence = f"{kind}: an initializer with the same code in both; "
             yield _duplicate_finding(pair, evidence + _via(subject, pair, bound))
+
+
+def _named_apart(subject: Subject, pair: Pair) -> bool:
+    """Whether both files name their initializers and no name is in both: a copy of an object
+    file keeps its initializer's name (``_GLOBAL__sub_I_<source>``), so initializers alike in
+    code but named after other sources are one header's boilerplate compiled into each (VTK's
+    ``vtkDebugLeaksManager`` counters and ``AddRegistrar_*`` calls in every wrapper source),
+    which every library runs for itself, not copies. Unless they name what they register: a
+    header's registration of one name (a string, data handed on) collides all the same."""
+    names = [_project_inits(subject.facts(binary)) for binary in pair]
+    unstripped = all(subject.facts(binary).has_symtab for binary in pair)
+    return unstripped and all(names) and not names[0] & names[1] and name_nothing(subject, pair)
 
 
 def _package_pairs(subject: Subject, files: list[BinaryFile]) -> Iterator[Pair]:
@@ -342,8 +358,7 @@ ALIKE_NAMES: Final = 3
 
 
 def _exported_functions(facts: BinaryFacts) -> frozenset[str]:
-    names = _exported_names(facts)
-    return frozenset(n for n in names if n not in LINKER_GENERATED and not is_toolchain_function(n))
+    return frozenset(filterfalse(is_toolchain_function, _exported_names(facts) - LINKER_GENERATED))
 
 
 def _alike_candidates(subject: Subject) -> Iterator[tuple[Pair, frozenset[str], int]]:

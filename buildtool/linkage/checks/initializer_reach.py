@@ -13,7 +13,12 @@ import re
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
-from buildtool.linkage.binaries import BinaryFacts, InitializerReach, is_toolchain_function
+from buildtool.linkage.binaries import (
+    MIN_SHAPE_INSTRUCTIONS,
+    BinaryFacts,
+    InitializerReach,
+    is_toolchain_function,
+)
 from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
@@ -50,23 +55,25 @@ unwind tables there, never a name another library also registers."""
 SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
 
-MIN_SHAPE_INSTRUCTIONS: Final = 8
-"""Copies are matched by shape alone: a shorter initializer proves a common origin only by what
-it registers (``InitializerReach.strings``, or the data it passes: ``passed``)."""
-
 
 def _names(facts: BinaryFacts) -> frozenset[str]:
     """Strong dynamic definitions by name (a version suffix dropped); a DLL's every export
     (its facts call them weak only so that names are no duplicate-code evidence)."""
     if facts.format == "pe":
         return facts.defined
-    return frozenset(key.split("@", 1)[0] for key in facts.defined - facts.weak_defined)
+    return _unversioned(facts, facts.defined - facts.weak_defined)
 
 
 def _definitions(facts: BinaryFacts) -> frozenset[str]:
     """Every dynamic definition by name, weak ones too (gflags' ``FlagRegisterer`` constructor
     is a weak template instance of libgflags): an import binds to it all the same."""
-    return frozenset(key.split("@", 1)[0] for key in facts.defined)
+    return _unversioned(facts, facts.defined)
+
+
+def _unversioned(facts: BinaryFacts, keys: frozenset[str]) -> frozenset[str]:
+    if not facts.versioned_definitions:
+        return keys  # no key to split (libtorch_cpu.so's 116k)
+    return frozenset(key.split("@", 1)[0] for key in keys)
 
 
 def _is_system(path: str, facts: BinaryFacts) -> bool:
@@ -123,7 +130,7 @@ def told_apart(subject: Subject, pair: Pair) -> bool:
     """Whether the pair's registering initializers of one shape all hand on different content:
     one boilerplate registering something else in each (two libraries' ``qrc_resources.cpp``,
     whose initializers and helpers rcc names alike), not copies, whatever their names say."""
-    mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
+    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
     shared = {key[0] for key in mine} & {key[0] for key in theirs}
     return bool(shared) and not _copies(mine, theirs)
 
@@ -143,21 +150,34 @@ def _shared_reach(
         for name in both
         if not is_toolchain_function(name)
         and name not in STARTUP_CALLEES
-        and not name.startswith(CONST_MEMBER)
+        and not name.startswith(NO_REGISTRY)
     )
 
 
-CONST_MEMBER: Final = "_ZNK"
-"""How an Itanium-mangled const member function starts: it reads its object (Qt's
-``QMetaObject::indexOfMethod``, which a copied initializer calls to look up a signal), a lookup,
-never the registry's insertion."""
+NO_REGISTRY: Final = ("_ZNK", "_ZNSt", "_ZSt")
+"""How Itanium-mangled names start that are no registry's insertion: a const member function
+reads its object (Qt's ``QMetaObject::indexOfMethod``, which a copied initializer calls to look
+up a signal); the standard library's own functions (a container's ``operator[]``, a template
+instance every library exports) are what a registry is built from. A registry that can refuse
+a second name does so in a function of its own, which the walk reaches (viskores' header-only
+link factory assigns through ``std::unordered_map::operator[]`` in every library that includes
+it, and VTK loads)."""
 
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
     """The strings the initializers both files have in common address (what they register)."""
-    mine, theirs = (_by_shape(subject.initializers(binary)) for binary in pair)
+    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
     copies = _copies(mine, theirs)
     return tuple(dict.fromkeys(text for key, _other in copies for text in mine[key].strings))
+
+
+def name_nothing(subject: Subject, pair: Pair) -> bool:
+    """Whether the pair's initializers alike in code address no string and hand no data on:
+    whatever they call cannot register one name twice (VTK's ``vtkDebugLeaksManager``
+    counters, which every file including the header runs for itself). Walked whole where a
+    read walked them in their own code only: what they hand on is ``content``."""
+    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
+    return not any(mine[key].strings or key[1] for key, _other in _copies(mine, theirs))
 
 
 def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
@@ -175,13 +195,24 @@ def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
     return {path: facts for path, facts in found.items() if path not in paths}
 
 
+def _walked(subject: Subject, pair: Pair, binary: BinaryFile) -> tuple[InitializerReach, ...]:
+    """``binary``'s initializers, walked whole when one of a shape the pair has in common was
+    walked in its own code only."""
+    held = subject.initializers(binary)
+    mine, theirs = ({key[0] for key in _by_shape(subject.initializers(b))} for b in pair)
+    shared = frozenset(mine & theirs)
+    if all(init.complete for init in held if init.shape in shared):
+        return held
+    return subject.deep_initializers(binary, shared)
+
+
 def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     """``library:function`` for each function the pair's duplicated initializers both reach that
     binds to one copy in a process loading both: one of a third, non-system library loaded with
     them, or, when one load context holds both, one both export (unless both bind their own
     calls first, ``-Bsymbolic``), which the second one loaded binds to the first one's copy
     (sorted). Modules the interpreter imports each ``RTLD_LOCAL`` bind their own."""
-    first, second = (subject.initializers(binary) for binary in pair)
+    first, second = (_walked(subject, pair, binary) for binary in pair)
     reached = _shared_reach(first, second)
     if not reached:
         return []
@@ -210,7 +241,8 @@ def _registering(inits: tuple[InitializerReach, ...]) -> Iterator[InitializerRea
     string, or data they pass to another library)."""
     for init in inits:
         telling = init.instructions >= MIN_SHAPE_INSTRUCTIONS or init.strings or init.passed
-        if init.reaches and telling and not init.guarded:
+        calls = init.reaches or not init.complete
+        if calls and telling and not init.guarded:
             yield init
 
 
@@ -246,5 +278,10 @@ def initializers_build_state(subject: Subject, binary: BinaryFile) -> bool | Non
     inits = subject.initializers(binary)
     if not inits:
         return None
+    reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
+    unwalked = frozenset(i.shape for i in inits if not i.guarded and not i.complete)
+    if reached - STREAM_SETUP or not unwalked:
+        return bool(reached - STREAM_SETUP)
+    inits = subject.deep_initializers(binary, unwalked)  # the calls their own code leaves to
     reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
     return bool(reached - STREAM_SETUP)

@@ -397,7 +397,9 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
             binary.display,
             f"needs {', '.join(names)}, which ship with it, but has no RUNPATH"
             + _runpath_that_finds(subject, binary, names),
-            "DT_RUNPATH and DT_RPATH absent" + _context(binary, roots),
+            "DT_RUNPATH and DT_RPATH absent"
+            + _context(binary, roots)
+            + subject.undeclared_module(binary),
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 
-from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.binaries import BinaryFacts, defines_module_init
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import (
     GRAFT_SUFFIX,
@@ -95,7 +95,7 @@ def _is_extension_module(facts: BinaryFacts) -> bool:
     """A Python extension module of any format (a DLL's export name is its file name, so two
     ``_zeros.cp311-win_amd64.pyd`` in two folders look alike): Python loads each by its full
     path as a module of its own, never one for the other."""
-    return any(key.startswith(("PyInit_", "_PyInit_")) for key in facts.defined)
+    return defines_module_init(facts)
 
 
 def _runs_initializers(facts: BinaryFacts) -> bool:

@@ -54,7 +54,9 @@ def _c_api_needed(subject: Subject, binary: BinaryFile) -> set[str]:
     if closure is None:
         return names
     for path in closure.load_order[1:]:
-        names -= {key.partition("@")[0] for key in closure.objects[path].defined}
+        if not names:
+            break
+        names -= subject.definition_names(path, closure.objects[path])
     return names
 
 

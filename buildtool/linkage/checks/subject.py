@@ -14,6 +14,7 @@ from typing import NamedTuple
 from buildtool.linkage.binaries import BinaryFacts, InitializerReach
 from buildtool.linkage.checks.policy import LinkagePolicy, PluginRule
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
+from buildtool.linkage.loaders.interpreter import is_extension_module, named_as_extension_module
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
 from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
@@ -37,6 +38,15 @@ def nowhere(_name: str, _facts: BinaryFacts) -> str | None:
 Initializers = Callable[[BinaryFile], tuple[InitializerReach, ...]]
 """A file's initializers' reach (``BinaryFacts.initializers``), read again by the shell when a
 sparse read left them unread."""
+
+DeepInitializers = Callable[[BinaryFile, frozenset[str]], tuple[InitializerReach, ...]]
+"""The same, those of the given shapes walked whole: read again by the shell when the facts
+hold only their own code (``InitializerReach.complete``)."""
+
+
+def deep_as_read(binary: BinaryFile, _shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+    """A ``DeepInitializers`` that reads nothing: those the facts hold."""
+    return initializers_as_read(binary)
 
 
 def initializers_as_read(binary: BinaryFile) -> tuple[InitializerReach, ...]:
@@ -95,6 +105,9 @@ class Subject:
     without a tag; absent when no policy data describes it."""
     initializers: Initializers = initializers_as_read
     """How the duplicate-code checks learn what a file's initializers reach."""
+    deep_initializers: DeepInitializers = deep_as_read
+    """The same, the initializers of some shapes walked as deep as the walk goes: what a pair
+    whose initializers share a shape needs."""
     on_this_machine: HostLookup = nowhere
     """Where this machine has a library a wheel does not ship (said in BT109's evidence)."""
     interpreters: Mapping[str, Closure] = dataclasses.field(default_factory=dict)
@@ -126,6 +139,8 @@ class Subject:
         first, second = str(a.location), str(b.location)
         if not loaders.get(first, frozenset()).isdisjoint(loaders.get(second, ())):
             return True
+        if not self.plugins:
+            return False
         mine, theirs = self._resident_in(first), self._resident_in(second)
         return any(
             _compatible(one, other)
@@ -174,6 +189,20 @@ class Subject:
     def plugin_of(self, binary: BinaryFile) -> Plugin | None:
         """The plugin ``binary`` is, or None."""
         return self._plugin_at.get(str(binary.location))
+
+    def undeclared_module(self, binary: BinaryFile) -> str:
+        """For an ELF module without SONAME that is no extension module (by entry point or by
+        name) and no declared plugin (something opens it with dlopen), a hint that declaring it
+        as a plugin judges it with its host's closure loaded; '' otherwise."""
+        facts = self.facts(binary)
+        module = facts.format == "elf" and facts.file_type == "shared" and facts.soname is None
+        python = is_extension_module(facts) or named_as_extension_module(binary.location.name)
+        if not module or python or self.plugin_of(binary) is not None:
+            return ""
+        return (
+            "; it has no SONAME: if a library opens it with dlopen, declare it as that "
+            "library's plugin ([plugins]) to judge it with its host's closure loaded"
+        )
 
     @cached_property
     def loaded_by_others(self) -> frozenset[str]:
@@ -420,6 +449,23 @@ class Subject:
 
     @cached_property
     def _indexes(self) -> dict[str, DefinitionIndex]:
+        return {}
+
+    def definition_names(self, path: str, facts: BinaryFacts) -> frozenset[str]:
+        """The names one loaded object defines, versions dropped, worked out once for every
+        file whose closure holds it (libtorch_cpu.so's 74k, for each module that loads it)."""
+        names = self._names_by_path.get(path)
+        if names is None:
+            defined = facts.defined
+            names = self._names_by_path[path] = (
+                frozenset(key.partition("@")[0] for key in defined)
+                if facts.versioned_definitions
+                else defined
+            )
+        return names
+
+    @cached_property
+    def _names_by_path(self) -> dict[str, frozenset[str]]:
         return {}
 
     @cached_property

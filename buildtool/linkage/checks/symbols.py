@@ -62,7 +62,22 @@ def _undefined_findings(
         "BT106",
         binary.display,
         "has undefined symbols that nothing it loads defines",
-        "; ".join(parts) + f" (closure: {loaded or 'nothing'})",
+        "; ".join(parts)
+        + f" (closure: {loaded or 'nothing'})"
+        + _local_host(subject, binary)
+        + subject.undeclared_module(binary),
+    )
+
+
+def _local_host(subject: Subject, binary: BinaryFile) -> str:
+    """Why a plugin's host's symbols do not count: the recipe's loader opens the host
+    ``RTLD_LOCAL``, which keeps them out of the global scope the plugin binds against."""
+    plugin = subject.plugin_of(binary)
+    if plugin is None or plugin.host is None or plugin.rule.host_global:
+        return ""
+    return (
+        f'; its host {plugin.host.location.name} is opened RTLD_LOCAL (load = "local"), so '
+        "only what the plugin NEEDs is in its scope"
     )
 
 

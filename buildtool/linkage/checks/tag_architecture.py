@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Final
 
-from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.binaries import BinaryFacts, defines_module_init
 from buildtool.linkage.binaries.facts import FORMAT_NAMES
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import listed
@@ -63,8 +63,7 @@ def _required(tags: tuple[str, ...]) -> dict[tuple[str, str], str]:
 def _is_module(facts: BinaryFacts) -> bool:
     """A Python extension module of any format: it defines ``PyInit_<name>`` (Mach-O names
     carry a leading underscore) and is no executable."""
-    inits = ("PyInit_", "_PyInit_")
-    return facts.file_type != "executable" and any(k.startswith(inits) for k in facts.defined)
+    return facts.file_type != "executable" and defines_module_init(facts)
 
 
 def _loaded_by_modules(subject: Subject, entry: InputSet) -> set[str]:

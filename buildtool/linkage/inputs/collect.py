@@ -364,12 +364,12 @@ def _wheel_binary(
     """A wheel member to check: a loadable binary, a malformed one, or a file named like a shared
     library that no loader can open (malformed too); None for any other member."""
     assert source.member is not None
+    if not _loadable(outcome) and not LIBRARY_NAME.search(source.member.name):
+        return None  # no path object for each of the members that are none (12k in torch's)
     location = PurePosixPath(f"/{source.member.name}")
     if _loadable(outcome):
         assert outcome is not None
         return _binary(source, location, outcome)
-    if not LIBRARY_NAME.search(source.member.name):
-        return None
     if outcome is None:
         reason = "named like a shared library, but starts with no ELF, Mach-O or PE magic"
     else:
@@ -392,13 +392,14 @@ def _wheel_scripts(
 
     scripts = []
     for member in members:
-        name = PurePosixPath(member.name)
-        if name.name in LOADER_SCRIPTS and member.span.file_size <= LOADER_SCRIPT_BYTES:
+        # the base name by a string split: a path object per member costs more (12k in torch's)
+        base = member.name.rpartition("/")[2]
+        if base in LOADER_SCRIPTS and member.span.file_size <= LOADER_SCRIPT_BYTES:
             try:
                 text = archive.read(member.name).decode("utf-8", "replace")
             except ZIP_ERRORS:
                 continue  # a broken member is reported when it is read with the others
-            scripts.append((PurePosixPath("/") / name, text))
+            scripts.append((PurePosixPath("/") / member.name, text))
     return scripts
 
 

@@ -273,6 +273,21 @@ def _read_streaming(
     return MemberContent(output.head, output.size, hasher.digest())
 
 
+def peek_head(data: mmap.mmap | bytes, span: MemberSpan) -> bytes:
+    """A member's first ``HEAD_BYTES`` (fewer when it is shorter or unreadable): what kind of
+    file it is, for the price of inflating its first compressed bytes."""
+    try:
+        start = _data_offset(data, span)
+        compressed = data[start : start + min(span.compress_size, INPUT_BYTES)]
+        if span.compress_type == zipfile.ZIP_STORED:
+            return bytes(compressed[:HEAD_BYTES])
+        return new_inflater().decompress(compressed, HEAD_BYTES)[:HEAD_BYTES]
+    except UnreadableMember:
+        return b""
+    except INFLATE_ERRORS:
+        return b""
+
+
 def read_span(
     data: mmap.mmap | bytes,
     span: MemberSpan,

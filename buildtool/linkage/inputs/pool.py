@@ -28,7 +28,7 @@ import threading
 import traceback
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
@@ -39,20 +39,20 @@ from buildtool.linkage.binaries.elf import (
     SymtabPart,
     code_ranges,
     cut_ranges,
-    initializers_left_out,
     left_out_unused,
     read_elf_facts,
     read_elf_facts_pyelftools,
-    read_elf_initializers,
     read_function_names,
     read_symtab_part,
+    sparse_initializers,
     with_symtab,
 )
 from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
-from buildtool.linkage.binaries.read import read_other_format
+from buildtool.linkage.binaries.read import read_initializers_again, read_other_format
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
     from multiprocessing.context import BaseContext
 
     from buildtool.linkage.inputs.wheel_archive import CheckedMember
@@ -67,6 +67,10 @@ PART_BYTES: Final = 64 << 20
 """File bytes per ``.symtab`` part (at most ``MAX_PARTS`` parts)."""
 
 MAX_PARTS: Final = 8
+
+HANDOFF_PARTS: Final = 1
+"""Parts of a hand-off's ``.symtab``, read by this process (more parts go to the workers,
+which reach them last: their queues hold every other member; measured slower)."""
 
 SPARSE_MIN_BYTES: Final = 64 << 20
 """Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
@@ -137,11 +141,22 @@ class _SourceDecoder:
             self._buffer.close()
             self._buffer = None
 
-    def decode(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
-        """``decode`` over the source's bytes; None when the file is not ELF."""
+    def decode(
+        self, source: Source, decode: Callable[[_Bytes], _T], into: _Handoff | None = None
+    ) -> _T | None:
+        """``decode`` over the source's bytes; None when the file is not ELF. ``into``: a wheel
+        member is inflated there, for another process to read too (``_Handoff``)."""
         if source.member is None:
             return self._decode_file(source, decode)
-        return self._decode_member(source, source.member, decode)
+        kept = _KEPT.get((source.path, source.member.name))
+        if kept is not None:  # inflated and checked against RECORD by this read already
+            return _released_on_failure(decode, _Bytes(kept[0], kept[1], file_backed=False))
+        if into is None:
+            return self._decode_member(source, source.member, decode)
+        try:
+            return self._decode_member(source, source.member, decode, into)
+        finally:
+            into.inflated.set()  # whatever happened: the reader of the other half never waits
 
     def _decode_file(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
         try:
@@ -155,13 +170,19 @@ class _SourceDecoder:
             raise InputError(f"{source.display}: cannot read: {error.strerror or error}") from None
 
     def _decode_member(
-        self, source: Source, member: CheckedMember, decode: Callable[[_Bytes], _T]
+        self,
+        source: Source,
+        member: CheckedMember,
+        decode: Callable[[_Bytes], _T],
+        into: _Handoff | None = None,
     ) -> _T | None:
         """A big member is read without its code first; when a fact may come from what was
         left out (or the file looks corrupt), it is read again whole."""
         # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
         sparse = self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
-        read = self._inflate(source, member, sparse=sparse)
+        read = self._inflate(source, member, sparse=sparse, into=into)
+        if into is not None:
+            into.inflated.set()  # .symtab is kept by a sparse read: the other process reads it
         if read is None:
             return None
         raw, left_out = read
@@ -173,13 +194,13 @@ class _SourceDecoder:
             readable = result is not None and not isinstance(result, MalformedBinary)
             if readable and left_out_unused(raw.data, raw.size, left_out, self._names):
                 return _initializers_checked(result, raw, left_out)
-            read = self._inflate(source, member, sparse=False)
+            read = self._inflate(source, member, sparse=False, into=into)
             assert read is not None  # the same bytes: still ELF
             raw = read[0]
         return _released_on_failure(decode, raw)
 
     def _inflate(
-        self, source: Source, member: CheckedMember, sparse: bool
+        self, source: Source, member: CheckedMember, sparse: bool, into: _Handoff | None = None
     ) -> tuple[_Bytes, Ranges] | None:
         """Inflate the member (hashed and checked against RECORD); an ELF member's bytes go to
         the buffer, taken only once the member shows it is ELF, less its code when ``sparse``.
@@ -197,10 +218,14 @@ class _SourceDecoder:
             if view is None:  # the first chunk: the ELF header and the program headers
                 sparse_elf = sparse and chunk[: len(ELF_MAGIC)] == ELF_MAGIC
                 left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse_elf else ()
-                target = self._buffer_for(source, source.size, left_out)
+                target = self._buffer_for(source, source.size, left_out, into)
                 view = memoryview(target)
             _copy_outside(view, filled, chunk, left_out)
             filled += len(chunk)
+            if into is not None and filled >= source.size:
+                # every byte is in: the other reader starts while the hash is finished (a
+                # member that fails its RECORD check fails the whole read all the same)
+                into.inflated.set()
 
         try:
             head, size = read_member(source.path, mapping, member, sink)
@@ -219,9 +244,14 @@ class _SourceDecoder:
             mapping = self._wheels[path] = map_wheel(Path(path))
         return mapping
 
-    def _buffer_for(self, source: Source, size: int, left_out: Ranges) -> mmap.mmap:
-        """The reused buffer, at least ``size`` bytes; its pages outside ``left_out`` are about
-        to be written."""
+    def _buffer_for(
+        self, source: Source, size: int, left_out: Ranges, into: _Handoff | None = None
+    ) -> mmap.mmap:
+        """The reused buffer, at least ``size`` bytes (or ``into``'s shared memory); its pages
+        outside ``left_out`` are about to be written."""
+        if into is not None:
+            _populate(into.memory, cut_ranges(((0, size),), left_out))
+            return into.memory
         if self._buffer is None or len(self._buffer) < size:
             if self._buffer is not None:
                 self._buffer.close()
@@ -252,18 +282,14 @@ def _released_on_failure(decode: Callable[[_Bytes], _T], raw: _Bytes) -> _T:
 
 def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
     """A sparse read's facts (initializers unread) with their initializers read when the walk
-    needs none of the bytes left out; unread (None) otherwise: ``InitializerLookup`` reads
-    them again when a check needs them."""
+    needs none of the bytes left out, for a stripped shared library (pairs of others are found
+    by names first; the checks read no program's); unread (None) otherwise:
+    ``InitializerLookup`` reads them again when a check needs them."""
     facts = result if isinstance(result, BinaryFacts) else None
-    if facts is None or facts.initializers is not None:
-        return result
-    if initializers_left_out(raw.data, raw.size, left_out):
-        return result
-    try:
-        found = read_elf_initializers(raw.data, facts.path, size=raw.size)
-    except MalformedElf:
-        return result
-    return dataclasses.replace(facts, initializers=found)
+    if facts is None or facts.initializers is not None or facts.has_symtab:
+        return result  # an unstripped file's initializer names pair it first: read when needed
+    found = sparse_initializers(raw.data, raw.size, left_out)
+    return result if found is None else dataclasses.replace(facts, initializers=found)
 
 
 def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:
@@ -323,7 +349,11 @@ class _Bytes:
 
 
 def _outcome(
-    reader: _SourceDecoder, source: Source, names: Collection[str], symtab: bool
+    reader: _SourceDecoder,
+    source: Source,
+    names: Collection[str],
+    symtab: bool,
+    into: _Handoff | None = None,
 ) -> Outcome:
     def decode(raw: _Bytes) -> Outcome:
         try:
@@ -346,7 +376,7 @@ def _outcome(
         except MalformedBinary as error:
             return error.with_traceback(None)  # its frames would keep views of the bytes
 
-    return reader.decode(source, decode)
+    return reader.decode(source, decode, into)
 
 
 def _part(
@@ -400,11 +430,19 @@ class InitializerLookup:
     def __init__(self) -> None:
         self._reader = _SourceDecoder(whole=True)
 
-    def __call__(self, source: Source) -> tuple[InitializerReach, ...]:
+    def __call__(
+        self, source: Source, deep: Sequence[int] | None = None
+    ) -> tuple[InitializerReach, ...]:
+        """Each initializer as a read's facts hold it; ``deep``: only those at these positions
+        of the initializer array, walked whole, in that order (none when the file has fewer)."""
         found = self._reader.decode(
             source,
-            lambda raw: read_elf_initializers(
-                raw.data, source.display, size=raw.size, file_backed=raw.file_backed
+            lambda raw: read_initializers_again(
+                raw.data,
+                source.display,
+                size=raw.size,
+                file_backed=raw.file_backed,
+                deep=tuple(deep) if deep is not None else False,
             ),
         )
         return found or ()
@@ -427,15 +465,28 @@ class _Task:
     part: int | None = None
     """None: read the files (without ``.symtab`` when ``parts`` > 1); else this part."""
     parts: int = 1
+    handoff: bool = False
+    """A wheel member read into memory this process shares with the worker inflating it
+    (``_Handoff``): an ELF member's ``.symtab`` is read by this process once it is inflated,
+    the rest of its facts by that worker."""
 
 
-def _batch_tasks(sources: Sequence[Source], split: bool = True) -> list[_Task]:
-    """``split``: big files on disk have their ``.symtab`` read in parts."""
+def _batch_tasks(
+    sources: Sequence[Source], split: bool = True, handoff: int | None = None
+) -> list[_Task]:
+    """``split``: big files on disk have their ``.symtab`` read in parts. ``handoff``: the
+    position of the wheel member handed off (``_Handoff``)."""
     tasks: list[_Task] = []
     batch: list[int] = []
     batch_bytes = 0
     for index, source in enumerate(sources):
-        if split and source.member is None and source.size >= SPLIT_MIN_BYTES:
+        if index == handoff and _HANDOFFS[index].keep:
+            tasks.append(_Task((index,), source.size, None, 1, handoff=True))
+        elif index == handoff:
+            tasks.append(_Task((index,), source.size, None, HANDOFF_PARTS, handoff=True))
+            tasks += [_Task((index,), 0, part, HANDOFF_PARTS, handoff=True)
+                      for part in range(HANDOFF_PARTS)]  # fmt: skip
+        elif split and source.member is None and source.size >= SPLIT_MIN_BYTES:
             parts = min(MAX_PARTS, max(2, source.size // PART_BYTES))
             share = source.size // (parts + 1)
             tasks.append(_Task((index,), share, None, parts))
@@ -473,6 +524,25 @@ class _Worker:
     reader: _SourceDecoder
 
 
+class _Handoff(NamedTuple):
+    """Memory that this process and the worker inflating a big wheel member both map (made
+    before the workers fork). An ELF member: the worker reads its facts but ``.symtab`` while
+    this process reads ``.symtab`` (libtorch_cpu.so's half a million names), as for a big file
+    on disk. ``keep``: a Mach-O member, which the worker reads whole and this process keeps
+    for the checks that read it again (its initializers walked deeper: ``_KEPT``), rather than
+    inflating it a second time. ``inflated`` is set once the member's bytes are in."""
+
+    memory: mmap.mmap
+    inflated: Any
+    """A ``multiprocessing`` event of the fork context."""
+    keep: bool = False
+
+
+_HANDOFFS: dict[int, _Handoff] = {}
+"""The hand-offs of the read under way, by the position of their source (inherited by the
+workers it forks)."""
+
+
 _WORKERS: dict[int, _Worker] = {}
 """The state of this process when it is a worker (by process id: a forked child must never use
 its parent's)."""
@@ -501,15 +571,20 @@ def _run_task(task: _Task) -> tuple[int, _TaskResult]:
 def _task_result(
     reader: _SourceDecoder, task: _Task, sources: Sequence[Source], names: tuple[str, ...]
 ) -> _TaskResult:
+    if task.part is not None and task.handoff:
+        return _handed_part(task, sources[0], None)
     if task.part is not None:
         try:
             return _part(reader, sources[0], task.part, task.parts)
         except InputError as error:
             return _Failed(error)
+    into = _HANDOFFS.get(task.sources[0]) if task.handoff else None
+    # an ELF hand-off's .symtab is read by the process that made it (_handed_part)
+    symtab = task.parts == 1 and (into is None or into.keep)
     outcomes: list[Outcome | _Failed] = []
     for source in sources:
         try:
-            outcomes.append(_outcome(reader, source, names, task.parts == 1))
+            outcomes.append(_outcome(reader, source, names, symtab, into))
         except InputError as error:
             outcomes.append(_Failed(error))
             break  # the rest of the batch is read by no one: an error is raised anyway
@@ -542,7 +617,7 @@ def _read_here(task: _Task) -> bool:
     """The facts of a file split into ``.symtab`` parts (all but the parts) are read in this
     process while the workers read the parts: sending them back would cost about as much as
     reading them (libtorch_cpu.so's 74k dynamic symbols)."""
-    return task.part is None and task.parts > 1
+    return task.part is None and task.parts > 1 and not task.handoff
 
 
 def _run_here(
@@ -579,8 +654,13 @@ def _run_parallel(
     )
     try:
         here = [task for task in tasks if _read_here(task)]
-        futures = [(task, pool.submit(_run_task, task)) for task in tasks if not _read_here(task)]
+        handed = [task for task in tasks if task.handoff and task.part == 0]
+        sent = [task for task in tasks if not _read_here(task) and task not in handed]
+        futures = [(task, pool.submit(_run_task, task)) for task in sent]
         yield from _run_here(here, sources, names, decoder)
+        for task in handed:
+            inflating = next(f for t, f in futures if t.handoff and t.sources == task.sources)
+            yield task, _handed_part(task, sources[task.sources[0]], inflating)
         for task, future in futures:
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
@@ -593,6 +673,24 @@ def _run_parallel(
     # checks run; the next parallel read, or the end of verify_paths, waits for them.
     pool.shutdown(wait=False)
     _RETIRING.extend(set(threading.enumerate()) - threads_before)
+
+
+def _handed_part(
+    task: _Task, source: Source, inflating: Future[Any] | None
+) -> SymtabPart | MalformedElf:
+    """A ``.symtab`` part of a hand-off, read once the worker has inflated the member (or given
+    up: a member it could not read is read again whole, as a corrupt part is). ``inflating``:
+    that worker's task, when this is the process that submitted it."""
+    handoff = _HANDOFFS[task.sources[0]]
+    while not handoff.inflated.wait(0.05):
+        if inflating is not None and inflating.done():
+            return MalformedElf(source.display, 0, "not inflated")
+    assert task.part is not None
+    try:
+        return read_symtab_part(handoff.memory, source.display, task.part, task.parts,
+                                size=source.size)  # fmt: skip
+    except MalformedElf as error:
+        return error.with_traceback(None)
 
 
 def _assemble(
@@ -638,6 +736,63 @@ def _joined(
     return read_source(source, names)  # corrupt: the finding a whole read gives, exactly
 
 
+def _hand_off(sources: Sequence[Source], context: BaseContext) -> int | None:
+    """The position of the biggest wheel member, when it is big enough for its ``.symtab`` to
+    be read here while a worker reads the rest (ELF), or for its bytes to be kept for reading
+    again (Mach-O; ``_Handoff``), with its memory made."""
+    members = [(s.size, index) for index, s in enumerate(sources) if s.member is not None]
+    size, index = max(members, default=(0, 0))
+    kind = _member_format(sources[index]) if size >= SPLIT_MIN_BYTES else None
+    if kind not in ("elf", "macho"):
+        return None  # only ELF files are read in parts; only Mach-O files are read again
+    try:
+        memory = _shared_memory(size)
+    except (OSError, MemoryError, OverflowError):
+        return None  # read it as the others
+    _HANDOFFS[index] = _Handoff(memory, context.Event(), keep=kind == "macho")
+    return index
+
+
+def _member_format(source: Source) -> str | None:
+    from buildtool.linkage.inputs.inflate import peek_head
+    from buildtool.linkage.inputs.wheel_archive import map_wheel
+
+    assert source.member is not None
+    mapping = map_wheel(Path(source.path))
+    try:
+        return binary_format(peek_head(mapping, source.member.span))
+    finally:
+        mapping.close()
+
+
+_KEPT: dict[tuple[str, str], tuple[mmap.mmap, int]] = {}
+"""Wheel members whose inflated bytes this process keeps, by (wheel, member): (memory, size).
+Readers take them from here rather than inflating them again; ``release_kept`` frees them."""
+
+
+def _keep_handed(sources: Sequence[Source], outcomes: Sequence[Outcome]) -> None:
+    """Keep the memory of each hand-off made to be kept whose member was read (its bytes all
+    in: a Mach-O file is never read sparse); the others are closed with the read."""
+    for index in [i for i, made in _HANDOFFS.items() if made.keep]:
+        source, outcome = sources[index], outcomes[index]
+        if isinstance(outcome, BinaryFacts) and outcome.format == "macho":
+            assert source.member is not None
+            memory = _HANDOFFS.pop(index).memory
+            _KEPT[(source.path, source.member.name)] = (memory, source.size)
+
+
+def release_kept() -> None:
+    """Free the wheel members kept for reading again (see ``_KEPT``)."""
+    while _KEPT:
+        _KEPT.popitem()[1][0].close()
+
+
+def _shared_memory(size: int) -> mmap.mmap:
+    """Anonymous memory that forked processes share (pages taken as written)."""
+    flags = getattr(mmap, "MAP_SHARED", 1) | getattr(mmap, "MAP_ANONYMOUS", 0x20)
+    return mmap.mmap(-1, size, flags=flags)
+
+
 def read_sources(
     sources: Sequence[Source],
     names: Collection[str],
@@ -654,11 +809,19 @@ def read_sources(
     if context is not None:
         from concurrent.futures.process import BrokenProcessPool
 
+        handoff = _hand_off(sources, context) if decoder == "fast" else None
+        tasks = _batch_tasks(sources, split=decoder == "fast", handoff=handoff)
         try:
             results = _run_parallel(tasks, sources, tuple(names), jobs, context, decoder=decoder)
-            return _assemble(sources, results, names)
+            outcomes = _assemble(sources, results, names)
+            _keep_handed(sources, outcomes)
+            return outcomes
         except BrokenProcessPool:  # a worker died (out of memory?): read in this process instead
             log.warning("a process reading ELF files died; reading them in this one")
+        finally:
+            for made in _HANDOFFS.values():
+                made.memory.close()
+            _HANDOFFS.clear()
     reader = _SourceDecoder(names, decoder)
     try:
         return [_outcome(reader, source, names, True) for source in sources]

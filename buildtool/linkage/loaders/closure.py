@@ -221,7 +221,11 @@ def filesystem_lookup(
                 # a NEEDED entry may name any path: a FIFO there would block the read forever
                 regular = stat.S_ISREG(Path(path).stat().st_mode)
                 seen[path] = (
-                    read_binary_file(path, path, registration_names, decoder) if regular else None
+                    read_binary_file(
+                        path, path, registration_names, decoder, loader_facts_only=True
+                    )
+                    if regular
+                    else None
                 )
             except OSError:  # missing, unreadable, a name too long, a symlink loop, unmappable
                 seen[path] = None

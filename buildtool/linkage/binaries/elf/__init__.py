@@ -63,8 +63,8 @@ from buildtool.linkage.binaries.elf.sparse import (
     Ranges,
     code_ranges,
     cut_ranges,
-    initializers_left_out,
     left_out_unused,
+    sparse_initializers,
 )
 from buildtool.linkage.binaries.elf.symtab import (
     SymtabPart,
@@ -82,7 +82,6 @@ __all__ = [
     "code_ranges",
     "cut_ranges",
     "file_type_name",
-    "initializers_left_out",
     "is_elf",
     "left_out_unused",
     "machine_name",
@@ -92,5 +91,6 @@ __all__ = [
     "read_elf_initializers",
     "read_function_names",
     "read_symtab_part",
+    "sparse_initializers",
     "with_symtab",
 ]

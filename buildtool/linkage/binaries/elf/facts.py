@@ -27,6 +27,11 @@ def machine_name(e_machine: int, elf_class: int) -> str:
     return _MACHINES.get(e_machine, f"unknown({e_machine})")
 
 
+PROGRAMS: Final = frozenset({"executable", "pie"})
+"""File types whose ``.symtab`` names no check reads (only libraries are compared as copies of
+one another): their ``static_initializers`` and ``symtab_functions`` stay empty."""
+
+
 def file_type_name(e_type: int, pie_flag: bool, interpreter: str | None, soname: str | None) -> str:
     """ET_DYN is "pie" with DF_1_PIE, or with an interpreter and no SONAME (libc.so.6 has both)."""
     if e_type != _ET_DYN:

@@ -34,9 +34,16 @@ from buildtool.linkage.binaries.elf.decoder import (
     _Section,
     _Segment,
     _split_path,
+    _Structure,
 )
 from buildtool.linkage.binaries.elf.dynsym import _read_dynamic_symbols
-from buildtool.linkage.binaries.elf.facts import ELF_MAGIC, ElfBuffer, file_type_name, machine_name
+from buildtool.linkage.binaries.elf.facts import (
+    ELF_MAGIC,
+    PROGRAMS,
+    ElfBuffer,
+    file_type_name,
+    machine_name,
+)
 from buildtool.linkage.binaries.elf.initializers import (
     defines_module_init,
     read_initializers,
@@ -120,18 +127,20 @@ def _facts(
     dyn, sections, segments = st.dynamic, st.sections, st.segments
     values: Mapping[int, int] = dyn.values if dyn else {}
     symbols = _read_dynamic_symbols(img, sections, segments, dyn)
-    initializers, functions = _read_static_symbols(img, sections) if read_symtab else ((), NO_NAMES)
     flags = _dynamic_flags(values)
     interpreter = _interpreter(img, segments)
     soname = _dyn_string(dyn, _DT_SONAME) if dyn else None
     seg_types = {s.type for s in segments}
     machine = machine_name(st.header.machine, img.layout.elf_class)
+    file_type = file_type_name(st.header.e_type, flags.pie, interpreter, soname)
+    read_names = read_symtab and file_type not in PROGRAMS
+    initializers, functions = _read_static_symbols(img, sections) if read_names else ((), NO_NAMES)
     return BinaryFacts(
         path=path,
         elf_class=img.layout.elf_class,
         little_endian=img.layout.endian == "<",
         machine=machine,
-        file_type=file_type_name(st.header.e_type, flags.pie, interpreter, soname),
+        file_type=file_type,
         interpreter=interpreter,
         soname=soname,
         needed=tuple(dyn.strings.get(n) for n in dyn.needed) if dyn and dyn.strings else (),
@@ -160,13 +169,27 @@ def _facts(
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
         symbolic=flags.symbolic,
-        initializers=read_initializers(img, segments, dyn, machine) if read_code else None,
+        initializers=_initializers(img, st, machine, file_type, read_code),
         module_init=(
             read_module_init(img, segments, dyn, machine)
-            if read_code and soname is None and defines_module_init(symbols.defined)
+            if read_code
+            and file_type == "shared"
+            and soname is None
+            and defines_module_init(symbols.defined)
             else None
         ),
     )
+
+
+def _initializers(
+    img: _Image, st: _Structure, machine: str, file_type: str, read_code: bool
+) -> tuple[InitializerReach, ...] | None:
+    """A shared library's initializers, each walked in its own code (``read_initializers``);
+    None when the code was left out. Others have none the checks read: only shared libraries
+    are paired as copies."""
+    if file_type != "shared":
+        return ()
+    return read_initializers(img, st.segments, st.dynamic, machine) if read_code else None
 
 
 def is_elf(data: ElfBuffer) -> bool:
@@ -208,25 +231,38 @@ def read_elf_file(
     path: str | os.PathLike[str],
     display_path: str | None = None,
     registration_names: Collection[str] = (),
+    *,
+    loader_facts_only: bool = False,
 ) -> BinaryFacts | None:
-    """Map a file and read its facts; None for a non-ELF or empty file."""
+    """Map a file and read its facts; None for a non-ELF or empty file. ``loader_facts_only``:
+    a file read to resolve a closure (a system library): neither its ``.symtab`` names nor
+    its initializers, which the checks read of the inputs only."""
     shown = display_path if display_path is not None else os.fspath(path)
     with Path(path).open("rb") as stream:
         size = os.fstat(stream.fileno()).st_size
         if size < len(ELF_MAGIC):
             return None
         with mmap.mmap(stream.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return read_elf_facts(mapped, shown, registration_names, file_backed=True)
+            whole = not loader_facts_only
+            return read_elf_facts(mapped, shown, registration_names, file_backed=True,
+                                  read_symtab=whole, read_code=whole)  # fmt: skip
 
 
 def read_elf_initializers(
-    data: ElfBuffer, display_path: str, *, size: int | None = None, file_backed: bool = False
+    data: ElfBuffer,
+    display_path: str,
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+    deep: bool | Sequence[int] = True,
 ) -> tuple[InitializerReach, ...]:
-    """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file."""
+    """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file;
+    ``deep``: the whole walk, or that of the initializers at these positions of the array (what
+    the checks ask for when a shape matters), else as a read's facts hold them."""
 
     def decode(img: _Image) -> tuple[InitializerReach, ...]:
         st = _read_structure(img)
         machine = machine_name(st.header.machine, img.layout.elf_class)
-        return read_initializers(img, st.segments, st.dynamic, machine)
+        return read_initializers(img, st.segments, st.dynamic, machine, deep)
 
     return _decoded(data, display_path, size, file_backed, decode)

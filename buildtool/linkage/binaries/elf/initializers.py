@@ -68,25 +68,7 @@ def _relocations(img: _Image, raw: bytes) -> tuple[Sequence[int], Sequence[int],
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
 
 
-def _relative(columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str,
-              start: int, end: int) -> dict[int, int]:  # fmt: skip
-    """Addends of the RELATIVE relocations of ``[start, end)``."""
-    offsets, infos, addends = columns
-    kind = _RELATIVE[machine]
-    return {
-        offsets[i]: addends[i]
-        for i, offset in enumerate(offsets)
-        if start <= offset < end and infos[i] & 0xFFFFFFFF == kind
-    }
-
-
-def _slot_indexes(
-    columns: tuple[Sequence[int], Sequence[int], Sequence[int]], machine: str
-) -> dict[int, int]:
-    """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations."""
-    kinds = _SLOT_TYPES[machine]
-    offsets, infos, _addends = columns
-    return {offsets[i]: info >> 32 for i, info in enumerate(infos) if info & 0xFFFFFFFF in kinds}
+Columns = tuple[Sequence[int], Sequence[int], Sequence[int]]
 
 
 class _RelaTable:
@@ -105,13 +87,57 @@ class _RelaTable:
         index = bisect.bisect_left(self.offsets, address, 0, self.count)
         if index < self.count and self.offsets[index] == address:
             return index
+        return self.rest_row(address)
+
+    def rest_row(self, address: int) -> int | None:
+        """The index of the first relocation of ``address`` past the RELATIVE rows."""
         if self._rest is None:
-            rest = range(self.count, len(self.offsets))
-            # reversed: the first row of an address is the one kept
-            self._rest = dict(
-                zip(reversed(self.offsets[self.count :]), reversed(rest), strict=True)
-            )
+            self._rest = _first_rows(self.offsets, self.count)
         return self._rest.get(address)
+
+
+def _first_rows(offsets: Sequence[int], start: int = 0) -> dict[int, int]:
+    """Offset -> index of the first row from ``start`` on with that offset (built reversed, so
+    the first one is kept, without a Python loop over a big library's rows)."""
+    rows = range(start, len(offsets))
+    return dict(zip(reversed(offsets[start:]), reversed(rows), strict=True))
+
+
+class _SlotIndex:
+    """GOT slot -> dynamic symbol index, of the GLOB_DAT and JUMP_SLOT relocations: the rows of
+    ``DT_RELA`` past its RELATIVE ones (none of which names a symbol), then ``DT_JMPREL``'s,
+    each indexed on the first lookup."""
+
+    def __init__(self, rela: _RelaTable, infos: Sequence[int], plt: Columns, machine: str) -> None:
+        self._rela = rela
+        self._infos = infos
+        self._plt = plt
+        self._plt_rows: dict[int, int] | None = None
+        self._kinds = _SLOT_TYPES[machine]
+
+    def get(self, address: int) -> int | None:
+        row = self._rela.rest_row(address)
+        if row is not None and self._infos[row] & 0xFFFFFFFF in self._kinds:
+            return self._infos[row] >> 32
+        if self._plt_rows is None:
+            self._plt_rows = _first_rows(self._plt[0])
+        row = self._plt_rows.get(address)
+        if row is not None and self._plt[1][row] & 0xFFFFFFFF in self._kinds:
+            return self._plt[1][row] >> 32
+        return None
+
+
+def _array_relative(
+    table: _RelaTable, columns: Columns, machine: str, slots: Sequence[int]
+) -> dict[int, int]:
+    """The addends of the RELATIVE relocations of the initializer array's slots."""
+    _offsets, infos, addends = columns
+    found: dict[int, int] = {}
+    for address in slots:
+        row = table.row(address)
+        if row is not None and infos[row] & 0xFFFFFFFF == _RELATIVE[machine]:
+            found[address] = addends[row]
+    return found
 
 
 def _pointers(
@@ -233,11 +259,9 @@ def read_code_view(
     tables = [(_DT_RELA, _DT_RELASZ), (_DT_JMPREL, _DT_PLTRELSZ)]
     raw = [_table(img, segments, dyn, *table) for table in tables]
     columns = [_relocations(img, table) for table in raw]
-    relative: dict[int, int] = {}
-    indexes: dict[int, int] = {}
-    for column in columns:
-        relative.update(_relative(column, machine, base, base + 8 * count))
-        indexes.update(_slot_indexes(column, machine))
+    table = _RelaTable(raw[0], columns[0][0], dyn.values.get(_DT_RELACOUNT, 0))
+    relative = _array_relative(table, columns[0], machine, [base + 8 * i for i in range(count)])
+    indexes = _SlotIndex(table, columns[0][1], columns[1], machine)
     names = _DT_SYMTAB in dyn.values and dyn.strings is not None
 
     def slot(address: int) -> tuple[str, int] | None:
@@ -251,7 +275,6 @@ def read_code_view(
     def data_symbol(index: int) -> int | None:
         return _object_address(img, segments, dyn, index)
 
-    table = _RelaTable(raw[0], columns[0][0], dyn.values.get(_DT_RELACOUNT, 0))
     pointer = _pointers(img, table, machine, data_symbol, stored)
     read_only = _segment_reader(img, _read_only(segments, dyn), False)
     code = _segment_reader(img, segments)
@@ -262,21 +285,22 @@ class _LeftOut(Exception):
     """Internal: the walk reached bytes a sparse read left out."""
 
 
-def initializer_code_left_out(
+def initializers_unless_left_out(
     img: _Image,
     segments: Sequence[_Segment],
     dyn: _Dynamic | None,
     machine: str,
     left_out: Callable[[int, int], bool],
-) -> bool:
-    """Whether the initializers' walk reads a file range for which ``left_out(start, end)``
-    holds: a sparse read must then read the file again whole. Stops at the first one."""
+) -> tuple[InitializerReach, ...] | None:
+    """The initializers as a read's facts hold them (each walked in its own code), or None when
+    the walk reads a file range for which ``left_out(start, end)`` holds: a sparse read's
+    facts then say they were not read. Stops at the first such range."""
     try:
         view = read_code_view(img, segments, dyn, machine)
     except _Bad:
-        return False
+        return ()  # a damaged relocation or array: no reach known, as for a stripped copy
     if view is None:
-        return False
+        return ()
 
     def checked(read: Callable[[int, int], bytes], executable: bool) -> Callable[[int, int], bytes]:
         loaded = _loaded(segments, executable)
@@ -298,10 +322,9 @@ def initializer_code_left_out(
         read_only=checked(view.read_only, False),
     )
     try:
-        walk_initializers(sparse)
+        return walk_initializers(sparse, deep=False)
     except _LeftOut:
-        return True
-    return False
+        return None
 
 
 MODULE_INIT_PREFIX: Final = "PyInit_"
@@ -340,10 +363,17 @@ def read_module_init(
 
 
 def read_initializers(
-    img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
+    img: _Image,
+    segments: Sequence[_Segment],
+    dyn: _Dynamic | None,
+    machine: str,
+    deep: bool | Sequence[int] = False,
 ) -> tuple[InitializerReach, ...]:
+    """Each initializer's reach (``code_walk.walk_initializers``; ``deep``: the whole walk, or
+    that of the initializers at these positions only; else each initializer's own code, which
+    the facts of a read hold)."""
     try:
         view = read_code_view(img, segments, dyn, machine)
     except _Bad:
         return ()  # a damaged relocation or array: no reach known, as for a stripped copy
-    return walk_initializers(view) if view else ()
+    return walk_initializers(view, deep) if view else ()

@@ -46,6 +46,7 @@ from buildtool.linkage.binaries.elf.dynsym import (
 )
 from buildtool.linkage.binaries.elf.facts import (
     ELF_MAGIC,
+    PROGRAMS,
     MalformedElf,
     file_type_name,
     machine_name,
@@ -277,20 +278,22 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
     sections = _ref_sections(elf, t)
     segs = _ref_segments(elf, t)
     symbols = _ref_dynamic_symbols(elf, t)
-    initializers, functions = _ref_static_symbols(elf, t)
     flags = _dynamic_flags({k: v for k, v in values.items() if isinstance(v, int)})
     soname = values.get(_DT_SONAME)
     elf_class = int(elf.elfclass)
     init_array = values.get(_DT_INIT_ARRAYSZ)
     machine = machine_name(_enum_value(elf["e_machine"], t.machine), elf_class)
+    file_type = file_type_name(
+        _enum_value(elf["e_type"], t.e_type), flags.pie, segs.interpreter, soname
+    )
+    programs = file_type in PROGRAMS
+    initializers, functions = ((), NO_NAMES) if programs else _ref_static_symbols(elf, t)
     return BinaryFacts(
         path=path,
         elf_class=elf_class,
         little_endian=bool(elf.little_endian),
         machine=machine,
-        file_type=file_type_name(
-            _enum_value(elf["e_type"], t.e_type), flags.pie, segs.interpreter, soname
-        ),
+        file_type=file_type,
         interpreter=segs.interpreter,
         soname=soname,
         needed=tuple(needed),
@@ -323,10 +326,10 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
         symbolic=flags.symbolic,
-        initializers=reference_initializers(elf, stream, values, machine),
+        initializers=reference_initializers(elf, stream, values, machine, file_type),
         module_init=(
             reference_module_init(elf, stream, values, machine)
-            if soname is None and defines_module_init(symbols.defined)
+            if file_type == "shared" and soname is None and defines_module_init(symbols.defined)
             else None
         ),
     )

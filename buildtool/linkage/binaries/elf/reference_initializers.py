@@ -119,11 +119,12 @@ def _view(
 
 
 def reference_initializers(
-    elf: Any, stream: Any, values: Mapping[int, Any], machine: str
+    elf: Any, stream: Any, values: Mapping[int, Any], machine: str, file_type: str
 ) -> tuple[InitializerReach, ...]:
-    """Each initializer's reach, as ``initializers.read_initializers`` finds it."""
-    view = _view(elf, stream, values, machine)
-    return walk_initializers(view) if view else ()
+    """Each initializer's reach, as the fast decoder's facts hold it (a shared library's, each
+    walked in its own code)."""
+    view = _view(elf, stream, values, machine) if file_type == "shared" else None
+    return walk_initializers(view, deep=False) if view else ()
 
 
 def reference_module_init(

@@ -30,7 +30,8 @@ from buildtool.linkage.binaries.elf.decoder import (
     _read_structure,
 )
 from buildtool.linkage.binaries.elf.facts import ElfBuffer, machine_name
-from buildtool.linkage.binaries.elf.initializers import initializer_code_left_out
+from buildtool.linkage.binaries.elf.initializers import initializers_unless_left_out
+from buildtool.linkage.binaries.facts import InitializerReach
 
 # --- sparse reads: bytes no fact comes from -----------------------------------------------
 
@@ -44,8 +45,8 @@ _FACT_SECTION_TYPES: Final = frozenset(
 """Sections whose bytes facts are read from, besides the ELF header, the program and section
 header tables, the segments other than PT_LOAD, and (when registration names are searched) the
 data sections. The code the initializers' walk reads is the one fact from code: a sparse read
-asks ``initializers_left_out`` and then marks the initializers not read. Reading another
-section's bytes in ``fast._facts`` must add its type here."""
+asks ``sparse_initializers``, which says they were not read when the walk needs code left out.
+Reading another section's bytes in ``fast._facts`` must add its type here."""
 
 Ranges = tuple[tuple[int, int], ...]
 
@@ -93,16 +94,19 @@ def _overlaps(start: int, end: int, ranges: Ranges) -> bool:
     return any(start < range_end and range_start < end for range_start, range_end in ranges)
 
 
-def initializers_left_out(data: ElfBuffer, size: int, left_out: Ranges) -> bool:
-    """Whether the code the initializers' walk reads (``initializers``) is in ``left_out``: the
-    facts of such a read must then say the initializers were not read."""
+def sparse_initializers(
+    data: ElfBuffer, size: int, left_out: Ranges
+) -> tuple[InitializerReach, ...] | None:
+    """The initializers as a whole read's facts hold them, read from ``data`` (the file less
+    ``left_out``); None when their walk reads code in ``left_out``: the facts of such a read
+    must then say the initializers were not read."""
     try:
         img = _open_image(data, size, False)
         structure = _read_structure(img)
     except (_Bad, *_DECODE_ERRORS):
-        return True
+        return None
     machine = machine_name(structure.header.machine, img.layout.elf_class)
-    return initializer_code_left_out(
+    return initializers_unless_left_out(
         img,
         structure.segments,
         structure.dynamic,

@@ -34,7 +34,7 @@ from buildtool.linkage.binaries.elf.decoder import (
     _sections_only,
     _symbol_count,
 )
-from buildtool.linkage.binaries.elf.facts import ElfBuffer
+from buildtool.linkage.binaries.elf.facts import PROGRAMS, ElfBuffer
 from buildtool.linkage.binaries.facts import (
     CRT_FUNCTIONS,
     NO_NAMES,
@@ -245,7 +245,10 @@ def read_symtab_part(
 
 
 def with_symtab(facts: BinaryFacts, parts: Iterable[SymtabPart]) -> BinaryFacts:
-    """Facts read with ``read_symtab=False``, completed with every part of their ``.symtab``."""
+    """Facts read with ``read_symtab=False``, completed with every part of their ``.symtab``
+    (a program's stay empty, as a whole read leaves them: ``PROGRAMS``)."""
+    if facts.file_type in PROGRAMS:
+        return facts
     initializers, functions = _join_parts(parts)
     return replace(facts, static_initializers=initializers, symtab_functions=functions)
 

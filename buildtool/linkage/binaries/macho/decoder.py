@@ -19,9 +19,12 @@ machines are kept in ``architectures``. The other slices are not checked.
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Final
 
 from buildtool.linkage.binaries.bounded import Bounded, Buffer, find_names
@@ -291,19 +294,30 @@ class Symbols:
     """Addresses of the static initializers' code (their local symbols' values)."""
 
 
-def _entries(
-    image: Bounded, header: Header, symtab: tuple[int, ...]
-) -> Iterator[tuple[int, int, int, int, int]]:
+def _nlist(header: Header) -> struct.Struct:
+    return struct.Struct(f"{header.order}IBBH" + ("Q" if header.bits == 64 else "I"))
+
+
+@contextmanager
+def _table(image: Bounded, layout: struct.Struct, symtab: tuple[int, ...]) -> Iterator[memoryview]:
+    """The symbol table's bytes (checked to lie in the file, as its strings' are)."""
     symoff, nsyms, stroff, strsize = symtab
-    layout = struct.Struct(f"{header.order}IBBH" + ("Q" if header.bits == 64 else "I"))
     image.check(symoff, nsyms * layout.size, "symbol table")
     image.check(stroff, strsize, "string table")
     start = image.base + symoff
     raw = memoryview(image.data)[start : start + nsyms * layout.size]
     try:
-        yield from layout.iter_unpack(raw)
+        yield raw
     finally:
         raw.release()
+
+
+_CLASSES: Final = bytes(
+    0 if n_type & N_STAB else 1 if n_type & N_EXT and not n_type & N_PEXT else 2
+    for n_type in range(256)
+)
+"""Each ``n_type`` byte's kind of entry: 0 a debugging entry, 1 an external symbol, 2 a local
+one."""
 
 
 class _Names:
@@ -314,6 +328,16 @@ class _Names:
         self._start = image.base + stroff
         self._end = self._start + strsize
         self._stroff = stroff
+
+    def offsets_of(self, prefix: bytes) -> frozenset[int]:
+        """The string indexes of every name that starts with ``prefix`` (found by searching
+        the table, not by reading each symbol's name)."""
+        data, found = self._image.data, []
+        at = data.find(prefix, self._start, self._end)
+        while at >= 0:  # within a longer name too: an index may point into one
+            found.append(at - self._start)
+            at = data.find(prefix, at + 1, self._end)
+        return frozenset(found)
 
     def __call__(self, strx: int) -> str:
         at = self._start + strx
@@ -337,6 +361,10 @@ def _library(ordinal: int, dylibs: Sequence[tuple[int, str]], twolevel: bool) ->
     return dylibs[ordinal - 1][1] if ordinal <= len(dylibs) else f"#{ordinal}"
 
 
+_MACHO_INIT_PREFIX: Final = ("_" + STATIC_INIT_PREFIX).encode()
+"""A static initializer's name as Mach-O spells it (a leading underscore)."""
+
+
 def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols:
     if found.symtab is None:
         return Symbols()
@@ -349,31 +377,24 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
     weak_undefined: set[str] = set()
     bound: list[tuple[str, str]] = []
     functions: list[int] = []
-    initializers: list[str] = []
-    starts: list[int] = []
-    has_locals = False
-    for strx, n_type, n_sect, n_desc, value in _entries(image, header, found.symtab):
-        if n_type & N_STAB:
-            continue
-        kind = n_type & N_TYPE
-        if not n_type & N_EXT or n_type & N_PEXT:
-            has_locals = True
-            if kind == N_SECT:
-                name = names(strx)
-                if name.startswith("_" + STATIC_INIT_PREFIX):
-                    initializers.append(name[1:])
-                    starts.append(value)
-            continue
-        name = names(strx)
-        if kind == N_UNDF:
-            (weak_undefined if n_desc & N_WEAK_REF else undefined).add(name)
-            bound.append((_library(n_desc >> 8, found.dylibs, twolevel), name))
-            continue
-        defined.add(name)
-        if n_desc & N_WEAK_DEF:
-            weak_defined.add(name)
-        elif kind == N_SECT and n_sect in code:
-            functions.append(name_digest(name))
+    layout = _nlist(header)
+    with _table(image, layout, found.symtab) as raw:
+        classes = raw[4 :: layout.size].tobytes().translate(_CLASSES)
+        externals = compress(range(len(classes)), classes.replace(b"\2", b"\0"))
+        for index in externals:
+            strx, n_type, n_sect, n_desc, _value = layout.unpack_from(raw, index * layout.size)
+            kind = n_type & N_TYPE
+            name = names(strx)
+            if kind == N_UNDF:
+                (weak_undefined if n_desc & N_WEAK_REF else undefined).add(name)
+                bound.append((_library(n_desc >> 8, found.dylibs, twolevel), name))
+                continue
+            defined.add(name)
+            if n_desc & N_WEAK_DEF:
+                weak_defined.add(name)
+            elif kind == N_SECT and n_sect in code:
+                functions.append(name_digest(name))
+        initializers, starts = _static_initializers(raw, layout, classes, names)
     return Symbols(
         frozenset(defined),
         frozenset(weak_defined),
@@ -382,16 +403,44 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
         tuple(sorted(bound)),
         NameDigests(array("q", functions).tobytes()),
         tuple(sorted(initializers)),
-        has_locals,
+        2 in classes,
         tuple(starts),
     )
 
 
+def _static_initializers(
+    raw: memoryview, layout: struct.Struct, classes: bytes, names: _Names
+) -> tuple[list[str], list[int]]:
+    """The static initializers' local symbols: names and addresses, in the table's order. Their
+    names are found in the string table first, and only the entries naming one are unpacked
+    (a big library's hundreds of thousands of local symbols are not decoded one by one)."""
+    offsets = names.offsets_of(_MACHO_INIT_PREFIX)
+    initializers: list[str] = []
+    starts: list[int] = []
+    if not offsets:
+        return initializers, starts
+    if layout.format[0] == "<" and sys.byteorder == "little":
+        strx_column: Iterable[int] = raw.cast("I")[:: layout.size // 4]
+    else:
+        strx_column = (entry[0] for entry in layout.iter_unpack(raw))
+    for index in compress(range(len(classes)), map(offsets.__contains__, strx_column)):
+        strx, n_type, _sect, _desc, value = layout.unpack_from(raw, index * layout.size)
+        if classes[index] == 2 and n_type & N_TYPE == N_SECT:
+            initializers.append(names(strx)[1:])
+            starts.append(value)
+    return initializers, starts
+
+
 def read_initializers(
-    image: Bounded, header: Header, found: LoadCommands, starts: tuple[int, ...]
+    image: Bounded,
+    header: Header,
+    found: LoadCommands,
+    starts: tuple[int, ...],
+    deep: bool | Sequence[int] = False,
 ) -> tuple[InitializerReach, ...]:
-    """Each static initializer's reach (``binaries.code_walk``); none for a 32-bit file, one
-    without a symbol table, or when a table the walk reads is damaged."""
+    """Each static initializer's reach (``binaries.code_walk``; ``deep`` as there: a read's
+    facts hold each walked in its own code); none for a 32-bit file, one without a symbol
+    table, or when a table the walk reads is damaged."""
     if found.symtab is None or header.bits != 64:
         return ()
     symoff, nsyms, stroff, strsize = found.symtab
@@ -414,7 +463,7 @@ def read_initializers(
         stored=(found.text_address, found.chained_fixups),
     )  # fmt: skip
     try:
-        return walk_initializers(view) if view else ()
+        return walk_initializers(view, deep) if view else ()
     except MalformedMachO:
         return ()  # a damaged table: no reach known, as for a stripped file
 
@@ -489,7 +538,12 @@ def thin_facts(
         nodeflib=False,
         format="macho",
         bound_imports=symbols.bound,
-        initializers=read_initializers(image, header, found, symbols.initializer_starts),
+        # only shared libraries are paired as copies: an executable's are read by no check
+        initializers=(
+            read_initializers(image, header, found, symbols.initializer_starts)
+            if FILE_TYPES.get(header.filetype) == "shared"
+            else ()
+        ),
         weak_needed=frozenset(weak),
         reexported=tuple(name for cmd, name in found.dylibs if cmd == LC_REEXPORT_DYLIB),
         minos=found.minos,
@@ -518,6 +572,40 @@ def chosen_slice(slices: Sequence[tuple[str, int, int]]) -> tuple[str, int, int]
             if chosen[0] == preferred:
                 return chosen
     return slices[0]
+
+
+def _thin_image(data: Buffer, display_path: str, size: int | None) -> Bounded | None:
+    """The thin file, or the slice the facts are those of; None when it is not Mach-O."""
+    image = Bounded(data, display_path, MalformedMachO, 0, len(data) if size is None else size)
+    head = bytes(data[:8])
+    if not macho_slices(head):
+        return None
+    if head[:4] in THIN_MAGICS:
+        return image
+    machine, offset, length = chosen_slice(fat_slices(image))
+    inner = Bounded(data, display_path, MalformedMachO, offset, length)
+    if inner.bytes_at(0, 4, f"{machine} slice's magic") not in THIN_MAGICS:
+        raise inner.fail(0, f"the {machine} slice is not a thin Mach-O file")
+    return inner
+
+
+def read_macho_initializers(
+    data: Buffer, display_path: str, *, size: int | None = None, deep: bool | Sequence[int] = True
+) -> tuple[InitializerReach, ...]:
+    """Only a Mach-O file's initializers (``BinaryFacts.initializers``), read again: ``deep``
+    as ``code_walk.walk_initializers`` takes it."""
+    image = _thin_image(data, display_path, size)
+    if image is None:
+        return ()
+    header = _header(image)
+    if FILE_TYPES.get(header.filetype) != "shared":
+        return ()
+    found = load_commands(image, header)
+    pointers = initializer_pointers(
+        image, header.order, found.sections, found.text_address, found.chained_fixups
+    )  # what dyld runs: the symbol table is read only when they say nothing
+    starts = pointers or read_symbols(image, header, found).initializer_starts
+    return read_initializers(image, header, found, starts, deep)
 
 
 def read_macho_facts(

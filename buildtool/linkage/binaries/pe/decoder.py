@@ -395,7 +395,10 @@ def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
         nodeflib=False,
         format="pe",
         bound_imports=tuple(sorted(set(bound))),
-        initializers=walk_initializers(view) if view else (),
+        # only shared libraries are paired as copies: an executable's are read by no check
+        initializers=walk_initializers(view)
+        if view and _file_type(image.characteristics) == "shared"
+        else (),
         weak_needed=frozenset(dll for dll in delayed if dll not in direct),
     )
 

@@ -283,7 +283,9 @@ function(bt_library name)
   bt_root_paths(ARG_SOURCES)
   add_library(${name} SHARED ${ARG_SOURCES})
   add_library(${BT_NAMESPACE}::${ARG_LIBRARY} ALIAS ${name})
-  string(TOUPPER "${ARG_OUTPUT_NAME}_EXPORTS" define_symbol)
+  # a C identifier: -DGGML-BASE_EXPORTS would define the macro GGML, not GGML_BASE_EXPORTS
+  string(MAKE_C_IDENTIFIER "${ARG_OUTPUT_NAME}_EXPORTS" define_symbol)
+  string(TOUPPER "${define_symbol}" define_symbol)
   set_target_properties(${name} PROPERTIES
     OUTPUT_NAME "${ARG_OUTPUT_NAME}"
     DEFINE_SYMBOL "${define_symbol}"
@@ -349,7 +351,8 @@ function(bt_plugin name)
   target_include_directories(${name} PRIVATE "${BT_EXPORT_INCLUDE_DIR}")
   bt_visibility(${name} "${ARG_VISIBILITY}")
   target_link_libraries(${name} PRIVATE ${ARG_LINKS})
-  bt_own_objects(${name} "${name}_EXPORTS" "${ARG_VISIBILITY}"
+  string(MAKE_C_IDENTIFIER "${name}_EXPORTS" define_symbol)  # CMake's own for ${name}
+  bt_own_objects(${name} "${define_symbol}" "${ARG_VISIBILITY}"
     OBJECTS ${ARG_OBJECTS}
     LINKS ${ARG_LINKS}
     DEFINITIONS ${ARG_DEFINITIONS}
