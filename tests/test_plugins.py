@@ -482,3 +482,23 @@ def test_plugins_an_option_switches_off_are_in_no_wheel(tmp_path: Path, run_cli:
     assert switched_on.exit_code == 0, switched_on.stderr
     rpc = next((tmp_path / "on").glob("ggmlplug_rpc-0.21.0-*.whl"))
     assert _wheel_files(rpc) == ["ggmlplug/lib/backends/libggml-rpc.so"]
+
+
+@pytest.mark.wheel
+def test_ci_runs_the_whole_chain_with_a_plugin_wheel(tmp_path: Path, run_cli: CliRunner) -> None:
+    """``buildtool ci`` on the project: the split makes the runtime wheel, the add-on and rpc's
+    own wheel, verifies them together, installs all three and imports the package."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    build = ["--recipe", str(recipe), "--build-dir", str(tmp_path / "build")]
+    assert run_cli("-q", "configure", *build).exit_code == 0  # the generated files, committed
+    out = tmp_path / "dist"
+    result = run_cli("-q", "ci", *build, "--out-dir", str(out), "-j", "2")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    steps = {
+        step["name"]: step for step in json.loads((out / "buildtool-ci.json").read_text())["steps"]
+    }
+    assert {name: step["status"] for name, step in steps.items()} == dict.fromkeys(steps, "passed")
+    assert sorted(path.name.split("-")[0] for path in out.glob("*.whl")) == [
+        "ggmlplug_compiler", "ggmlplug_rpc", "ggmlplug_runtime"]  # fmt: skip
+    assert steps["verify-wheels"]["findings"] == []
+    assert "installed 3 wheels" in steps["install"]["detail"]
