@@ -748,7 +748,7 @@ def performance_section(r: Results) -> list[str]:
         PERFORMANCE_START,
         f"One run of `nox -s bench` on {_cpus()} CPUs ({datetime.date.today().isoformat()}); "
         "every ratio is taken run by run from runs made back to back "
-        "([all figures](benchmarks/README.md)):",
+        "(all figures: `benchmarks/README.md`):",
         "",
         "| target | measured | goal | |",
         "|---|---|---|---|",
