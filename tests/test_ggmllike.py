@@ -11,12 +11,15 @@ what ``cmake --install`` installs, each verdict against what the program really 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from elftools.elf.dynamic import DynamicSection
+from elftools.elf.elffile import ELFFile
 
 from buildtool.cmake.run import cmake_executable, ninja_executable
 from tests.conftest import PACKAGES, CliRunner
@@ -403,6 +406,91 @@ def test_init_writes_the_backends_as_plugins_of_the_registry(
     found = [(f["id"], f["message"]) for f in json.loads(checked.stdout)["findings"]]
     assert found == [("BT202", "target ggml-cpu-zen4 (CMakeLists.txt:35): src/cpu.c is also "
                       "compiled into ggml-cpu-haswell, and ggml opens both")]  # fmt: skip
+
+
+def _needing(folder: Path, name: str) -> list[Path]:
+    """The ELF files in ``folder`` (not its links) whose DT_NEEDED names ``name``, read with
+    pyelftools."""
+    found = []
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink()):
+        with path.open("rb") as stream:
+            if stream.read(4) != b"\x7fELF":
+                continue
+            stream.seek(0)
+            dynamic = ELFFile(stream).get_section_by_name(".dynamic")
+            assert isinstance(dynamic, DynamicSection)
+            tags = dynamic.iter_tags()
+            needed = [getattr(tag, "needed", "") for tag in tags if tag.entry.d_tag == "DT_NEEDED"]
+        if name in needed:
+            found.append(path)
+    return found
+
+
+def _load_error(path: Path, *first: Path) -> str:
+    """What the loader says when ``ctypes.CDLL`` loads ``path`` in a fresh interpreter, after
+    ``first`` (a plugin's host: RTLD_GLOBAL, as it opens them)."""
+    code = (
+        "import ctypes, sys\n"
+        "for host in sys.argv[2:]: ctypes.CDLL(host, mode=ctypes.RTLD_GLOBAL)\n"
+        "ctypes.CDLL(sys.argv[1])"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code, str(path), *map(str, first)],
+                            capture_output=True, text=True, check=False)  # fmt: skip
+    return loaded.stderr.strip().splitlines()[-1] if loaded.returncode else ""
+
+
+def test_a_deleted_library_is_one_finding_listing_every_file_it_hits(
+    tmp_path: Path, run_cli: CliRunner
+) -> None:
+    """libggml-base deleted from the build: each file that needs it fails to load, and the
+    program fails to start; the report names the library once and lists those files, in
+    text, JSON, GitHub annotations and HTML (before: a BT109 per file). The build with the
+    library has no such finding, and everything loads."""
+    build = _configure(tmp_path)
+    needing = _needing(build / "bin", "libggml-base.so.0")
+    assert {p.name for p in needing} >= {"libggml.so.0.21.0", "libggml-cpu-zen4.so"}
+    host = build / "bin" / "libggml.so.0"
+    assert [_load_error(path, host) for path in needing] == [""] * len(needing)
+    clean = json.loads(
+        run_cli("verify-linkage", str(build), "--no-recipe", "--format", "json").stdout
+    )
+    assert [f for f in clean["findings"] if f["id"] == "BT109"] == []
+
+    for library in (build / "bin").glob("libggml-base.so*"):
+        library.unlink()
+    for path in needing:
+        assert "libggml-base.so.0: cannot open shared object file" in _load_error(path)
+    assert "libggml" in _program_fails(build / "bin" / "test-backend-ops")
+
+    result = run_cli("verify-linkage", str(build), "--no-recipe", "--format", "json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    (finding,) = [f for f in document["findings"] if f["id"] == "BT109"]
+    assert "libggml-base.so.0" in finding["message"]
+    assert finding["files"] == [str(path) for path in needing]
+    assert finding["path"] == finding["files"][0]
+    assert document["summary"]["errors"] == 1
+
+    text = run_cli("verify-linkage", str(build), "--no-recipe").stdout
+    assert text.count("BT109 needed-not-shipped: needs libggml-base.so.0") == 1
+    assert f"in {len(needing)} files: bin/" in text
+    assert f"BT109 needed-not-shipped: 1 finding in {len(needing)} files" in text
+    github = run_cli("verify-linkage", str(build), "--no-recipe", "--format", "github").stdout
+    (annotation,) = [line for line in github.splitlines() if "title=BT109" in line]
+    assert annotation.startswith(f"::error file={needing[0]},")
+    assert all(str(path) in annotation for path in needing)
+    page = tmp_path / "report.html"
+    run_cli("verify-linkage", str(build), "--no-recipe", "--format", "html", "--output", str(page))
+    (row,) = re.findall(
+        r'<tr id="[^"]*finding-\d+" class="finding error">.*?</tr>', page.read_text()
+    )
+    assert all(f">{path.name}<" in row for path in needing)
+
+
+def _program_fails(program: Path) -> str:
+    """What ``program`` says on stderr when it fails to start ('' when it runs)."""
+    run = subprocess.run([program], capture_output=True, text=True, check=False)
+    return run.stderr.strip() if run.returncode else ""
 
 
 def test_a_plugin_binds_its_hosts_symbols_only_when_the_host_is_global(

@@ -448,3 +448,37 @@ def test_dashed_names_define_their_export_symbols_as_c_identifiers(
     assert result.exit_code == 0, result.stderr
     assert "requires whitespace after the macro name" not in result.stderr
     assert _program(build).stdout == "blas rpc zen4\n"
+
+
+@pytest.mark.wheel
+def test_plugins_an_option_switches_off_are_in_no_wheel(tmp_path: Path, run_cli: CliRunner) -> None:
+    """rpc (its own wheel) is built only with the option ``net`` (default OFF): the split has
+    no rpc wheel, and no wheel expects libggml-rpc.so (before: the build of an empty rpc wheel
+    failed, or, in the runtime wheel, "libggml-rpc.so: missing"). With -D net=ON it has one."""
+    recipe = write_project(tmp_path / "ggmlplug", "generated")
+    text = RECIPE.replace('distribution = "ggmlplug-rpc"\n',
+                          'distribution = "ggmlplug-rpc"\nwhen = "net"\n')  # fmt: skip
+    recipe.write_text(text + "\n[options.net]\ndefault = false\n", encoding="utf-8")
+    argv = ["wheel", "--recipe", str(recipe), "--build-dir", str(tmp_path / "build")]
+    result = run_cli(*argv, "--split", "--out-dir", str(tmp_path / "split"))
+    assert result.exit_code == 0, result.stderr
+    why = f"everything it ships is switched off in {tmp_path / 'build'} (OFF: net)"
+    assert f"no ggmlplug-rpc wheel: {why}" in result.stderr
+    assert sorted(path.name.split("-")[0] for path in (tmp_path / "split").glob("*.whl")) == [
+        "ggmlplug_compiler", "ggmlplug_runtime"]  # fmt: skip
+    command = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w",
+               str(tmp_path / "pip"), "-Cbuildtool.distribution=ggmlplug-rpc",
+               f"-Cbuildtool.build-dir={tmp_path / 'build'}", "."]  # fmt: skip
+    pip = subprocess.run(command, cwd=recipe.parent, capture_output=True, text=True, check=False)
+    assert pip.returncode != 0
+    refused = f"buildtool.backend: error: -C buildtool.distribution=ggmlplug-rpc: no wheel: {why}"
+    assert refused in pip.stdout + pip.stderr
+    full = run_cli(*argv, "--out-dir", str(tmp_path / "full"))
+    assert full.exit_code == 0, full.stderr
+    assert "ggmlplug/lib/backends/libggml-rpc.so" not in _wheel_files(
+        next((tmp_path / "full").glob("ggmlplug-0.21.0-*.whl"))
+    )
+    switched_on = run_cli(*argv, "--split", "-D", "net=ON", "--out-dir", str(tmp_path / "on"))
+    assert switched_on.exit_code == 0, switched_on.stderr
+    rpc = next((tmp_path / "on").glob("ggmlplug_rpc-0.21.0-*.whl"))
+    assert _wheel_files(rpc) == ["ggmlplug/lib/backends/libggml-rpc.so"]

@@ -70,9 +70,11 @@ class Verdict:
 
     dists: tuple[str, ...]
     errors: tuple[tuple[str, str], ...] = ()
-    """(check id, wheel member) of every error, the true defects."""
+    """(check id, wheel member) of every error, the true defects (each file a finding lists)."""
     warnings: dict[str, int] = field(default_factory=dict)
-    """Warning count per check id."""
+    """Files warned about per check id (a finding of one cause counts each file it lists)."""
+    findings: int | None = None
+    """How many findings the report has (one per cause), when it is asserted."""
 
 
 CUDA_RUNTIME = ("BT109", "tvm/lib/libtvm_runtime_cuda.so")
@@ -80,9 +82,13 @@ CUDA_RUNTIME = ("BT109", "tvm/lib/libtvm_runtime_cuda.so")
 judged by the tag on every host; this machine has /usr/local/cuda-13.0, which before hid it."""
 
 VERDICTS = [
-    Verdict(("apache-tvm",), warnings={"BT108": 1, "BT116": 5}),
+    # BT116: libtvm_ffi.so for four files, libcudart.so.13 for one (2 findings, 5 files)
+    Verdict(("apache-tvm",), warnings={"BT108": 1, "BT116": 5}, findings=3),
     Verdict(
-        ("apache-tvm", "apache-tvm-ffi"), errors=(CUDA_RUNTIME,), warnings={"BT114": 4, "BT108": 1}
+        ("apache-tvm", "apache-tvm-ffi"),
+        errors=(CUDA_RUNTIME,),
+        warnings={"BT114": 4, "BT108": 1},
+        findings=3,
     ),
     Verdict(("apache-tvm-ffi",)),
     Verdict(
@@ -102,12 +108,13 @@ VERDICTS = [
 @pytest.mark.parametrize("verdict", VERDICTS, ids=["+".join(v.dists) for v in VERDICTS])
 def test_verdict(verdict: Verdict) -> None:
     report = verify_paths([wheel(dist) for dist in verdict.dists], LinkagePolicy.empty())
-    errors = sorted(
-        (f.check_id, f.path.split("!/")[-1]) for f in report.findings if f.severity == "error"
-    )
-    warnings = collections.Counter(f.check_id for f in report.findings if f.severity == "warning")
+    hits = [(f, path.split("!/")[-1]) for f in report.findings for path in f.paths]
+    errors = sorted((f.check_id, member) for f, member in hits if f.severity == "error")
+    warnings = collections.Counter(f.check_id for f, _member in hits if f.severity == "warning")
     assert errors == sorted(verdict.errors)
     assert dict(warnings) == verdict.warnings
+    if verdict.findings is not None:
+        assert len(report.findings) == verdict.findings
 
 
 def test_adding_the_required_wheel_never_makes_tvm_worse() -> None:
@@ -232,7 +239,10 @@ def test_torchvision_beside_a_cpu_torch_that_lacks_libtorch_cuda_is_an_error() -
     assert {check for check, needed in found if needed != "libcudart.so.13"} == {"BT116"}
     both = verify_paths([torchvision, wheel("torch")], LinkagePolicy.empty())
     missing = sorted(
-        (f.path.split("!/")[-1], f.needed) for f in both.findings if f.check_id == "BT109"
+        (path.split("!/")[-1], f.needed)
+        for f in both.findings
+        if f.check_id == "BT109"
+        for path in f.paths
     )
     assert missing == [
         ("torchvision/_C.so", "libc10_cuda.so"),

@@ -162,10 +162,12 @@ NOWHERE = "libnotshipped.so.1"
 
 
 def _errors(report: Report) -> set[tuple[str, str, str | None]]:
+    """(check, member, NEEDED entry) of every error, once per file it hits."""
     return {
-        (f.check_id, f.path.split("!/")[-1], f.needed or None)
+        (f.check_id, path.split("!/")[-1], f.needed or None)
         for f in report.findings
         if f.severity == "error"
+        for path in f.paths
     }
 
 
@@ -297,8 +299,8 @@ def test_the_verdict_on_a_planted_copy(plant: Plant, tmp_path: Path) -> None:
     broken = build(plant, tmp_path)
     report = verify_paths([broken, *(wheel(d) for d in plant.together)], policy_for(plant.dist))
     assert _errors(report) == plant.errors
-    warned = {(f.check_id, f.path.split("!/")[-1]) for f in report.findings
-              if f.severity == "warning"}  # fmt: skip
+    warned = {(f.check_id, p.split("!/")[-1]) for f in report.findings
+              if f.severity == "warning" for p in f.paths}  # fmt: skip
     assert plant.warnings <= warned
 
 

@@ -235,6 +235,17 @@ def test_pyqt6_with_pyqt6_qt6_has_no_bt103(tmp_path: Path) -> None:
     assert set(QT_RESOURCES.values()) <= set(run.stdout.split())
 
 
+def test_pyqt6_each_library_it_does_not_bundle_is_one_finding_listing_its_files() -> None:
+    """327 BT109 before, one per file and library: 70 libraries outside the manylinux_2_28
+    policy (libxkbcommon.so.0 for 137 files, the xcb family, ...), one finding each."""
+    report = check(pinned("PyQt6-Qt6==6.9.2"), pinned("PyQt6==6.9.1"))
+    missing = [f for f in report.findings if f.check_id == "BT109"]
+    assert len(missing) == len({f.needed for f in missing}) == 70
+    assert sum(len(f.paths) for f in missing) == 327
+    (xkb,) = [f for f in missing if f.needed == "libxkbcommon.so.0"]
+    assert len(xkb.paths) == 137
+
+
 def test_vtk_is_clean_of_the_toolchain_runtimes_code() -> None:
     """BT103 before: libvtkfmt and libviskores_filter_core share only devtoolset's
     libstdc++_nonshared (system_error48.cc, the _ZGTt clones)."""

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import jsonschema
 
 from buildtool.linkage.checks.catalogue import CHECKS, Finding, render_checks_doc
-from buildtool.linkage.report.github import github_annotation, render_github
+from buildtool.linkage.checks.causes import merged_evidence, one_per_cause
+from buildtool.linkage.report.github import github_annotation, render_github, render_markdown
 from buildtool.linkage.report.json_report import render_json
-from buildtool.linkage.report.model import Report, SizeEntry
+from buildtool.linkage.report.model import Report, SizeEntry, renamed_inputs
 from buildtool.linkage.report.text import render_text
 from buildtool.resources import schema_path
 from tests.conftest import REPO, CliRunner, require
@@ -326,3 +328,84 @@ def test_sizes_of_several_wheels_stand_under_each_wheels_name() -> None:
         "  demo_compiler-0.1.0-py3-none-linux_x86_64.whl",
         "    demo/lib/libdemo_compiler.so: 18.3 kB file, 2.7 kB code, 2 exported",
     ]
+
+
+def _missing(path: str, needed: str, evidence: str, check_id: str = "BT109") -> Finding:
+    message = f"needs {needed}, which no input ships and nothing provides: loading it fails"
+    return Finding(check_id, path, message, evidence, needed=needed)
+
+
+def test_one_cause_is_one_finding_listing_its_files() -> None:
+    """A library missing for three files is one finding; another library, another check's
+    findings (BT107: each file's own search path) and a finding with no NEEDED stay apart."""
+    searched = "searched RUNPATH {}, ld.so.cache and the default directories"
+    findings = [
+        _missing(
+            "b/lib/liba.so", "libbase.so.0", "this machine has it; " + searched.format("$ORIGIN")
+        ),
+        _missing(
+            "b/lib/libb.so", "libbase.so.0", "this machine has it; " + searched.format("$ORIGIN")
+        ),
+        _missing(
+            "b/bin/prog",
+            "libbase.so.0",
+            "this machine has it; " + searched.format("$ORIGIN/../lib"),
+        ),
+        _missing("b/lib/libb.so", "libother.so.1", searched.format("$ORIGIN")),
+        _missing("b/lib/liba.so", "libbase.so.0", "x", check_id="BT107"),
+        _missing("b/lib/libb.so", "libbase.so.0", "x", check_id="BT107"),
+        Finding("BT140", "b/lib/liba.so", "partial RELRO only"),
+        Finding("BT140", "b/lib/libb.so", "partial RELRO only"),
+    ]
+    merged = one_per_cause(findings)
+    assert [(f.check_id, f.paths) for f in merged] == [
+        ("BT109", ("b/lib/liba.so", "b/lib/libb.so", "b/bin/prog")),
+        ("BT109", ("b/lib/libb.so",)),
+        ("BT107", ("b/lib/liba.so",)),
+        ("BT107", ("b/lib/libb.so",)),
+        ("BT140", ("b/lib/liba.so",)),
+        ("BT140", ("b/lib/libb.so",)),
+    ]
+    assert merged[0].evidence == (
+        "this machine has it; per file: " + searched.format("$ORIGIN") + " | "
+        + searched.format("$ORIGIN/../lib")
+    )  # fmt: skip
+    assert merged[1] == findings[3]
+
+
+def test_many_differing_searches_are_quoted_a_few() -> None:
+    evidence = merged_evidence([f"shared; searched {n}" for n in range(10)])
+    assert evidence == "shared; per file: searched 0 | searched 1 | searched 2 | 7 more"
+    assert merged_evidence(["same", "same"]) == "same"
+
+
+def test_a_finding_of_several_files_in_every_format() -> None:
+    finding = _missing("build/lib/liba.so", "libbase.so.0", "searched")
+    merged = dataclasses.replace(finding, also=("build/lib/libb.so", "build/bin/prog"))
+    report = Report(("build",), "", 3, (merged,), ())
+    document = json.loads(render_json(report))
+    jsonschema.validate(document, json.loads(schema_path("report").read_text(encoding="utf-8")))
+    (entry,) = document["findings"]
+    assert entry["files"] == ["build/lib/liba.so", "build/lib/libb.so", "build/bin/prog"]
+    assert entry["path"] == "build/lib/liba.so"
+    assert document["summary"]["errors"] == 1
+    text = render_text(report)
+    assert "    in 3 files: lib/liba.so, lib/libb.so, bin/prog" in text
+    assert "  error   BT109 needed-not-shipped: 1 finding in 3 files" in text
+    (annotation,) = render_github(report).splitlines()[:1]
+    assert annotation.startswith("::error file=build/lib/liba.so,")
+    assert "%0Ain 3 files: build/lib/liba.so, build/lib/libb.so, build/bin/prog%0A" in annotation
+    assert "in `build/lib/liba.so`, `build/lib/libb.so`, `build/bin/prog`:" in render_markdown(
+        report
+    )
+    named = renamed_inputs(report, {"build": "out"})
+    assert named.findings[0].paths == ("out/lib/liba.so", "out/lib/libb.so", "out/bin/prog")
+
+
+def test_json_without_files_from_an_earlier_release_is_still_valid() -> None:
+    """``files`` was added to version 1: a report written before it still validates (a
+    ``--baseline`` may be one)."""
+    document = json.loads(render_json(REPORT))
+    for entry in document["findings"]:
+        del entry["files"]
+    jsonschema.validate(document, json.loads(schema_path("report").read_text(encoding="utf-8")))

@@ -183,10 +183,14 @@ def _build_wheel(wheel_directory: Path, settings: BackendSettings) -> str:
     )  # fmt: skip
     dists = variant_distributions(plan, variant, full_dir)
     trees = wheel.wheel_trees(request, plan, dists)
+    off = wheel.switched_off(plan, dist, trees[dist.name])
+    values = trees[dist.name].option_values
+    if off:
+        raise UsageError(f"-C buildtool.distribution={settings.distribution}: no wheel: {off}")
     make = functools.partial(_scikit_build, plan, root=loaded.root, jobs=jobs, settings=settings)
     built = make(dist, trees[dist.name], dest=wheel_directory)
     if dist.ships_package:
-        verify_built(loaded, plan, dist, built, [built])
+        verify_built(loaded, plan, dist, built, [built], option_values=values)
         return built.name
     # an add-on is verified as it is installed: beside the wheels it requires (made from the
     # same trees, nothing compiled), which ship the libraries it needs
@@ -195,7 +199,7 @@ def _build_wheel(wheel_directory: Path, settings: BackendSettings) -> str:
             make(other, trees[other.name], dest=Path(scratch))
             for other in required_distributions(dist, dists)
         ]
-        verify_built(loaded, plan, dist, built, [*beside, built])
+        verify_built(loaded, plan, dist, built, [*beside, built], option_values=values)
     return built.name
 
 
@@ -227,20 +231,27 @@ def _scikit_build(
 
 
 def verify_built(
-    loaded: LoadedRecipe, plan: LinkPlan, dist: Distribution, built: Path, together: list[Path]
+    loaded: LoadedRecipe,
+    plan: LinkPlan,
+    dist: Distribution,
+    built: Path,
+    together: list[Path],
+    *,
+    option_values: Mapping[str, bool],
 ) -> None:
-    """The wheel's files (``<package>/lib/`` laid out) and verify-linkage on it; a wheel that
-    fails either is deleted and the report printed."""
+    """The wheel's files (``<package>/lib/`` laid out) and verify-linkage on it, as built with
+    the recipe options' ``option_values``; a wheel that fails either is deleted and the report
+    printed."""
     from buildtool.linkage.report.text import demangled_names, render_text
     from buildtool.packaging import wheel
-    from buildtool.plan import option_values_from_defines
     from buildtool.verification import WheelsRejected, wheel_verifier
 
     try:
         package_files = wheel.python_package_files(loaded)
-        wheel.check_wheel_contents(built, wheel.expected_files(plan, dist, package_files), plan)
+        expected = wheel.expected_files(plan, dist, package_files, option_values)
+        wheel.check_wheel_contents(built, expected, plan)
         reports: list[Report] = []
-        verify = wheel_verifier(loaded, reports.append, option_values_from_defines(()))
+        verify = wheel_verifier(loaded, reports.append, option_values)
         verify(together, plan)
     except WheelsRejected as rejected:
         built.unlink(missing_ok=True)

@@ -15,7 +15,7 @@ from typing import Any
 from buildtool import __version__
 from buildtool.ci.pipeline import CiResult, StepResult
 from buildtool.linkage.checks.catalogue import Finding
-from buildtool.linkage.report.github import markdown_cell, markdown_sizes
+from buildtool.linkage.report.github import markdown_cell, markdown_files, markdown_sizes
 from buildtool.linkage.report.json_report import finding_json
 from buildtool.linkage.report.text import readable_findings, readable_report
 
@@ -110,7 +110,9 @@ def render_json(result: CiResult) -> str:
 
 
 def _finding_line(finding: Finding) -> str:
-    line = f"{finding.severity} {finding.check_id} {finding.check.name}: {finding.path}: "
+    line = (
+        f"{finding.severity} {finding.check_id} {finding.check.name}: {', '.join(finding.paths)}: "
+    )
     return line + finding.message
 
 
@@ -166,7 +168,7 @@ def render_markdown(result: CiResult) -> str:
         for step_name, finding in findings:
             lines.append(
                 f"- **{finding.severity}** `{finding.check_id}` {finding.check.name} in "
-                f"`{markdown_cell(finding.path)}` ({step_name}): "
+                f"{markdown_files(finding)} ({step_name}): "
                 f"{markdown_cell(finding.message)}  \n"
                 f"  fix: {markdown_cell(finding.check.hint)}"
             )

@@ -35,6 +35,7 @@ def _findings(report: CmakeReport) -> str:
     rows = []
     for finding in report.findings:
         check = finding.check
+        paths = "<br>".join(f'<span class="path">{xml_text(p)}</span>' for p in finding.paths)
         evidence = (
             f'<div class="small">evidence: <code>{xml_text(finding.evidence)}</code></div>'
             if finding.evidence
@@ -45,7 +46,7 @@ def _findings(report: CmakeReport) -> str:
             f'<td><span class="sev {check.severity}">{check.severity}</span></td>'
             f'<td><a href="#check-{check.id}"><code>{check.id}</code></a><br>'
             f"{xml_text(check.name)}</td>"
-            f'<td><span class="path">{xml_text(finding.path)}</span></td>'
+            f"<td>{paths}</td>"
             f"<td>{xml_text(finding.message)}{evidence}</td><td>{xml_text(check.hint)}</td></tr>"
         )
     return (

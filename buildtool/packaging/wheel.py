@@ -51,7 +51,7 @@ from buildtool.packaging.distributions import (
 from buildtool.packaging.loader import file_stem
 from buildtool.packaging.repair import repair_wheel
 from buildtool.packaging.sdist import stage_sdist_tree
-from buildtool.plan import LinkPlan, with_option_values
+from buildtool.plan import LinkPlan, option_values, with_option_values
 from buildtool.recipe.load import LoadedRecipe
 
 log = logging.getLogger("buildtool")
@@ -158,6 +158,15 @@ def wheel_targets(plan: LinkPlan, dist: Distribution, tree: WheelTree) -> tuple[
     targets += [plugin.target for plugin in built.plugins if plugin.name in dist.plugins]
     targets += [module.target for module in extensions_of(built, dist)]
     return tuple(targets)
+
+
+def switched_off(plan: LinkPlan, dist: Distribution, tree: WheelTree) -> str:
+    """Why ``dist`` has no wheel from ``tree`` (an add-on or a plugin's wheel all of whose
+    targets the tree's options switch off: ``when``), or '' when it has one."""
+    if dist.ships_package or wheel_targets(plan, dist, tree):
+        return ""
+    off = [name for name, on in option_values(plan, tree.option_values).items() if not on]
+    return f"everything it ships is switched off in {tree.folder} (OFF: {', '.join(off)})"
 
 
 def wheel_settings(
@@ -290,8 +299,20 @@ def built_package_files(plan: LinkPlan, dist: Distribution) -> set[str]:
     return files
 
 
-def expected_files(plan: LinkPlan, dist: Distribution, package_files: frozenset[str]) -> set[str]:
-    """Every file ``dist``'s wheel must hold outside its ``.dist-info`` folder."""
+def expected_files(
+    plan: LinkPlan,
+    dist: Distribution,
+    package_files: frozenset[str],
+    option_values: Mapping[str, bool] | None = None,
+) -> set[str]:
+    """Every file ``dist``'s wheel must hold outside its ``.dist-info`` folder, built with
+    ``option_values`` (the recipe options' defaults otherwise): what an OFF option leaves out
+    (``when``) is expected nowhere."""
+    plan = with_option_values(plan, option_values)
+    built = {lib.name for lib in plan.libraries}
+    dist = dataclasses.replace(
+        dist, libraries=tuple(name for name in dist.libraries if name in built)
+    )
     package = plan.project.package
     libraries = {f"{package}/lib/{plan.library(name).file_name}" for name in dist.libraries}
     libraries |= {
@@ -378,7 +399,8 @@ def _build_one(
     platform_tag = request.loaded.recipe.wheel.platform_tag
     repaired = repair_wheel(raw, staging / "repaired" / dist.name, plan, platform_tag)
     package_files = python_package_files(request.loaded)
-    check_wheel_contents(repaired, expected_files(plan, dist, package_files), plan)
+    expected = expected_files(plan, dist, package_files, tree.option_values)
+    check_wheel_contents(repaired, expected, plan)
     return repaired
 
 
@@ -491,6 +513,10 @@ def build_wheels(
         trees = wheel_trees(request, plan, dists, on_proof)  # configures: before the lock below
         with folder_lock(request.build_dir, "wheel"):
             for dist in dists:
+                off = switched_off(plan, dist, trees[dist.name])
+                if off:
+                    log.info("no %s wheel: %s", dist.name, off)
+                    continue
                 staged.append(
                     (dist.name, _build_one(request, plan, dist, trees[dist.name], staging))
                 )

@@ -22,6 +22,9 @@ class Check:
     """Runs only when the recipe turns hardening on (``[verify] hardening = true``)."""
     needs_baseline: bool = False
     """Runs only against an earlier report (``verify-linkage --baseline previous.json``)."""
+    per_cause: bool = False
+    """Its findings name their cause apart from the file (a library missing, whoever needs
+    it): the files one cause hits are one finding (``Finding.also``)."""
 
 
 CHECKS: tuple[Check, ...] = (
@@ -119,6 +122,7 @@ CHECKS: tuple[Check, ...] = (
         "host-provided.",
         "Nothing to do where the binary runs with that platform or driver; to check it here, "
         "install the library.",
+        per_cause=True,
     ),
     Check(
         "BT109",
@@ -136,6 +140,7 @@ CHECKS: tuple[Check, ...] = (
         "Bundle the library (auditwheel repair grafts it into <pkg>.libs/), ship the "
         "distribution that has it and require it, or, if the target machines provide it, list "
         "it in [verify] host-provided.",
+        per_cause=True,
     ),
     Check(
         "BT110",
@@ -185,6 +190,7 @@ CHECKS: tuple[Check, ...] = (
         "Python package imported first), as it matches NEEDED names against loaded SONAMEs.",
         "Import the other package before loading this library (or point RUNPATH at its folder, "
         "e.g. $ORIGIN/../../<other>/lib).",
+        per_cause=True,
     ),
     Check(
         "BT115",
@@ -205,6 +211,7 @@ CHECKS: tuple[Check, ...] = (
         "libtvm_ffi.so, from apache-tvm-ffi). With them among the inputs, the verdict is BT114 "
         "or BT109.",
         "Check the wheel together with the wheels it requires.",
+        per_cause=True,
     ),
     Check(
         "BT117",
@@ -592,6 +599,14 @@ class Finding:
     needed: str = ""
     """The DT_NEEDED entry the finding is about, when it is about one (a missing, forbidden or
     unresolved dependency): the report's link graph marks that edge."""
+    also: tuple[str, ...] = ()
+    """The other files its cause hits, in report order (a check with ``Check.per_cause``: one
+    library missing for 17 files is one finding about ``path`` and these 16)."""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every file the finding is about: ``path``, then ``also``."""
+        return (self.path, *self.also)
 
     @property
     def check(self) -> Check:
@@ -639,7 +654,9 @@ def render_checks_doc() -> str:
         "stale.",
         "Checks marked *recipe* run only with a recipe (its linkage policy); those marked",
         "*hardening* only when the recipe says `[verify] hardening = true`; those marked",
-        "*baseline* only with `--baseline` (the JSON report of an earlier run).",
+        "*baseline* only with `--baseline` (the JSON report of an earlier run). A check marked",
+        "*per cause* reports one finding per cause, listing the files it hits (one library",
+        "missing for 17 files is one finding; the JSON report's `files` lists them).",
         "",
         *PLATFORM_DECISION.splitlines(),
     ]
@@ -654,6 +671,7 @@ def render_checks_doc() -> str:
         recipe = " · *recipe*" if check.needs_recipe else ""
         recipe += " · *hardening*" if check.hardening else ""
         recipe += " · *baseline*" if check.needs_baseline else ""
+        recipe += " · *per cause*" if check.per_cause else ""
         lines += [
             f"## {check.id} `{check.name}` ({check.severity}{recipe})",
             "",

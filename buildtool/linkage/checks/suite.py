@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from buildtool.linkage.checks.binding import check_bound_imports
 from buildtool.linkage.checks.bindings import check_binding_types
 from buildtool.linkage.checks.catalogue import Finding, finding_order
+from buildtool.linkage.checks.causes import one_per_cause
 from buildtool.linkage.checks.duplicates import (
     check_duplicate_object_code,
     check_owned_initializers,
@@ -62,6 +63,7 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
 
 
 def run_checks(subject: Subject) -> tuple[Finding, ...]:
-    """Every finding, duplicates removed, in catalogue order then by path."""
+    """Every finding, duplicates removed, in catalogue order then by path; the findings of one
+    cause merged (``causes.one_per_cause``)."""
     findings = dict.fromkeys(f for check in CHECK_FUNCTIONS for f in check(subject))
-    return tuple(sorted(findings, key=finding_order))
+    return one_per_cause(sorted(findings, key=finding_order))

@@ -2,8 +2,9 @@
 
 The same finding in many files (pandas' 44 libraries linked without BIND_NOW, the same RPATH in
 every extension module of scipy) is one entry that lists its files: what the entry says is
-decided by ``fold_key``, so a finding that names its cause apart from the file (a library not
-found, whoever needs it) folds over every file with that cause.
+decided by the key ``fold`` takes (``same_finding`` by default). A finding that names its cause
+apart from the file (a library not found, whoever needs it) is one finding already, listing its
+files (``checks.causes``); it is an entry of its own here too.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ class FoldedFinding:
 
     @property
     def paths(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(finding.path for finding in self.findings))
+        return tuple(dict.fromkeys(path for finding in self.findings for path in finding.paths))
 
     @property
     def folded(self) -> bool:
@@ -70,7 +71,9 @@ def tally(findings: Sequence[Finding]) -> list[CheckTally]:
     ordered = sorted(counts, key=lambda check_id: (rank[CHECKS_BY_ID[check_id].severity], check_id))
     return [
         CheckTally(
-            CHECKS_BY_ID[check_id], len(counts[check_id]), len({f.path for f in counts[check_id]})
+            CHECKS_BY_ID[check_id],
+            len(counts[check_id]),
+            len({path for f in counts[check_id] for path in f.paths}),
         )
         for check_id in ordered
     ]

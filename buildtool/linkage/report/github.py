@@ -12,7 +12,9 @@ def github_annotation(finding: Finding) -> str:
     """One workflow command: ``::error file=...,title=...::message``."""
     level = {"error": "error", "warning": "warning", "info": "notice"}[finding.severity]
     title = f"{finding.check_id} {finding.check.name}"
-    body = finding.message + (f"\nevidence: {finding.evidence}" if finding.evidence else "")
+    body = finding.message + (f"\nin {len(finding.paths)} files: {', '.join(finding.paths)}"
+                              if finding.also else "")  # fmt: skip
+    body += f"\nevidence: {finding.evidence}" if finding.evidence else ""
     body += f"\nfix: {finding.check.hint}"
     return (
         f"::{level} file={escape_property(finding.path)},title={escape_property(title)}"
@@ -48,6 +50,11 @@ def markdown_cell(text: str) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "'").replace("\n", " ")
 
 
+def markdown_files(finding: Finding) -> str:
+    """The files a finding is about, each as Markdown code: ```a.so``, ``b.so````."""
+    return ", ".join(f"`{markdown_cell(path)}`" for path in finding.paths)
+
+
 def markdown_sizes(report: Report) -> list[str]:
     """The size table in Markdown (with a change column against a baseline); no lines when the
     report has no libraries."""
@@ -78,6 +85,6 @@ def render_markdown(report: Report) -> str:
     for finding in report.findings:
         lines.append(
             f"- **{finding.severity}** `{finding.check_id}` {finding.check.name} in "
-            f"`{markdown_cell(finding.path)}`: {markdown_cell(finding.message)}"
+            f"{markdown_files(finding)}: {markdown_cell(finding.message)}"
         )
     return "\n".join(lines) + "\n"

@@ -141,7 +141,7 @@ def link_graph(
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
     missing: dict[str, GraphNode] = {}
-    reported = {(f.path, f.needed) for f in findings if f.needed}
+    reported = {(path, f.needed) for f in findings if f.needed for path in f.paths}
     by_soname = _by_soname(files)
     for binary in files:
         closure = closures.get(binary.location)

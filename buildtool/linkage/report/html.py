@@ -369,7 +369,7 @@ def _findings(anchors: Anchors) -> str:
     rows = []
     for index, finding in enumerate(report.findings):
         check = finding.check
-        where = _file_cell(finding.path, anchors)
+        where = "<br>".join(_file_cell(path, anchors) for path in finding.paths)
         evidence = (
             f'<div class="small">evidence: <code>{xml_text(finding.evidence)}</code></div>'
             if finding.evidence

@@ -17,6 +17,7 @@ def finding_json(finding: Finding) -> dict[str, Any]:
         "name": finding.check.name,
         "severity": finding.severity,
         "path": finding.path,
+        "files": list(finding.paths),
         "message": finding.message,
         "evidence": finding.evidence,
         "hint": finding.check.hint,

@@ -125,7 +125,7 @@ def renamed_inputs(report: Report, names: Mapping[str, str]) -> Report:
 
     findings = tuple(
         dataclasses.replace(f, path=shown(f.path), message=shown(f.message),
-                            evidence=shown(f.evidence))
+                            evidence=shown(f.evidence), also=tuple(map(shown, f.also)))
         for f in report.findings
     )  # fmt: skip
     sizes = tuple(

@@ -146,7 +146,8 @@ class Anchors:
     def _findings(self) -> dict[str, list[tuple[int, Finding]]]:
         by_path: dict[str, list[tuple[int, Finding]]] = {}
         for index, finding in enumerate(self.report.findings):
-            by_path.setdefault(finding.path, []).append((index, finding))
+            for path in finding.paths:
+                by_path.setdefault(path, []).append((index, finding))
         return by_path
 
     @cached_property

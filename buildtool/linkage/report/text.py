@@ -108,6 +108,8 @@ def finding_lines(findings: Sequence[Finding], style: Callable[[str, str], str])
                 f"{check.severity} {check.id} {check.name}", SEVERITY_COLOURS[check.severity]
             )
             lines.append(f"  {label}: {finding.message}")
+            if finding.also:
+                lines.append(f"    also in: {', '.join(finding.also)}")
             if finding.evidence:
                 lines.append(f"    evidence: {finding.evidence}")
             lines.append(f"    fix: {check.hint}")
