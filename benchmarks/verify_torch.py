@@ -51,6 +51,10 @@ from typing import Final, NamedTuple
 REPO = Path(__file__).resolve().parent.parent
 README = REPO / "benchmarks" / "README.md"
 OTHER_SECTIONS = "<!-- other benchmarks -->"
+PROJECT_README = REPO / "README.md"
+PERFORMANCE_START = "<!-- performance: written by benchmarks/verify_torch.py -->"
+PERFORMANCE_END = "<!-- end of performance -->"
+"""The part of the project's README that each run rewrites: its targets table."""
 TORCH = "torch==2.13.0"
 OTHER_PLATFORMS: Final = {
     "macOS": ("torch==2.11.0", "macosx_11_0_arm64"),  # the newest torch with a cp311 macOS wheel
@@ -583,11 +587,14 @@ def targets(r: Results) -> list[Target]:
     ]
 
 
+def _cpus() -> int | None:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def machine() -> list[str]:
     """The machine by its CPUs alone (a shared host's model and kernel say nothing useful)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return [
-        f"- CPUs: {cpus}",
+        f"- CPUs: {_cpus()}",
         f"- Python {platform.python_version()} on {platform.system()}",
         f"- date: {datetime.date.today().isoformat()}",
     ]
@@ -734,6 +741,31 @@ def write_readme(r: Results) -> None:
     README.write_text("\n".join(lines + kept) + ("\n" if kept else ""), encoding="utf-8")
 
 
+def performance_section(r: Results) -> list[str]:
+    """The project README's performance section: this run's targets, the machine by its CPUs."""
+    verdicts = [f"| {t.what} | {t.value} | {t.goal} | {_verdict(t)} |" for t in targets(r)]
+    return [
+        PERFORMANCE_START,
+        f"One run of `nox -s bench` on {_cpus()} CPUs ({datetime.date.today().isoformat()}); "
+        "every ratio is taken run by run from runs made back to back "
+        "(all figures: `benchmarks/README.md`):",
+        "",
+        "| target | measured | goal | |",
+        "|---|---|---|---|",
+        *verdicts,
+        PERFORMANCE_END,
+    ]
+
+
+def with_performance(text: str, section: Sequence[str]) -> str:
+    """``text`` (the project README) with its performance section replaced by ``section``;
+    unchanged when it has none (the markers are missing)."""
+    start, end = text.find(PERFORMANCE_START), text.find(PERFORMANCE_END)
+    if start < 0 or end < start:
+        return text
+    return text[:start] + "\n".join(section) + text[end + len(PERFORMANCE_END) :]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--work-dir", type=Path, help="keeps the downloads (default: temporary)")
@@ -761,7 +793,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print("\n".join(["", *machine(), "", *tables(results), "", *host_speed(results)]))
     write_readme(results)
-    print(f"\nwritten to {README.relative_to(REPO)}")
+    text = PROJECT_README.read_text(encoding="utf-8")
+    PROJECT_README.write_text(with_performance(text, performance_section(results)), "utf-8")
+    print(f"\nwritten to {README.relative_to(REPO)} and {PROJECT_README.relative_to(REPO)}")
     return 0
 
 

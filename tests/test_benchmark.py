@@ -124,3 +124,34 @@ def test_the_teardown_saving_is_measured_run_by_run(bench: ModuleType) -> None:
     row = next(line for line in bench.comparisons(r) if "os._exit" in line)
     assert "(30 ms more, median of paired runs)" in row
     assert "1.05x as long" in row
+
+
+def test_the_readme_gets_this_runs_targets_and_keeps_the_rest(bench: ModuleType) -> None:
+    fast = series(bench, "fast", 0.4, 0.5, 0.6)
+    run = bench.Results(
+        speed=fast, both_cpus=fast, floor=fast, floor_record=fast, wheel=fast,
+        auditwheel=series(bench, "auditwheel", 20.0, 20.0, 20.0),
+        wheel_beside_auditwheel=fast, readelf=fast, lib=fast, lib_one_process=fast,
+        once=fast, twice=fast, wheel_ours=fast, wheel_pip=fast, isal_floor=None,
+    )  # fmt: skip
+    section = bench.performance_section(run)
+    old = "\n".join(
+        [
+            "# x",
+            "before",
+            bench.PERFORMANCE_START,
+            "| old | table |",
+            bench.PERFORMANCE_END,
+            "after",
+        ]
+    )
+    text = bench.with_performance(old, section)
+    assert text.startswith("# x\nbefore\n")
+    assert text.endswith("\nafter")
+    assert "| old | table |" not in text
+    assert "| torch/lib wall | 0.50 s | <= 0.5 s | met |" in text
+    assert "| wheel / zlib decompression of its ELF members | 1.00x | <= 0.8x | missed |" in text
+    assert f"on {bench._cpus()} CPUs" in text
+    assert "EPYC" not in text
+    assert "Linux" not in text
+    assert bench.with_performance("# no section\n", section) == "# no section\n"
