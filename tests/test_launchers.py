@@ -5,9 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +20,8 @@ from buildtool.packaging.distributions import variant_distributions
 from buildtool.plan import LinkPlan
 from buildtool.recipe.load import load_recipe, parse_recipe
 from tests.conftest import DEMO_RECIPE, CliRunner, require
+from tests.servers import free_port, wait_for_port
 
-DAEMON_START_SECONDS = 10
 DAEMON_STOP_SECONDS = 10
 
 
@@ -155,27 +153,6 @@ def test_second_clean_build_is_served_from_ccache(
 # --- distcc: every compile goes to a distccd started on 127.0.0.1 -------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, daemon: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + DAEMON_START_SECONDS
-    while time.monotonic() < deadline:
-        if daemon.poll() is not None:
-            pytest.fail(f"distccd exited with {daemon.returncode} before listening")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        except OSError:
-            time.sleep(0.1)
-        else:
-            return
-    pytest.fail(f"distccd did not listen on 127.0.0.1:{port} within {DAEMON_START_SECONDS} s")
-
-
 def stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
     # distccd preforks workers into its own session: end that whole group, then reap the parent.
     if daemon.poll() is None:
@@ -218,7 +195,7 @@ def distccd(tmp_path: Path) -> Iterator[tuple[int, Path]]:
             start_new_session=True,
         )
     try:
-        wait_for_port(port, daemon)
+        wait_for_port(port, daemon, "distccd")
         yield port, log_path
     finally:
         stop_daemon(daemon)

@@ -14,10 +14,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,31 +23,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, require
+from tests.servers import START_SECONDS, free_port, wait_for_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.wheel]
-
-START_SECONDS = 15.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def wait_for_port(port: int, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"the server exited with {server.returncode} before listening")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        except OSError:
-            time.sleep(0.1)
-        else:
-            return
-    pytest.fail(f"nothing listened on 127.0.0.1:{port} within {START_SECONDS} s")
 
 
 @pytest.fixture
@@ -65,7 +41,7 @@ def redis(tmp_path: Path) -> Iterator[str]:
     with (tmp_path / "redis.log").open("wb") as log:
         server = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
     try:
-        wait_for_port(port, server)
+        wait_for_port(port, server, "redis-server")
         yield f"redis://127.0.0.1:{port}"
     finally:
         server.send_signal(signal.SIGTERM)
