@@ -526,9 +526,9 @@ class _Worker:
 
 class _Handoff(NamedTuple):
     """Memory that this process and the worker inflating a big wheel member both map (made
-    before the workers fork). An ELF member: the worker reads its facts but ``.symtab`` while
-    this process reads ``.symtab`` (libtorch_cpu.so's half a million names), as for a big file
-    on disk. ``keep``: a Mach-O member, which the worker reads whole and this process keeps
+    before the workers fork). An ELF member: the worker reads its facts but ``.symtab``, and
+    this process reads ``.symtab`` (libtorch_cpu.so's half a million names) once the workers
+    are done. ``keep``: a Mach-O member, which the worker reads whole and this process keeps
     for the checks that read it again (its initializers walked deeper: ``_KEPT``), rather than
     inflating it a second time. ``inflated`` is set once the member's bytes are in."""
 
@@ -658,14 +658,16 @@ def _run_parallel(
         sent = [task for task in tasks if not _read_here(task) and task not in handed]
         futures = [(task, pool.submit(_run_task, task)) for task in sent]
         yield from _run_here(here, sources, names, decoder)
-        for task in handed:
-            inflating = next(f for t, f in futures if t.handoff and t.sources == task.sources)
-            yield task, _handed_part(task, sources[task.sources[0]], inflating)
         for task, future in futures:
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
                 raise RuntimeError("a worker hashes names unlike this process: not forked")
             yield task, result
+        # A hand-off's .symtab is read once every worker is done: read while they run, it is a
+        # third process on the CPUs they keep busy (measured 9% slower on torch's wheel).
+        for task in handed:
+            inflating = next(f for t, f in futures if t.handoff and t.sources == task.sources)
+            yield task, _handed_part(task, sources[task.sources[0]], inflating)
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
