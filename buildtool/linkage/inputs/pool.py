@@ -50,6 +50,7 @@ from buildtool.linkage.binaries.elf import (
 from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
 from buildtool.linkage.binaries.read import read_initializers_again, read_other_format
+from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory, shared_memory
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -220,7 +221,7 @@ class _SourceDecoder:
                 left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse_elf else ()
                 target = self._buffer_for(source, source.size, left_out, into)
                 view = memoryview(target)
-            _copy_outside(view, filled, chunk, left_out)
+            copy_outside(view, filled, chunk, left_out)
             filled += len(chunk)
             if into is not None and filled >= source.size:
                 # every byte is in: the other reader starts while the hash is finished (a
@@ -250,19 +251,19 @@ class _SourceDecoder:
         """The reused buffer, at least ``size`` bytes (or ``into``'s shared memory); its pages
         outside ``left_out`` are about to be written."""
         if into is not None:
-            _populate(into.memory, cut_ranges(((0, size),), left_out))
+            populate(into.memory, cut_ranges(((0, size),), left_out))
             return into.memory
         if self._buffer is None or len(self._buffer) < size:
             if self._buffer is not None:
                 self._buffer.close()
                 self._buffer = None
             try:
-                self._buffer = _private_memory(max(size, mmap.PAGESIZE), populate=not left_out)
+                self._buffer = private_memory(max(size, mmap.PAGESIZE), populate=not left_out)
             except (OSError, MemoryError, OverflowError) as error:
                 problem = f"no memory for its {size} bytes: {error}"
                 raise InputError(f"{source.display}: {problem}") from None
             if left_out:
-                _populate(self._buffer, cut_ranges(((0, size),), left_out))
+                populate(self._buffer, cut_ranges(((0, size),), left_out))
         return self._buffer
 
 
@@ -290,48 +291,6 @@ def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
         return result  # an unstripped file's initializer names pair it first: read when needed
     found = sparse_initializers(raw.data, raw.size, left_out)
     return result if found is None else dataclasses.replace(facts, initializers=found)
-
-
-def _copy_outside(view: memoryview, position: int, chunk: bytes, left_out: Ranges) -> None:
-    """Copy ``chunk`` to ``view`` at ``position``, less the parts in ``left_out``."""
-    if not left_out:
-        view[position : position + len(chunk)] = chunk
-        return
-    with memoryview(chunk) as source:
-        for start, end in cut_ranges(((position, position + len(chunk)),), left_out):
-            view[start:end] = source[start - position : end - position]
-
-
-_MADV_POPULATE_WRITE: Final = getattr(mmap, "MADV_POPULATE_WRITE", None)
-_LINUX_MADV_POPULATE_WRITE: Final = 23
-"""Linux 5.14 and later; Python names it from 3.12 on."""
-
-
-def _populate(memory: mmap.mmap, ranges: Ranges) -> None:
-    """Fault in the pages of ``ranges`` at once where the system can (see ``_private_memory``)."""
-    option = _MADV_POPULATE_WRITE
-    if option is None and sys.platform.startswith("linux"):
-        option = _LINUX_MADV_POPULATE_WRITE
-    if option is None:
-        return
-    for start, end in ranges:
-        first = start - start % mmap.PAGESIZE
-        try:
-            memory.madvise(option, first, end - first)
-        except (OSError, ValueError):  # an older kernel: the pages come as written
-            return
-
-
-def _private_memory(size: int, populate: bool) -> mmap.mmap:
-    """Anonymous memory of this process. Private: the first write to a page costs less;
-    ``populate``: every page is about to be written, so fault them all in at once where the
-    system can: one call instead of a page fault per page (a quarter of a second for 434 MB)."""
-    if not (hasattr(mmap, "MAP_PRIVATE") and hasattr(mmap, "MAP_ANONYMOUS")):
-        return mmap.mmap(-1, size)
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
-    if populate:
-        flags |= getattr(mmap, "MAP_POPULATE", 0)
-    return mmap.mmap(-1, size, flags=flags)
 
 
 _T = TypeVar("_T")
@@ -748,7 +707,7 @@ def _hand_off(sources: Sequence[Source], context: BaseContext) -> int | None:
     if kind not in ("elf", "macho"):
         return None  # only ELF files are read in parts; only Mach-O files are read again
     try:
-        memory = _shared_memory(size)
+        memory = shared_memory(size)
     except (OSError, MemoryError, OverflowError):
         return None  # read it as the others
     _HANDOFFS[index] = _Handoff(memory, context.Event(), keep=kind == "macho")
@@ -787,12 +746,6 @@ def release_kept() -> None:
     """Free the wheel members kept for reading again (see ``_KEPT``)."""
     while _KEPT:
         _KEPT.popitem()[1][0].close()
-
-
-def _shared_memory(size: int) -> mmap.mmap:
-    """Anonymous memory that forked processes share (pages taken as written)."""
-    flags = getattr(mmap, "MAP_SHARED", 1) | getattr(mmap, "MAP_ANONYMOUS", 0x20)
-    return mmap.mmap(-1, size, flags=flags)
 
 
 def read_sources(
