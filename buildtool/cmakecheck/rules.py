@@ -25,7 +25,7 @@ from buildtool.cmakecheck.linkline import (
     static_archives,
     unversioned,
 )
-from buildtool.cmakecheck.policy import CmakePolicy, PluginPolicy
+from buildtool.cmakecheck.policy import CmakePolicy, LibraryPolicy, PluginPolicy
 from buildtool.linkage.checks.catalogue import Finding
 
 
@@ -437,33 +437,37 @@ def _links_split(graph: Graph, target: CmakeTarget, files: frozenset[str]) -> bo
 
 
 def library_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:
-    model = graph.model
+    def links_split(target: CmakeTarget) -> bool:
+        return _links_split(graph, target, policy.library_files)
+
     for lib in policy.libraries:
-        target = _by_file(model, lib.file_name, LIBRARY_TYPES)
-        if target is None:
-            yield Finding(
-                "BT210", policy.source, f"library {lib.name}: no target builds {lib.file_name}"
-            )
-            continue
-        yield from check_forbidden(target, lib.forbidden)
-        yield from check_required_links(target, lib.links)
-        yield from check_runpath(model, target, _links_split(graph, target, policy.library_files))
+        yield from _built_findings(graph, policy, "library", lib, links_split)
 
 
 def plugin_findings(graph: Graph, policy: CmakePolicy) -> Iterator[Finding]:
     """BT210, BT203, BT209 for plugins, and BT207 on an RPATH entry that is not
     $ORIGIN-relative (none at all is right when its host's closure is all it needs)."""
-    model = graph.model
     for plugin in policy.plugins:
-        target = _by_file(model, plugin.file_name, LIBRARY_TYPES)
-        if target is None:
-            yield Finding(
-                "BT210", policy.source, f"plugin {plugin.name}: no target builds {plugin.file_name}"
-            )
-            continue
-        yield from check_forbidden(target, plugin.forbidden)
-        yield from check_required_links(target, plugin.links)
-        yield from check_runpath(model, target, links_split=False)
+        yield from _built_findings(graph, policy, "plugin", plugin, lambda _target: False)
+
+
+def _built_findings(
+    graph: Graph,
+    policy: CmakePolicy,
+    kind: str,
+    rule: LibraryPolicy | PluginPolicy,
+    links_split: Callable[[CmakeTarget], bool],
+) -> Iterator[Finding]:
+    """BT210 when no target builds ``rule``'s file; else its forbidden and required links and
+    its RPATH (which must reach lib/ when ``links_split`` says it links the split's libraries)."""
+    target = _by_file(graph.model, rule.file_name, LIBRARY_TYPES)
+    if target is None:
+        message = f"{kind} {rule.name}: no target builds {rule.file_name}"
+        yield Finding("BT210", policy.source, message)
+        return
+    yield from check_forbidden(target, rule.forbidden)
+    yield from check_required_links(target, rule.links)
+    yield from check_runpath(graph.model, target, links_split(target))
 
 
 def executable_findings(graph: Graph, policy: CmakePolicy, as_needed: bool) -> Iterator[Finding]:
