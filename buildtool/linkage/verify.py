@@ -9,6 +9,7 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
+from buildtool.linkage.binaries.code_walk import load_disassembler
 from buildtool.linkage.binaries.facts import FORMAT_NAMES, MalformedBinary
 from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.growth import (
@@ -459,6 +460,7 @@ def verify_paths(
     the fast decoder). ``baseline``: an earlier run's sizes to compare with (BT131 and the deltas).
     """
     names = policy.registration_names
+    load_disassembler()  # nearly every input walks initializers: imported once, before forking
     try:
         inputs = [read_input(path, names, jobs, decoder) for path in paths]
         if inputs and not any(entry.files for entry in inputs):
