@@ -204,10 +204,13 @@ class _Sweep:
     def passing(self, target: int | None, arguments: Sequence[str]) -> None:
         """A call (or tail jump) to ``target`` (None: through a register): the data addresses
         its ``arguments`` registers hold are passed; the callee may change every register."""
-        passed = tuple(self.held[name] for name in arguments if name in self.held)
+        held = self.held
+        if not held:
+            return
+        passed = tuple(held[name] for name in arguments if name in held)
         if passed and target is not None:
             self.passes.append((target, passed))
-        self.held.clear()
+        held.clear()
 
     def result(self) -> _Function:
         shape, calls, imports = tuple(self.shape), tuple(self.calls), tuple(self.imports)
@@ -234,7 +237,7 @@ def _sweep_function(
             sweep.end = at + size
             shape = step(at + size, mnemonic, operands)
             sweep.shape.append(shape)
-            if shape.split(" ", 1)[0] in stops or len(sweep.shape) >= sweep.limit:
+            if shape.partition(" ")[0] in stops or len(sweep.shape) >= sweep.limit:
                 return
         if decoded == 0:
             return
@@ -346,12 +349,20 @@ _ARM_NO_DESTINATION: Final = ("st", "cmp", "cmn", "tst", "ccm", "prfm")
 """Mnemonics (their starts) whose first operand is no destination: stores and comparisons."""
 
 
+_ARM_X_NAMES: Final = {f"{width}{n}": f"x{n}" for width in "xw" for n in range(31)}
+"""The general registers as capstone writes them -> their ``x`` names (what ``_ARM_REGISTER``
+reads, without a match per instruction)."""
+
+
 def _arm_written(mnemonic: str, operands: str) -> str | None:
     """The register (its ``x`` name) an instruction writes first, if any."""
-    register = _ARM_REGISTER.fullmatch(operands.split(", ", 1)[0])
-    if register is None or mnemonic.startswith(_ARM_NO_DESTINATION):
+    first = operands.partition(", ")[0]
+    name = _ARM_X_NAMES.get(first)
+    if name is None and (register := _ARM_REGISTER.fullmatch(first)):
+        name = f"x{register.group(1)}"
+    if name is None or mnemonic.startswith(_ARM_NO_DESTINATION):
         return None
-    return f"x{register.group(1)}"
+    return name
 
 
 def _arm_instruction(

@@ -10,6 +10,8 @@ section's ``reserved1`` on.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import struct
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Final
@@ -40,15 +42,26 @@ WALKED: Final = {"arm64": "aarch64", "x86_64": "x86_64"}
 
 
 def _reader(image: Bounded, sections: Sequence[Section]) -> Callable[[int, int], bytes]:
-    """Bytes at a virtual address in the file data of ``sections``."""
+    """Bytes at a virtual address in the file data of ``sections`` (the first that holds it)."""
+    placed = sorted((s for s in sections if s.offset and s.size), key=lambda s: s.address)
+    starts = [s.address for s in placed]
+    apart = all(a.address + a.size <= b.address for a, b in itertools.pairwise(placed))
+
+    def section(address: int) -> Section | None:
+        if apart:  # the walk reads thousands of times: a search, not a scan of every section
+            at = bisect.bisect_right(starts, address) - 1
+            found = placed[at] if at >= 0 else None
+            return found if found is not None and address < found.address + found.size else None
+        held = (s for s in sections if s.offset and s.address <= address < s.address + s.size)
+        return next(held, None)
 
     def read(address: int, size: int) -> bytes:
-        for s in sections:
-            if s.offset and s.address <= address < s.address + s.size:
-                start = s.offset + address - s.address
-                end = min(s.offset + s.size, image.size, start + size)
-                return bytes(image.data[image.base + start : image.base + max(end, start)])
-        return b""
+        s = section(address)
+        if s is None:
+            return b""
+        start = s.offset + address - s.address
+        end = min(s.offset + s.size, image.size, start + size)
+        return bytes(image.data[image.base + start : image.base + max(end, start)])
 
     return read
 
