@@ -461,17 +461,14 @@ def verify_paths(
     this returns. ``decoder``: what decodes the files (``pyelftools``: a slower cross-check of
     the fast decoder). ``baseline``: an earlier run's sizes to compare with (BT131 and the deltas).
     """
-    names = policy.registration_names
     load_disassembler()  # nearly every input walks initializers: imported once, before forking
     try:
-        with _no_collections():
-            inputs = [read_input(path, names, jobs, decoder) for path in paths]
-            if inputs and not any(entry.files for entry in inputs):
-                raise binary_free_wheel(inputs[0])
-            return verify_inputs(
-                inputs,
+        with _no_collections():  # the inputs and their facts are gone when it resumes
+            return _read_and_verify(
+                paths,
                 policy,
                 ld_library_path,
+                jobs,
                 decoder=decoder,
                 baseline=baseline,
                 with_graph=with_graph,
@@ -481,12 +478,32 @@ def verify_paths(
         wait_for_workers()  # they exit while the checks run: none outlives the call
 
 
+def _read_and_verify(
+    paths: Sequence[Path],
+    policy: LinkagePolicy,
+    ld_library_path: Sequence[str] | None,
+    jobs: int | None,
+    *,
+    decoder: Decoder,
+    baseline: Baseline | None,
+    with_graph: bool,
+) -> Report:
+    inputs = [read_input(path, policy.registration_names, jobs, decoder) for path in paths]
+    if inputs and not any(entry.files for entry in inputs):
+        raise binary_free_wheel(inputs[0])
+    return verify_inputs(
+        inputs, policy, ld_library_path, decoder=decoder, baseline=baseline, with_graph=with_graph
+    )
+
+
 @contextlib.contextmanager
 def _no_collections() -> Iterator[None]:
     """The cycle collector paused (in the workers forked meanwhile too): a read makes tens of
     thousands of objects (a wheel's members, their facts) and no cycles among them, so its
     collections only traverse them, over and over (about 30 ms of the macOS torch wheel's run,
-    in the part no worker shares). The few cycles a run leaves are collected once it is back."""
+    in the part no worker shares). The few cycles a run leaves are collected once it is back;
+    what is still alive then is traversed by its first collection, so the read's objects
+    should be gone by then."""
     enabled = gc.isenabled()
     gc.disable()
     try:
