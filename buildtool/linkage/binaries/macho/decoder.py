@@ -339,6 +339,19 @@ class _Names:
             at = data.find(prefix, at + 1, self._end)
         return frozenset(found)
 
+    def many(self, indexes: Iterable[int]) -> list[str]:
+        """The strings at ``indexes``, as ``__call__`` reads each (without a call per name:
+        a big library's symbol table names tens of thousands)."""
+        data, start, end = self._image.data, self._start, self._end
+        found: list[str] = []
+        for strx in indexes:
+            at = start + strx
+            stop = data.find(b"\0", at, end) if at < end else -1
+            found.append(
+                bytes(data[at:stop]).decode("utf-8", "replace") if stop >= 0 else self(strx)
+            )
+        return found
+
     def __call__(self, strx: int) -> str:
         at = self._start + strx
         stop = self._image.data.find(b"\0", at, self._end) if at < self._end else -1
@@ -381,10 +394,11 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
     with _table(image, layout, found.symtab) as raw:
         classes = raw[4 :: layout.size].tobytes().translate(_CLASSES)
         externals = compress(range(len(classes)), classes.replace(b"\2", b"\0"))
-        for index in externals:
-            strx, n_type, n_sect, n_desc, _value = layout.unpack_from(raw, index * layout.size)
+        entries = [layout.unpack_from(raw, index * layout.size) for index in externals]
+        for (_strx, n_type, n_sect, n_desc, _value), name in zip(
+            entries, names.many(entry[0] for entry in entries), strict=True
+        ):
             kind = n_type & N_TYPE
-            name = names(strx)
             if kind == N_UNDF:
                 (weak_undefined if n_desc & N_WEAK_REF else undefined).add(name)
                 bound.append((_library(n_desc >> 8, found.dylibs, twolevel), name))
