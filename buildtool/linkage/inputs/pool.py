@@ -8,9 +8,10 @@ big one goes there without its code (no fact comes from it), unless that could c
 inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
 the list of sources (tasks name them by position), largest work first, small files in batches;
 the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
-parts that the workers read at once, while this process reads the rest of that file. The results
-are the same whichever way a file was read: a file that a split read finds corrupt is read again
-whole, for the exact finding.
+parts that the workers read at once, while this process reads the rest of that file; the biggest
+wheel member is inflated by a worker into memory this process shares, and decoded here
+(``_Handoff``). The results are the same whichever way a file was read: a file that a split read
+finds corrupt is read again whole, for the exact finding.
 
 The facts come from the fast decoder, or from pyelftools (``Decoder``: a slower cross-check that
 shares no decoding with it); pyelftools reads every file whole, never in parts or without its code.
