@@ -71,10 +71,10 @@ int main() { return one() + two() == 2 ? 0 : 1; }
 """
 
 
-def _two_libraries(folder: Path, header: str) -> subprocess.CompletedProcess[str]:
+def _two_libraries(folder: Path, header: str, *link: str) -> subprocess.CompletedProcess[str]:
     """libone.so and libtwo.so from sources of their own names (one_wrap.cc, two_wrap.cc)
-    that include ``header``, both linked to libcore.so, and the program loading both; returns
-    the program's run."""
+    that include ``header``, both linked to libcore.so (with ``link`` too), and the program
+    loading both; returns the program's run."""
     folder.mkdir()
     cxx(folder, "libcore.so", {"core.cc": CORE}, "-shared", "-fPIC")
     (folder / "header.h").write_text(header)
@@ -82,7 +82,7 @@ def _two_libraries(folder: Path, header: str) -> subprocess.CompletedProcess[str
         source = f'#include "header.h"\nextern "C" int {name}() {{ return *used ? 1 : 0; }}\n'
         cxx(folder, f"lib{name}.so", {f"{name}_wrap.cc": source}, "-shared", "-fPIC",
             "-fvisibility-inlines-hidden", "-lcore",
-            "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+            "-Wl,--enable-new-dtags,-rpath,$ORIGIN", *link)  # fmt: skip
     cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo", "-lcore",
         "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
     return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
@@ -141,3 +141,34 @@ def test_a_headers_registration_through_a_helper_in_two_libraries_is_bt103(
     report = check(tmp_path / "helper")
     assert ids(report) == {("BT103", "libtwo.so")}
     assert "libcore.so:registry_add" in report.findings[0].evidence
+
+
+NAMED_AND_DESTROYED = """#include <string>
+extern "C" void registry_add(const char*);
+namespace { struct Named { std::string name; Named() : name("gemm") { registry_add("gemm"); } }
+named; }
+static const bool* used = nullptr;
+"""
+"""A registration by an object with a destructor: the initializer hands ``__dso_handle``'s
+address to ``__cxa_atexit`` beside the name it registers."""
+
+PRINTABLE_DATA = "-Wl,--section-start=.data=0x7e7e40"
+"""Puts ``__dso_handle`` (the first of ``.data``) where its address reads as text ("@~~")."""
+
+
+def test_the_address_of_dso_handle_is_no_string(tmp_path: Path) -> None:
+    """What the loader stores a pointer in is no string, whatever its bytes read as: the
+    registration is told by its name alone."""
+    run = _two_libraries(tmp_path / "atexit", NAMED_AND_DESTROYED, PRINTABLE_DATA)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    for name in ("one", "two"):
+        path = tmp_path / "atexit" / f"lib{name}.so"
+        facts = read_binary_file(path, path.name)
+        assert facts is not None
+        walked = [init for init in facts.initializers or () if "__cxa_atexit" in init.reaches]
+        assert walked, facts.initializers
+        assert {text for init in walked for text in init.strings} == {"gemm"}
+    report = check(tmp_path / "atexit")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert "'gemm'" in report.findings[0].evidence
+    assert "@~~" not in report.findings[0].evidence

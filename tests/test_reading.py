@@ -126,38 +126,51 @@ def test_findings_from_trees_wheels_and_system_libraries(
 
 
 @pytest.mark.integration
-def test_the_biggest_wheel_members_symtab_is_read_here(
+@pytest.mark.parametrize("sparse", [False, True], ids=["whole", "without-code"])
+def test_the_biggest_wheel_member_is_decoded_here(
+    sparse: bool,
     good_build: Path,
     tmp_path: Path,
     pool_for_everything: list[int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The biggest ELF member is inflated into memory this process shares with the worker, and
-    its .symtab read here: the facts are those of a serial read."""
-    wheel = elf_wheel(good_build, tmp_path)
-    handed: list[object] = []
-    handed_part = pool._handed_part
+    """The biggest ELF member is inflated by a worker into memory this process shares with
+    it, and decoded here, once: the facts are those of a serial read, also when the worker
+    left its code out."""
+    if sparse:
+        monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
+        monkeypatch.setattr(pool, "KEEP_FRONT_BYTES", 0)
+    # libraries only: the biggest member then has a .symtab worth reading (a program's is not)
+    libraries = sorted((good_build / "lib").iterdir())
+    members: list[Member] = [(f"demo/lib/{p.name}", p.read_bytes()) for p in libraries]
+    wheel = write_wheel(tmp_path / "demo-0.1.0-py3-none-any.whl", members)
+    decoded_here: list[str] = []
+    read_handed = pool._read_handed
 
-    def counted(*args: object) -> object:
-        handed.append(args)
-        return handed_part(*args)  # type: ignore[arg-type]
+    def counted(source: Source, *args: Any) -> object:
+        decoded_here.append(source.display)
+        return read_handed(source, *args)
 
-    monkeypatch.setattr(pool, "_handed_part", counted)
+    monkeypatch.setattr(pool, "_read_handed", counted)
     outcome = pool._outcome
 
-    def once(*args: Any) -> object:
-        # the worker inflating the member reads all but .symtab: it is read once, here
-        _reader, source, _names, symtab, into = (*args, None)[:5]
-        assert into is None or not symtab, source.display
+    def never_handed(*args: Any) -> object:
+        # a worker only inflates an ELF hand-off: its facts are read by no worker
+        into = (*args, None)[4]
+        assert into is None or into.keep, args[1].display
         return outcome(*args)
 
-    monkeypatch.setattr(pool, "_outcome", once)
+    monkeypatch.setattr(pool, "_outcome", never_handed)
     serial, parallel = both_ways(
         lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
     )
     assert parallel == serial
-    assert len(handed) == 1
-    assert any(b.facts is not None and b.facts.static_initializers for b in parallel)
+    biggest = max(parallel, key=lambda binary: binary.source.size if binary.source else 0)
+    assert biggest.source is not None
+    assert decoded_here == [biggest.source.display]
+    assert biggest.facts is not None
+    assert biggest.facts.static_initializers
+    assert biggest.facts.symtab_functions
 
 
 def test_the_biggest_mach_o_member_is_kept_for_reading_again(

@@ -54,6 +54,11 @@ def no_pointer(_address: int) -> int | None:
     return None
 
 
+def nowhere(_address: int) -> bool:
+    """A ``CodeView.relocated`` for a format whose relocations the walk does not index."""
+    return False
+
+
 def no_bytes(_address: int, _size: int) -> bytes:
     """A ``CodeView.read_only`` for a format whose read-only data the walk does not tell."""
     return b""
@@ -82,6 +87,9 @@ class CodeView(NamedTuple):
     """Bytes at a virtual address in a loaded segment neither writable nor executable (none
     elsewhere): data no relocation changes, the same in every library linking its object file,
     where code and writable data differ by where the link put things."""
+    relocated: Callable[[int], bool] = nowhere
+    """Whether a dynamic relocation row (not a PLT slot's) names the address: the loader
+    stores a pointer there, whatever its bytes in the file read as."""
 
 
 def load_disassembler() -> None:
@@ -431,9 +439,17 @@ class _Functions:
         there, else the first string one of the structure's first pointers names; None for
         anything else."""
         if address not in self.strings:
-            found = _literal(self.view.constant(address, MAX_LITERAL))
+            found = self._text(address)
             self.strings[address] = (repr(found), found) if found else self._pointed(address)
         return self.strings[address]
+
+    def _text(self, address: int) -> str | None:
+        """The string at ``address``; None where the loader stores a pointer, whatever its
+        bytes read as (``__dso_handle`` holds its own address, which an initializer passes to
+        ``__cxa_atexit``: read as text, it differed from library to library)."""
+        if self.view.relocated(address):
+            return None
+        return _literal(self.view.constant(address, MAX_LITERAL))
 
     def _pointed(self, address: int) -> tuple[str, str] | None:
         """The first string a pointer among the ``POINTER_WORDS`` at ``address`` names: one
@@ -443,7 +459,7 @@ class _Functions:
             return None  # no bytes in the file (.bss): nothing the loader relocates is there
         for index in range(POINTER_WORDS):
             target = self.view.pointer(address + 8 * index)
-            if not target:
+            if not target or self.view.relocated(target):
                 continue
             data = self.view.constant(target, MAX_LITERAL)
             found = _literal(data)

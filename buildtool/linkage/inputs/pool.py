@@ -8,9 +8,10 @@ big one goes there without its code (no fact comes from it), unless that could c
 inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
 the list of sources (tasks name them by position), largest work first, small files in batches;
 the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
-parts that the workers read at once, while this process reads the rest of that file. The results
-are the same whichever way a file was read: a file that a split read finds corrupt is read again
-whole, for the exact finding.
+parts that the workers read at once, while this process reads the rest of that file; the biggest
+wheel member is inflated by a worker into memory this process shares, and decoded here
+(``_Handoff``). The results are the same whichever way a file was read: a file that a split read
+finds corrupt is read again whole, for the exact finding.
 
 The facts come from the fast decoder, or from pyelftools (``Decoder``: a slower cross-check that
 shares no decoding with it); pyelftools reads every file whole, never in parts or without its code.
@@ -28,7 +29,7 @@ import threading
 import traceback
 from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
@@ -53,7 +54,6 @@ from buildtool.linkage.binaries.read import read_initializers_again, read_other_
 from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory, shared_memory
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
     from multiprocessing.context import BaseContext
 
     from buildtool.linkage.inputs.wheel_archive import CheckedMember
@@ -68,10 +68,6 @@ PART_BYTES: Final = 64 << 20
 """File bytes per ``.symtab`` part (at most ``MAX_PARTS`` parts)."""
 
 MAX_PARTS: Final = 8
-
-HANDOFF_PARTS: Final = 1
-"""Parts of a hand-off's ``.symtab``, read by this process (more parts go to the workers,
-which reach them last: their queues hold every other member; measured slower)."""
 
 SPARSE_MIN_BYTES: Final = 64 << 20
 """Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
@@ -152,12 +148,7 @@ class _SourceDecoder:
         kept = _KEPT.get((source.path, source.member.name))
         if kept is not None:  # inflated and checked against RECORD by this read already
             return _released_on_failure(decode, _Bytes(kept[0], kept[1], file_backed=False))
-        if into is None:
-            return self._decode_member(source, source.member, decode)
-        try:
-            return self._decode_member(source, source.member, decode, into)
-        finally:
-            into.inflated.set()  # whatever happened: the reader of the other half never waits
+        return self._decode_member(source, source.member, decode, into)
 
     def _decode_file(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
         try:
@@ -179,25 +170,48 @@ class _SourceDecoder:
     ) -> _T | None:
         """A big member is read without its code first; when a fact may come from what was
         left out (or the file looks corrupt), it is read again whole."""
-        # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
-        sparse = self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
-        read = self._inflate(source, member, sparse=sparse, into=into)
-        if into is not None:
-            into.inflated.set()  # .symtab is kept by a sparse read: the other process reads it
+        read = self._inflate(source, member, sparse=self._sparse(source), into=into)
         if read is None:
             return None
+        return self.decode_inflated(source, decode, read, into=into)
+
+    def _sparse(self, source: Source) -> bool:
+        # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
+        return self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
+
+    def inflate_only(self, source: Source, into: _Handoff) -> Ranges | None:
+        """Inflate a wheel member into ``into`` (checked against RECORD) for another process to
+        decode (``decode_inflated``): the ranges left out, or None when it is not ELF."""
+        assert source.member is not None
+        read = self._inflate(source, source.member, sparse=self._sparse(source), into=into)
+        return None if read is None else read[1]
+
+    def decode_inflated(
+        self,
+        source: Source,
+        decode: Callable[[_Bytes], _T],
+        read: tuple[_Bytes, Ranges],
+        *,
+        into: _Handoff | None = None,
+    ) -> _T:
+        """``decode`` over a member's inflated bytes (``read``: them and the ranges left out):
+        read again whole when a fact may come from what was left out."""
         raw, left_out = read
         if left_out:
             try:
-                result = _released_on_failure(decode, raw)
+                result: _T | None = _released_on_failure(decode, raw)
             except MalformedBinary:
                 result = None
-            readable = result is not None and not isinstance(result, MalformedBinary)
-            if readable and left_out_unused(raw.data, raw.size, left_out, self._names):
+            if (
+                result is not None
+                and not isinstance(result, MalformedBinary)
+                and left_out_unused(raw.data, raw.size, left_out, self._names)
+            ):
                 return _initializers_checked(result, raw, left_out)
-            read = self._inflate(source, member, sparse=False, into=into)
-            assert read is not None  # the same bytes: still ELF
-            raw = read[0]
+            assert source.member is not None
+            again = self._inflate(source, source.member, sparse=False, into=into)
+            assert again is not None  # the same bytes: still ELF
+            raw = again[0]
         return _released_on_failure(decode, raw)
 
     def _inflate(
@@ -223,10 +237,6 @@ class _SourceDecoder:
                 view = memoryview(target)
             copy_outside(view, filled, chunk, left_out)
             filled += len(chunk)
-            if into is not None and filled >= source.size:
-                # every byte is in: the other reader starts while the hash is finished (a
-                # member that fails its RECORD check fails the whole read all the same)
-                into.inflated.set()
 
         try:
             head, size = read_member(source.path, mapping, member, sink)
@@ -314,6 +324,14 @@ def _outcome(
     symtab: bool,
     into: _Handoff | None = None,
 ) -> Outcome:
+    return reader.decode(source, _facts_decoder(reader, source, names, symtab), into)
+
+
+def _facts_decoder(
+    reader: _SourceDecoder, source: Source, names: Collection[str], symtab: bool
+) -> Callable[[_Bytes], Outcome]:
+    """What reads a source's facts from its bytes (``_SourceDecoder.decode``)."""
+
     def decode(raw: _Bytes) -> Outcome:
         try:
             if raw.data[: len(ELF_MAGIC)] != ELF_MAGIC:
@@ -335,7 +353,7 @@ def _outcome(
         except MalformedBinary as error:
             return error.with_traceback(None)  # its frames would keep views of the bytes
 
-    return reader.decode(source, decode, into)
+    return decode
 
 
 def _part(
@@ -426,8 +444,7 @@ class _Task:
     parts: int = 1
     handoff: bool = False
     """A wheel member read into memory this process shares with the worker inflating it
-    (``_Handoff``): an ELF member's ``.symtab`` is read by this process once it is inflated,
-    the rest of its facts by that worker."""
+    (``_Handoff``)."""
 
 
 def _batch_tasks(
@@ -439,12 +456,8 @@ def _batch_tasks(
     batch: list[int] = []
     batch_bytes = 0
     for index, source in enumerate(sources):
-        if index == handoff and _HANDOFFS[index].keep:
-            tasks.append(_Task((index,), source.size, None, 1, handoff=True))
-        elif index == handoff:
-            tasks.append(_Task((index,), source.size, None, HANDOFF_PARTS, handoff=True))
-            tasks += [_Task((index,), 0, part, HANDOFF_PARTS, handoff=True)
-                      for part in range(HANDOFF_PARTS)]  # fmt: skip
+        if index == handoff:
+            tasks.append(_Task((index,), source.size, handoff=True))
         elif split and source.member is None and source.size >= SPLIT_MIN_BYTES:
             parts = min(MAX_PARTS, max(2, source.size // PART_BYTES))
             share = source.size // (parts + 1)
@@ -471,7 +484,17 @@ class _Failed:
     error: InputError
 
 
+class _Inflated(NamedTuple):
+    """An ELF hand-off inflated by a worker and checked against RECORD, for this process to
+    decode (``_read_handed``)."""
+
+    left_out: Ranges
+    """The ranges of the member a sparse read left out of the memory."""
+
+
 _TaskResult = list[Outcome | _Failed] | SymtabPart | MalformedElf | _Failed
+_WorkerResult = _TaskResult | _Inflated
+"""What a worker sends back: an ``_Inflated`` hand-off becomes a ``_TaskResult`` here."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -485,15 +508,14 @@ class _Worker:
 
 class _Handoff(NamedTuple):
     """Memory that this process and the worker inflating a big wheel member both map (made
-    before the workers fork). An ELF member: the worker reads its facts but ``.symtab``, and
-    this process reads ``.symtab`` (libtorch_cpu.so's half a million names) once the workers
-    are done. ``keep``: a Mach-O member, which the worker reads whole and this process keeps
-    for the checks that read it again (its initializers walked deeper: ``_KEPT``), rather than
-    inflating it a second time. ``inflated`` is set once the member's bytes are in."""
+    before the workers fork). An ELF member: the worker inflates it and checks it against
+    RECORD, then goes on with other members, while this process decodes it: sending its facts
+    back (libtorch_cpu.so's 74k dynamic symbols) would cost the worker about what decoding them
+    costs, and this process waits anyway. ``keep``: a Mach-O member, which the worker reads
+    whole and this process keeps for the checks that read it again (its initializers walked
+    deeper: ``_KEPT``), rather than inflating it a second time."""
 
     memory: mmap.mmap
-    inflated: Any
-    """A ``multiprocessing`` event of the fork context."""
     keep: bool = False
 
 
@@ -521,7 +543,7 @@ _SAME_HASHES: Final = b"names are hashed alike in every process of a run"
 (not forked from this one) must never be compared."""
 
 
-def _run_task(task: _Task) -> tuple[int, _TaskResult]:
+def _run_task(task: _Task) -> tuple[int, _WorkerResult]:
     worker = _WORKERS[os.getpid()]
     sources = [worker.sources[index] for index in task.sources]
     return hash(_SAME_HASHES), _task_result(worker.reader, task, sources, worker.names)
@@ -529,21 +551,20 @@ def _run_task(task: _Task) -> tuple[int, _TaskResult]:
 
 def _task_result(
     reader: _SourceDecoder, task: _Task, sources: Sequence[Source], names: tuple[str, ...]
-) -> _TaskResult:
-    if task.part is not None and task.handoff:
-        return _handed_part(task, sources[0], None)
-    if task.part is not None:
-        try:
-            return _part(reader, sources[0], task.part, task.parts)
-        except InputError as error:
-            return _Failed(error)
+) -> _WorkerResult:
     into = _HANDOFFS.get(task.sources[0]) if task.handoff else None
-    # an ELF hand-off's .symtab is read by the process that made it (_handed_part)
-    symtab = task.parts == 1 and (into is None or into.keep)
+    try:
+        if task.part is not None:
+            return _part(reader, sources[0], task.part, task.parts)
+        if into is not None and not into.keep:
+            left_out = reader.inflate_only(sources[0], into)
+            return [None] if left_out is None else _Inflated(left_out)
+    except InputError as error:
+        return _Failed(error)
     outcomes: list[Outcome | _Failed] = []
     for source in sources:
         try:
-            outcomes.append(_outcome(reader, source, names, symtab, into))
+            outcomes.append(_outcome(reader, source, names, task.parts == 1, into))
         except InputError as error:
             outcomes.append(_Failed(error))
             break  # the rest of the batch is read by no one: an error is raised anyway
@@ -588,7 +609,9 @@ def _run_here(
     reader = _SourceDecoder(names, decoder)
     try:
         for task in tasks:
-            yield task, _task_result(reader, task, [sources[i] for i in task.sources], names)
+            result = _task_result(reader, task, [sources[i] for i in task.sources], names)
+            assert not isinstance(result, _Inflated)  # hand-offs go to the workers
+            yield task, result
     finally:
         reader.close()
 
@@ -613,20 +636,16 @@ def _run_parallel(
     )
     try:
         here = [task for task in tasks if _read_here(task)]
-        handed = [task for task in tasks if task.handoff and task.part == 0]
-        sent = [task for task in tasks if not _read_here(task) and task not in handed]
+        sent = [task for task in tasks if not _read_here(task)]
         futures = [(task, pool.submit(_run_task, task)) for task in sent]
         yield from _run_here(here, sources, names, decoder)
         for task, future in futures:
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
                 raise RuntimeError("a worker hashes names unlike this process: not forked")
+            if isinstance(result, _Inflated):
+                result = _read_handed(sources[task.sources[0]], task, result, names, decoder)
             yield task, result
-        # A hand-off's .symtab is read once every worker is done: read while they run, it is a
-        # third process on the CPUs they keep busy (measured 9% slower on torch's wheel).
-        for task in handed:
-            inflating = next(f for t, f in futures if t.handoff and t.sources == task.sources)
-            yield task, _handed_part(task, sources[task.sources[0]], inflating)
     except BaseException:
         pool.shutdown(wait=True, cancel_futures=True)
         raise
@@ -636,22 +655,21 @@ def _run_parallel(
     _RETIRING.extend(set(threading.enumerate()) - threads_before)
 
 
-def _handed_part(
-    task: _Task, source: Source, inflating: Future[Any] | None
-) -> SymtabPart | MalformedElf:
-    """A ``.symtab`` part of a hand-off, read once the worker has inflated the member (or given
-    up: a member it could not read is read again whole, as a corrupt part is). ``inflating``:
-    that worker's task, when this is the process that submitted it."""
-    handoff = _HANDOFFS[task.sources[0]]
-    while not handoff.inflated.wait(0.05):
-        if inflating is not None and inflating.done():
-            return MalformedElf(source.display, 0, "not inflated")
-    assert task.part is not None
+def _read_handed(
+    source: Source, task: _Task, inflated: _Inflated, names: tuple[str, ...], decoder: Decoder
+) -> list[Outcome | _Failed]:
+    """The facts of an ELF hand-off, decoded from the memory a worker inflated it into."""
+    assert source.member is not None
+    memory = _HANDOFFS[task.sources[0]].memory
+    raw = _Bytes(memory, source.size, file_backed=False, code_left_out=bool(inflated.left_out))
+    reader = _SourceDecoder(names, decoder)
     try:
-        return read_symtab_part(handoff.memory, source.display, task.part, task.parts,
-                                size=source.size)  # fmt: skip
-    except MalformedElf as error:
-        return error.with_traceback(None)
+        decode = _facts_decoder(reader, source, names, symtab=True)
+        return [reader.decode_inflated(source, decode, (raw, inflated.left_out))]
+    except InputError as error:
+        return [_Failed(error)]
+    finally:
+        reader.close()
 
 
 def _assemble(
@@ -697,7 +715,7 @@ def _joined(
     return read_source(source, names)  # corrupt: the finding a whole read gives, exactly
 
 
-def _hand_off(sources: Sequence[Source], context: BaseContext) -> int | None:
+def _hand_off(sources: Sequence[Source]) -> int | None:
     """The position of the biggest wheel member, when it is big enough for its ``.symtab`` to
     be read here while a worker reads the rest (ELF), or for its bytes to be kept for reading
     again (Mach-O; ``_Handoff``), with its memory made."""
@@ -710,7 +728,7 @@ def _hand_off(sources: Sequence[Source], context: BaseContext) -> int | None:
         memory = shared_memory(size)
     except (OSError, MemoryError, OverflowError):
         return None  # read it as the others
-    _HANDOFFS[index] = _Handoff(memory, context.Event(), keep=kind == "macho")
+    _HANDOFFS[index] = _Handoff(memory, keep=kind == "macho")
     return index
 
 
@@ -764,7 +782,7 @@ def read_sources(
     if context is not None:
         from concurrent.futures.process import BrokenProcessPool
 
-        handoff = _hand_off(sources, context) if decoder == "fast" else None
+        handoff = _hand_off(sources) if decoder == "fast" else None
         tasks = _batch_tasks(sources, split=decoder == "fast", handoff=handoff)
         try:
             results = _run_parallel(tasks, sources, tuple(names), jobs, context, decoder=decoder)

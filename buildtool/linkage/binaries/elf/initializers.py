@@ -278,7 +278,11 @@ def read_code_view(
     pointer = _pointers(img, table, machine, data_symbol, stored)
     read_only = _segment_reader(img, _read_only(segments, dyn), False)
     code = _segment_reader(img, segments)
-    return CodeView(machine, code, targets, slot, data, pointer, read_only)
+
+    def relocated(address: int) -> bool:
+        return table.row(address) is not None
+
+    return CodeView(machine, code, targets, slot, data, pointer, read_only, relocated)
 
 
 class _LeftOut(Exception):

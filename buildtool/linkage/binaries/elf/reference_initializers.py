@@ -115,7 +115,11 @@ def _view(
     textrel = _DT_TEXTREL in values or values.get(_DT_FLAGS, 0) & _DF_TEXTREL
     read_only = _code_reader(elf, stream, read_only=True) if not textrel else no_bytes
     code = _code_reader(elf, stream)
-    return CodeView(machine, code, targets, slots.get, constant, pointer, read_only)
+    jump_slot = _SLOTS[machine][1]
+    rows = {r["r_offset"] for r in relocations if r["r_info_type"] != jump_slot}
+    return CodeView(
+        machine, code, targets, slots.get, constant, pointer, read_only, rows.__contains__
+    )
 
 
 def reference_initializers(
