@@ -11,7 +11,6 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
-from buildtool.linkage.binaries.code_walk import load_disassembler
 from buildtool.linkage.binaries.facts import FORMAT_NAMES, MalformedBinary
 from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.growth import (
@@ -461,7 +460,6 @@ def verify_paths(
     this returns. ``decoder``: what decodes the files (``pyelftools``: a slower cross-check of
     the fast decoder). ``baseline``: an earlier run's sizes to compare with (BT131 and the deltas).
     """
-    load_disassembler()  # nearly every input walks initializers: imported once, before forking
     try:
         with _no_collections():  # the inputs and their facts are gone when it resumes
             return _read_and_verify(

@@ -92,13 +92,6 @@ class CodeView(NamedTuple):
     stores a pointer there, whatever its bytes in the file read as."""
 
 
-def load_disassembler() -> None:
-    """Import the disassembler now, before this process forks the workers that read files:
-    they inherit it, where each would otherwise import it for itself (about 20 ms: capstone
-    loads a module for every architecture it knows), and so does this process's own walk."""
-    import capstone  # noqa: F401
-
-
 def _capstone(machine: str) -> Any:
     import capstone
 
