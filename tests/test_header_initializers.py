@@ -172,3 +172,24 @@ def test_the_address_of_dso_handle_is_no_string(tmp_path: Path) -> None:
     assert ids(report) == {("BT103", "libtwo.so")}
     assert "'gemm'" in report.findings[0].evidence
     assert "@~~" not in report.findings[0].evidence
+
+
+def test_a_headers_boilerplate_with_dso_handle_printable_loads_and_is_no_error(
+    tmp_path: Path,
+) -> None:
+    """The other way: the nifty counters' destructors hand ``__dso_handle`` to ``__cxa_atexit``
+    too; with its address readable as text in both libraries, they still are no copy (they
+    register nothing), and the program loads."""
+    header = COUNTERS + FACTORY.replace("ADD", ASSIGN)
+    run = _two_libraries(tmp_path / "counters", header, PRINTABLE_DATA)
+    assert run.returncode == 0, run.stderr
+    for name in ("one", "two"):
+        path = tmp_path / "counters" / f"lib{name}.so"
+        facts = read_binary_file(path, path.name)
+        assert facts is not None
+        walked = [init for init in facts.initializers or () if "__cxa_atexit" in init.reaches]
+        assert walked, facts.initializers
+        assert not [text for init in walked for text in init.strings]
+    report = check(tmp_path / "counters")
+    assert not report.failed, [f.evidence for f in report.findings]
+    assert not ids(report) & {("BT103", "libtwo.so"), ("BT103", "libone.so")}
