@@ -32,7 +32,7 @@ def mapped(path: Path) -> bool:
 def test_a_failing_decode_of_a_file_raises_its_own_error_and_unmaps_it(tmp_path: Path) -> None:
     path = tmp_path / "libx.so"
     path.write_bytes(SMALL)
-    reader = pool._SourceDecoder()
+    reader = pool.SourceDecoder()
     with pytest.raises(DecoderBug, match="failed after reading"):
         reader.decode(pool.Source(str(path), "libx.so", len(SMALL)), failing_decode)
     assert not mapped(path)
@@ -43,7 +43,7 @@ def test_a_failing_decode_of_a_wheel_member_leaves_the_buffer_closable(tmp_path:
     wheel = write_wheel(tmp_path / "x-1.0-py3-none-any.whl", [("x/libx.so", SMALL)])
     (binary,) = read_wheel(wheel, (), jobs=1).files
     assert binary.source is not None
-    reader = pool._SourceDecoder()
+    reader = pool.SourceDecoder()
     with pytest.raises(DecoderBug) as failure:
         reader.decode(binary.source, failing_decode)
     # the error is still alive (a caller reports it): its frames must not pin the buffer

@@ -27,6 +27,7 @@ from buildtool.linkage.binaries.elf import MalformedElf
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs import pool
 from buildtool.linkage.inputs.collect import read_wheel
+from buildtool.linkage.inputs.lookups import InitializerLookup
 from buildtool.linkage.inputs.pool import Outcome, Source, read_sources
 from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.linkage.verify import verify_paths
@@ -194,14 +195,14 @@ def test_the_biggest_mach_o_member_is_kept_for_reading_again(
     assert parallel == serial
     assert list(pool._KEPT) == [(str(wheel), "demo/lib/libcore.dylib")]
     inflated: list[str] = []
-    inflate = pool._SourceDecoder._inflate
+    inflate = pool.SourceDecoder._inflate
 
-    def counted(self: pool._SourceDecoder, source: Source, *args: Any, **kwargs: Any) -> object:
+    def counted(self: pool.SourceDecoder, source: Source, *args: Any, **kwargs: Any) -> object:
         inflated.append(source.display)
         return inflate(self, source, *args, **kwargs)
 
-    monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
-    lookup = pool.InitializerLookup()
+    monkeypatch.setattr(pool.SourceDecoder, "_inflate", counted)
+    lookup = InitializerLookup()
     try:
         for binary in parallel:
             assert binary.source is not None

@@ -21,6 +21,7 @@ from buildtool.linkage.binaries.elf import (
 )
 from buildtool.linkage.inputs import pool
 from buildtool.linkage.inputs.collect import read_wheel
+from buildtool.linkage.inputs.lookups import InitializerLookup
 from tests.conftest import require
 from tests.test_hostile_wheels import Member, write_wheel
 from tests.test_verify import system_libraries
@@ -128,10 +129,10 @@ def test_wheel_members_read_without_their_code(
     monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
     monkeypatch.setattr(pool, "KEEP_FRONT_BYTES", 0)
     inflations: list[bool] = []
-    inflate = pool._SourceDecoder._inflate
+    inflate = pool.SourceDecoder._inflate
 
     def counted(
-        self: pool._SourceDecoder,
+        self: pool.SourceDecoder,
         source: pool.Source,
         member: object,
         sparse: bool,
@@ -140,14 +141,14 @@ def test_wheel_members_read_without_their_code(
         inflations.append(sparse)
         return inflate(self, source, member, sparse, into)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pool._SourceDecoder, "_inflate", counted)
+    monkeypatch.setattr(pool.SourceDecoder, "_inflate", counted)
     files = read_wheel(wheel, REGISTRATIONS, jobs=1).files
     sparse = [_without_paths(b.facts) for b in files]
     unread = [
         i for i, b in enumerate(files) if b.facts is not None and b.facts.initializers is None
     ]
     assert unread  # the example's libraries have initializers in their code
-    lookup = pool.InitializerLookup()
+    lookup = InitializerLookup()
     for index in unread:
         source, facts = files[index].source, whole[index]
         assert source is not None

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
-from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
+from buildtool.linkage.binaries import BinaryFacts, Decoder
 from buildtool.linkage.binaries.elf import (
     ELF_MAGIC,
     MalformedElf,
@@ -43,14 +43,13 @@ from buildtool.linkage.binaries.elf import (
     left_out_unused,
     read_elf_facts,
     read_elf_facts_pyelftools,
-    read_function_names,
     read_symtab_part,
     sparse_initializers,
     with_symtab,
 )
 from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
-from buildtool.linkage.binaries.read import read_initializers_again, read_other_format
+from buildtool.linkage.binaries.read import read_other_format
 from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory, shared_memory
 
 if TYPE_CHECKING:
@@ -113,7 +112,7 @@ def available_cpus() -> int:
 # --- one process's reading --------------------------------------------------------------------
 
 
-class _SourceDecoder:
+class SourceDecoder:
     """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
     ``registration_names``: the names the facts search for (a sparse read must keep the data
     sections then); ``decoder``: what decodes the facts; ``whole``: never a sparse read."""
@@ -318,7 +317,7 @@ class _Bytes:
 
 
 def _outcome(
-    reader: _SourceDecoder,
+    reader: SourceDecoder,
     source: Source,
     names: Collection[str],
     symtab: bool,
@@ -328,9 +327,9 @@ def _outcome(
 
 
 def _facts_decoder(
-    reader: _SourceDecoder, source: Source, names: Collection[str], symtab: bool
+    reader: SourceDecoder, source: Source, names: Collection[str], symtab: bool
 ) -> Callable[[_Bytes], Outcome]:
-    """What reads a source's facts from its bytes (``_SourceDecoder.decode``)."""
+    """What reads a source's facts from its bytes (``SourceDecoder.decode``)."""
 
     def decode(raw: _Bytes) -> Outcome:
         try:
@@ -357,7 +356,7 @@ def _facts_decoder(
 
 
 def _part(
-    reader: _SourceDecoder, source: Source, part: int, parts: int
+    reader: SourceDecoder, source: Source, part: int, parts: int
 ) -> SymtabPart | MalformedElf:
     def decode(raw: _Bytes) -> SymtabPart | MalformedElf:
         try:
@@ -372,60 +371,11 @@ def _part(
 
 def read_source(source: Source, names: Collection[str], decoder: Decoder = "fast") -> Outcome:
     """One file's facts, read in this process."""
-    reader = _SourceDecoder(names, decoder)
+    reader = SourceDecoder(names, decoder)
     try:
         return _outcome(reader, source, names, True)
     finally:
         reader.close()
-
-
-class FunctionNameLookup:
-    """Reads the ``.symtab`` function names of files again, for the findings that show them;
-    a wheel is opened once however many of its members are read."""
-
-    def __init__(self) -> None:
-        self._reader = _SourceDecoder()
-
-    def __call__(self, source: Source, digests: Collection[int]) -> dict[int, str]:
-        """The names whose digests are ``digests``, by digest."""
-        found = self._reader.decode(
-            source,
-            lambda raw: read_function_names(
-                raw.data, source.display, digests, size=raw.size, file_backed=raw.file_backed
-            ),
-        )
-        return found or {}
-
-    def close(self) -> None:
-        self._reader.close()
-
-
-class InitializerLookup:
-    """Reads files' initializers again, whole, for the checks that need those a sparse read
-    left unread (``BinaryFacts.initializers`` None)."""
-
-    def __init__(self) -> None:
-        self._reader = _SourceDecoder(whole=True)
-
-    def __call__(
-        self, source: Source, deep: Sequence[int] | None = None
-    ) -> tuple[InitializerReach, ...]:
-        """Each initializer as a read's facts hold it; ``deep``: only those at these positions
-        of the initializer array, walked whole, in that order (none when the file has fewer)."""
-        found = self._reader.decode(
-            source,
-            lambda raw: read_initializers_again(
-                raw.data,
-                source.display,
-                size=raw.size,
-                file_backed=raw.file_backed,
-                deep=tuple(deep) if deep is not None else False,
-            ),
-        )
-        return found or ()
-
-    def close(self) -> None:
-        self._reader.close()
 
 
 # --- planning and running the work ------------------------------------------------------------
@@ -503,7 +453,7 @@ class _Worker:
 
     sources: Sequence[Source]
     names: tuple[str, ...]
-    reader: _SourceDecoder
+    reader: SourceDecoder
 
 
 class _Handoff(NamedTuple):
@@ -535,7 +485,7 @@ def _start_worker(
     """A forked worker's first step. Forked, it gets the sources as they are in the parent
     (nothing is pickled: a big wheel has tens of thousands, and pickling them cost more than
     reading them); tasks name sources by position."""
-    _WORKERS[os.getpid()] = _Worker(sources, names, _SourceDecoder(names, decoder))
+    _WORKERS[os.getpid()] = _Worker(sources, names, SourceDecoder(names, decoder))
 
 
 _SAME_HASHES: Final = b"names are hashed alike in every process of a run"
@@ -550,7 +500,7 @@ def _run_task(task: _Task) -> tuple[int, _WorkerResult]:
 
 
 def _task_result(
-    reader: _SourceDecoder, task: _Task, sources: Sequence[Source], names: tuple[str, ...]
+    reader: SourceDecoder, task: _Task, sources: Sequence[Source], names: tuple[str, ...]
 ) -> _WorkerResult:
     into = _HANDOFFS.get(task.sources[0]) if task.handoff else None
     try:
@@ -606,7 +556,7 @@ def _run_here(
     names: tuple[str, ...],
     decoder: Decoder = "fast",
 ) -> Iterator[tuple[_Task, _TaskResult]]:
-    reader = _SourceDecoder(names, decoder)
+    reader = SourceDecoder(names, decoder)
     try:
         for task in tasks:
             result = _task_result(reader, task, [sources[i] for i in task.sources], names)
@@ -662,7 +612,7 @@ def _read_handed(
     assert source.member is not None
     memory = _HANDOFFS[task.sources[0]].memory
     raw = _Bytes(memory, source.size, file_backed=False, code_left_out=bool(inflated.left_out))
-    reader = _SourceDecoder(names, decoder)
+    reader = SourceDecoder(names, decoder)
     try:
         decode = _facts_decoder(reader, source, names, symtab=True)
         return [reader.decode_inflated(source, decode, (raw, inflated.left_out))]
@@ -795,7 +745,7 @@ def read_sources(
             for made in _HANDOFFS.values():
                 made.memory.close()
             _HANDOFFS.clear()
-    reader = _SourceDecoder(names, decoder)
+    reader = SourceDecoder(names, decoder)
     try:
         return [_outcome(reader, source, names, True) for source in sources]
     finally:
