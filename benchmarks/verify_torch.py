@@ -670,10 +670,15 @@ def busy_bound(ours: Measurement, floor: Measurement, cpus: int) -> float:
     return statistics.median(mine.cpu_seconds / cpus / theirs.seconds for mine, theirs in pairs)
 
 
-def busy_bound_row(ours: Measurement, floor: Measurement) -> str:
+def cpu_figures(ours: Measurement, floor: Measurement) -> tuple[float, int, float]:
+    """``ours``' median CPU time, this machine's CPUs, and its ``busy_bound`` against ``floor``."""
     cpus = _cpus() or 1
-    bound = busy_bound(ours, floor, cpus)
     cpu = statistics.median(run.cpu_seconds for run in ours.runs)
+    return cpu, cpus, busy_bound(ours, floor, cpus)
+
+
+def busy_bound_row(ours: Measurement, floor: Measurement) -> str:
+    cpu, cpus, bound = cpu_figures(ours, floor)
     return (
         f"| wheel: its CPU time ({cpu:.2f} s) spread over {cpus} CPUs / zlib decompression | "
         f"{bound:.2f}x: the least the wheel's ratio could be with every CPU busy throughout |"
@@ -787,12 +792,11 @@ def performance_section(r: Results) -> list[str]:
 
 def busy_bound_sentence(ours: Measurement, floor: Measurement) -> str:
     """What the wheel's CPU time allows, for the README (see ``busy_bound``)."""
-    cpus = _cpus() or 1
-    cpu = statistics.median(run.cpu_seconds for run in ours.runs)
+    cpu, cpus, bound = cpu_figures(ours, floor)
     return (
         f"The wheel check spends {cpu:.2f} s of CPU time (inflating and hashing every member, "
         f"decoding and checking the binaries): spread over {cpus} CPUs kept busy from start to "
-        f"exit, it would still be {busy_bound(ours, floor, cpus):.2f}x the zlib decompression."
+        f"exit, it would still be {bound:.2f}x the zlib decompression."
     )
 
 
