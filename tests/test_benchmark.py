@@ -16,6 +16,9 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "verify_torch.p
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
+    # run as a script, its folder is on sys.path: its sibling modules import as they do there
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("verify_torch", SCRIPT)
     assert spec is not None
     assert spec.loader is not None
