@@ -16,15 +16,17 @@ SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "verify_torch.p
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    # run as a script, its folder is on sys.path: its sibling modules import as they do there
-    if str(SCRIPT.parent) not in sys.path:
-        sys.path.insert(0, str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("verify_torch", SCRIPT)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while being defined
-    spec.loader.exec_module(module)
+    # run as a script, its folder is on sys.path: its sibling modules import as they do there
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
     return module
 
 

@@ -131,10 +131,14 @@ def test_huge_size_claims_allocate_nothing(
     for field, value in _claims(seed):
         mutant = bytearray(seed.data)
         put_field(mutant, seed.endian, field, value)
-        # measured on a second read: a first one may import a module or fill a cache once per
-        # process (a path the seed did not take); an allocation the claim drives recurs
+        # measured after a first read, which may import a module or fill a cache once per
+        # process (a path the seed did not take), as the least of two reads: an allocation the
+        # claim drives recurs on every read, while a one-off of the process (about 5 MB, on
+        # one claim or another, in a few full-suite runs) falls on one read at most
         _peak(tmp_path, bytes(mutant))
-        peak, where = _peak(tmp_path, bytes(mutant), over=allowed)
+        first, _ = _peak(tmp_path, bytes(mutant))
+        peak, where = _peak(tmp_path, bytes(mutant), over=allowed if first > allowed else None)
+        peak = min(first, peak)
         assert peak <= allowed, f"{field.name} = {value:#x}: {peak} bytes allocated\n{where}"
 
 
