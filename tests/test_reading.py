@@ -136,8 +136,8 @@ def test_the_biggest_wheel_member_is_decoded_here(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The biggest ELF member is inflated by a worker into memory this process shares with
-    it, and decoded here, once: the facts are those of a serial read, also when the worker
-    left its code out."""
+    it, and decoded here, once, while the workers read its ``.symtab`` in parts from that
+    memory: the facts are those of a serial read, also when the worker left its code out."""
     if sparse:
         monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
         monkeypatch.setattr(pool, "KEEP_FRONT_BYTES", 0)
@@ -162,10 +162,30 @@ def test_the_biggest_wheel_member_is_decoded_here(
         return outcome(*args)
 
     monkeypatch.setattr(pool, "_outcome", never_handed)
+    here = os.getpid()
+    handed_part = pool._handed_part
+    read_part = pool._part
+    parts_read = tmp_path / "parts read"  # by the workers: a file, across processes
+
+    def in_a_worker(*args: Any) -> object:
+        assert os.getpid() != here
+        with parts_read.open("a") as log:
+            log.write(f"{args[2]} of {args[3]}\n")
+        return handed_part(*args)
+
+    def never_inflated_again(*args: Any) -> object:
+        source: Source = args[1]
+        assert source.member is None or source.member.name != biggest_member, "inflated again"
+        return read_part(*args)
+
+    biggest_member = max(members, key=lambda member: len(member[1]))[0]
+    monkeypatch.setattr(pool, "_handed_part", in_a_worker)
+    monkeypatch.setattr(pool, "_part", never_inflated_again)
     serial, parallel = both_ways(
         lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
     )
     assert parallel == serial
+    assert sorted(parts_read.read_text().splitlines()) == ["0 of 2", "1 of 2"]
     biggest = max(parallel, key=lambda binary: binary.source.size if binary.source else 0)
     assert biggest.source is not None
     assert decoded_here == [biggest.source.display]

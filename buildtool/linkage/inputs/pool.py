@@ -19,6 +19,7 @@ shares no decoding with it); pyelftools reads every file whole, never in parts o
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import io
 import logging
@@ -394,7 +395,7 @@ class _Task:
     parts: int = 1
     handoff: bool = False
     """A wheel member read into memory this process shares with the worker inflating it
-    (``_Handoff``)."""
+    (``_Handoff``); with ``part``, a part of its ``.symtab`` read from that memory."""
 
 
 def _batch_tasks(
@@ -461,9 +462,12 @@ class _Handoff(NamedTuple):
     before the workers fork). An ELF member: the worker inflates it and checks it against
     RECORD, then goes on with other members, while this process decodes it: sending its facts
     back (libtorch_cpu.so's 74k dynamic symbols) would cost the worker about what decoding them
-    costs, and this process waits anyway. ``keep``: a Mach-O member, which the worker reads
-    whole and this process keeps for the checks that read it again (its initializers walked
-    deeper: ``_KEPT``), rather than inflating it a second time."""
+    costs, and this process waits anyway. Its ``.symtab`` is read in parts by the workers from
+    this memory meanwhile: they run out of other members about when the hand-off is inflated,
+    and this read would otherwise be the longest part of the tail left to one CPU. ``keep``:
+    a Mach-O member, which the worker reads whole and this process keeps for the checks that
+    read it again (its initializers walked deeper: ``_KEPT``), rather than inflating it a
+    second time."""
 
     memory: mmap.mmap
     keep: bool = False
@@ -504,6 +508,8 @@ def _task_result(
 ) -> _WorkerResult:
     into = _HANDOFFS.get(task.sources[0]) if task.handoff else None
     try:
+        if task.part is not None and into is not None:
+            return _handed_part(sources[0], into, task.part, task.parts)
         if task.part is not None:
             return _part(reader, sources[0], task.part, task.parts)
         if into is not None and not into.keep:
@@ -587,13 +593,16 @@ def _run_parallel(
     try:
         here = [task for task in tasks if _read_here(task)]
         sent = [task for task in tasks if not _read_here(task)]
-        futures = [(task, pool.submit(_run_task, task)) for task in sent]
+        futures = collections.deque((task, pool.submit(_run_task, task)) for task in sent)
         yield from _run_here(here, sources, names, decoder)
-        for task, future in futures:
+        while futures:
+            task, future = futures.popleft()
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
                 raise RuntimeError("a worker hashes names unlike this process: not forked")
-            if isinstance(result, _Inflated):
+            if isinstance(result, _Inflated):  # its .symtab is read by the workers meanwhile
+                parts = [_Task(task.sources, 0, part, jobs, handoff=True) for part in range(jobs)]
+                futures += [(part, pool.submit(_run_task, part)) for part in parts]
                 result = _read_handed(sources[task.sources[0]], task, result, names, decoder)
             yield task, result
     except BaseException:
@@ -614,12 +623,23 @@ def _read_handed(
     raw = _Bytes(memory, source.size, file_backed=False, code_left_out=bool(inflated.left_out))
     reader = SourceDecoder(names, decoder)
     try:
-        decode = _facts_decoder(reader, source, names, symtab=True)
+        decode = _facts_decoder(reader, source, names, symtab=False)
         return [reader.decode_inflated(source, decode, (raw, inflated.left_out))]
     except InputError as error:
         return [_Failed(error)]
     finally:
         reader.close()
+
+
+def _handed_part(
+    source: Source, into: _Handoff, part: int, parts: int
+) -> SymtabPart | MalformedElf:
+    """A part of an ELF hand-off's ``.symtab``, read from the memory a worker inflated it into
+    (this one or another), while the process that forked them decodes the rest."""
+    try:
+        return read_symtab_part(into.memory, source.display, part, parts, size=source.size)
+    except MalformedElf as error:
+        return error.with_traceback(None)
 
 
 def _assemble(
