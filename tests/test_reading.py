@@ -279,6 +279,42 @@ def test_a_corrupt_part_gives_the_finding_a_whole_read_gives(
 
 
 @pytest.mark.integration
+def test_a_corrupt_hand_off_gives_the_finding_a_whole_read_gives(
+    good_build: Path,
+    tmp_path: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The biggest wheel member's ``.symtab`` fails in the workers' parts: the finding is the
+    one a serial read gives, not the parts' own."""
+    broken = corrupt_symtab_strings(good_build / "lib" / "libdemo_runtime.so", tmp_path / "x.so")
+    small = good_build / "lib" / "libdemo_ffi.so"
+    assert small.stat().st_size < broken.stat().st_size
+    members: list[Member] = [
+        ("demo/lib/libdemo_runtime.so", broken.read_bytes()),
+        ("demo/lib/libdemo_ffi.so", small.read_bytes()),
+    ]
+    wheel = write_wheel(tmp_path / "demo-0.1.0-py3-none-any.whl", members)
+    handed: list[str] = []
+    read_handed = pool._read_handed
+
+    def counted(source: Source, *args: Any) -> object:
+        handed.append(source.display)
+        return read_handed(source, *args)
+
+    monkeypatch.setattr(pool, "_read_handed", counted)
+    serial, parallel = both_ways(
+        lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
+    )
+    assert [binary.display for binary in parallel] == [binary.display for binary in serial]
+    assert [display.rpartition("/")[2] for display in handed] == ["libdemo_runtime.so"]
+    found = {binary.display: repr(binary.malformed) for binary in parallel}
+    expected = {binary.display: repr(binary.malformed) for binary in serial}
+    assert found == expected
+    assert "string table .strtab" in expected[handed[0]]
+
+
+@pytest.mark.integration
 def test_the_first_bad_member_is_reported_either_way(
     good_build: Path, tmp_path: Path, pool_for_everything: list[int]
 ) -> None:
