@@ -126,6 +126,19 @@ def test_findings_from_trees_wheels_and_system_libraries(
     assert not any(re.search(r"#[0-9a-f]{16}", text) for text in shared)
 
 
+def hand_offs_decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The sources whose hand-off this process decodes, as it does (``pool._read_handed``)."""
+    decoded: list[str] = []
+    read_handed = pool._read_handed
+
+    def counted(source: Source, *args: Any) -> object:
+        decoded.append(source.display)
+        return read_handed(source, *args)
+
+    monkeypatch.setattr(pool, "_read_handed", counted)
+    return decoded
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("sparse", [False, True], ids=["whole", "without-code"])
 def test_the_biggest_wheel_member_is_decoded_here(
@@ -145,14 +158,7 @@ def test_the_biggest_wheel_member_is_decoded_here(
     libraries = sorted((good_build / "lib").iterdir())
     members: list[Member] = [(f"demo/lib/{p.name}", p.read_bytes()) for p in libraries]
     wheel = write_wheel(tmp_path / "demo-0.1.0-py3-none-any.whl", members)
-    decoded_here: list[str] = []
-    read_handed = pool._read_handed
-
-    def counted(source: Source, *args: Any) -> object:
-        decoded_here.append(source.display)
-        return read_handed(source, *args)
-
-    monkeypatch.setattr(pool, "_read_handed", counted)
+    decoded_here = hand_offs_decoded(monkeypatch)
     outcome = pool._outcome
 
     def never_handed(*args: Any) -> object:
@@ -295,14 +301,7 @@ def test_a_corrupt_hand_off_gives_the_finding_a_whole_read_gives(
         ("demo/lib/libdemo_ffi.so", small.read_bytes()),
     ]
     wheel = write_wheel(tmp_path / "demo-0.1.0-py3-none-any.whl", members)
-    handed: list[str] = []
-    read_handed = pool._read_handed
-
-    def counted(source: Source, *args: Any) -> object:
-        handed.append(source.display)
-        return read_handed(source, *args)
-
-    monkeypatch.setattr(pool, "_read_handed", counted)
+    handed = hand_offs_decoded(monkeypatch)
     serial, parallel = both_ways(
         lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
     )
