@@ -601,7 +601,8 @@ def _run_parallel(
             if hashed != hash(_SAME_HASHES):
                 raise RuntimeError("a worker hashes names unlike this process: not forked")
             if isinstance(result, _Inflated):  # its .symtab is read by the workers meanwhile
-                parts = [_Task(task.sources, 0, part, jobs, handoff=True) for part in range(jobs)]
+                count = min(jobs, MAX_PARTS)
+                parts = [_Task(task.sources, 0, part, count, handoff=True) for part in range(count)]
                 futures += [(part, pool.submit(_run_task, part)) for part in parts]
                 result = _read_handed(sources[task.sources[0]], task, result, names, decoder)
             yield task, result
