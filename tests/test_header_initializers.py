@@ -156,18 +156,23 @@ PRINTABLE_DATA = "-Wl,--section-start=.data=0x7e7e40"
 """Puts ``__dso_handle`` (the first of ``.data``) where its address reads as text ("@~~")."""
 
 
+def _atexit_strings(path: Path) -> set[str]:
+    """The strings the library's initializers that register destructors address (at least one
+    such initializer must be walked)."""
+    facts = read_binary_file(path, path.name)
+    assert facts is not None
+    walked = [init for init in facts.initializers or () if "__cxa_atexit" in init.reaches]
+    assert walked, facts.initializers
+    return {text for init in walked for text in init.strings}
+
+
 def test_the_address_of_dso_handle_is_no_string(tmp_path: Path) -> None:
     """What the loader stores a pointer in is no string, whatever its bytes read as: the
     registration is told by its name alone."""
     run = _two_libraries(tmp_path / "atexit", NAMED_AND_DESTROYED, PRINTABLE_DATA)
     assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
     for name in ("one", "two"):
-        path = tmp_path / "atexit" / f"lib{name}.so"
-        facts = read_binary_file(path, path.name)
-        assert facts is not None
-        walked = [init for init in facts.initializers or () if "__cxa_atexit" in init.reaches]
-        assert walked, facts.initializers
-        assert {text for init in walked for text in init.strings} == {"gemm"}
+        assert _atexit_strings(tmp_path / "atexit" / f"lib{name}.so") == {"gemm"}
     report = check(tmp_path / "atexit")
     assert ids(report) == {("BT103", "libtwo.so")}
     assert "'gemm'" in report.findings[0].evidence
@@ -184,12 +189,7 @@ def test_a_headers_boilerplate_with_dso_handle_printable_loads_and_is_no_error(
     run = _two_libraries(tmp_path / "counters", header, PRINTABLE_DATA)
     assert run.returncode == 0, run.stderr
     for name in ("one", "two"):
-        path = tmp_path / "counters" / f"lib{name}.so"
-        facts = read_binary_file(path, path.name)
-        assert facts is not None
-        walked = [init for init in facts.initializers or () if "__cxa_atexit" in init.reaches]
-        assert walked, facts.initializers
-        assert not [text for init in walked for text in init.strings]
+        assert _atexit_strings(tmp_path / "counters" / f"lib{name}.so") == set()
     report = check(tmp_path / "counters")
     assert not report.failed, [f.evidence for f in report.findings]
     assert not ids(report) & {("BT103", "libtwo.so"), ("BT103", "libone.so")}
