@@ -69,6 +69,14 @@ PART_BYTES: Final = 64 << 20
 
 MAX_PARTS: Final = 8
 
+
+def part_count(size: int) -> int:
+    """How many parts a big file's ``.symtab`` is read in: rows are not equally costly (the
+    local ones, first, hold most of the functions), so more parts than workers keep every
+    worker busy to the end."""
+    return min(MAX_PARTS, max(2, size // PART_BYTES))
+
+
 SPARSE_MIN_BYTES: Final = 64 << 20
 """Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
 buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
@@ -410,7 +418,7 @@ def _batch_tasks(
         if index == handoff:
             tasks.append(_Task((index,), source.size, handoff=True))
         elif split and source.member is None and source.size >= SPLIT_MIN_BYTES:
-            parts = min(MAX_PARTS, max(2, source.size // PART_BYTES))
+            parts = part_count(source.size)
             share = source.size // (parts + 1)
             tasks.append(_Task((index,), share, None, parts))
             tasks += [_Task((index,), share, part, parts) for part in range(parts)]
@@ -601,7 +609,7 @@ def _run_parallel(
             if hashed != hash(_SAME_HASHES):
                 raise RuntimeError("a worker hashes names unlike this process: not forked")
             if isinstance(result, _Inflated):  # its .symtab is read by the workers meanwhile
-                count = min(jobs, MAX_PARTS)
+                count = part_count(sources[task.sources[0]].size)
                 parts = [_Task(task.sources, 0, part, count, handoff=True) for part in range(count)]
                 futures += [(part, pool.submit(_run_task, part)) for part in parts]
                 result = _read_handed(sources[task.sources[0]], task, result, names, decoder)
