@@ -14,19 +14,27 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from buildtool.linkage.binaries.macho.decoder import MalformedMachO, read_macho_facts
 from buildtool.linkage.binaries.macho.initializers import pointer_target
-from buildtool.linkage.checks.policy import recipe_spelling
+from buildtool.linkage.binaries.read import read_other_format
+from buildtool.linkage.checks.policy import LinkagePolicy, recipe_spelling
+from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs.collect import read_wheel
+from buildtool.linkage.inputs.pool import Source
+from buildtool.linkage.verify import verify_paths
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_example
 from tests.cross import buildtool_cross_build, cross_build, damaged_copies, elf_only_link_flags
 from tests.macos_sdk import clang_macos, write_sdk
+from tests.test_hostile_wheels import Member, write_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -213,6 +221,85 @@ def test_the_gemm_linked_into_two_dylibs_is_an_error_without_a_recipe(
     assert "both register through libdemo_ffi.dylib:" in evidence
     # the split as generated: each initializer registers in one dylib only
     assert run_cli("verify-linkage", str(clean), "--no-recipe").exit_code == 0
+
+
+def _handed_off_wheel(
+    build: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Path, str]:
+    """A wheel of the build's dylibs, whose biggest member a read on two CPUs hands off
+    (``pool._Handoff``), and that member's display path."""
+    members: list[Member] = [
+        (f"demo/lib/{dylib.name}", dylib.read_bytes()) for dylib in sorted(build.glob("lib/*"))
+    ]
+    wheel = write_wheel(folder / "demo-0.1.0-py3-none-macosx_11_0_arm64.whl", members)
+    monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pool, "SPLIT_MIN_BYTES", 1)  # the biggest member is handed off
+    monkeypatch.setattr(pool, "BATCH_BYTES", 4096)  # and the others are tasks of their own
+    return wheel, f"{wheel}!/{max(members, key=lambda member: len(member[1]))[0]}"
+
+
+def test_a_handed_off_dylib_has_its_initializers_walked_by_a_worker(
+    duplicate_gemm_macos: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel's biggest member, a Mach-O library, is inflated by a worker and decoded here,
+    while another worker walks its initializers from the same memory. Stripped, the two copies
+    of gemm are paired by that walk alone: the facts and the finding are those of a read in one
+    process."""
+    build = _strip_locals(duplicate_gemm_macos, tmp_path / "dup")
+    wheel, biggest = _handed_off_wheel(build, tmp_path, monkeypatch)
+    here, walked = os.getpid(), tmp_path / "walked"  # by the workers: a file, across processes
+    handed_part = pool._handed_part
+    decoded_here: list[tuple[str, bool]] = []
+
+    def logged(source: Source, *args: Any) -> object:
+        with walked.open("a") as log:
+            log.write(f"{source.display} {'here' if os.getpid() == here else 'in a worker'}\n")
+        return handed_part(source, *args)
+
+    def decoded(data: Any, display: str, *args: Any, read_code: bool = True, **kw: Any) -> object:
+        decoded_here.append((display, read_code))
+        return read_other_format(data, display, *args, read_code=read_code, **kw)
+
+    monkeypatch.setattr(pool, "_handed_part", logged)
+    monkeypatch.setattr(pool, "read_other_format", decoded)
+    serial = verify_paths([wheel], LinkagePolicy.empty(), jobs=1)
+    files = read_wheel(wheel, (), jobs=1).files
+    decoded_here.clear()
+    parallel = verify_paths([wheel], LinkagePolicy.empty(), jobs=2)
+    assert read_wheel(wheel, (), jobs=2).files == files  # the walk's initializers joined
+    assert all(binary.facts and binary.facts.initializers is not None for binary in files)
+    assert parallel.findings == serial.findings
+    assert [(f.check_id, Path(f.path).name) for f in parallel.findings] == [
+        ("BT103", "libdemo_compiler.dylib")
+    ]
+    assert parallel.findings[0].evidence.startswith("stripped: an initializer")
+    assert walked.read_text().splitlines() == [f"{biggest} in a worker"] * 2
+    assert (biggest, False) in decoded_here
+    assert (biggest, True) not in decoded_here
+
+
+def test_a_failed_walk_of_a_handed_off_dylib_reads_it_again_whole(
+    macos_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the worker's walk of the hand-off's initializers fails, the member is read again
+    whole here, for the facts (or the finding) a read in one process gives."""
+    wheel, biggest = _handed_off_wheel(macos_build, tmp_path, monkeypatch)
+    files = read_wheel(wheel, (), jobs=1).files
+
+    def failing(_data: Any, display: str, **_options: Any) -> object:
+        raise MalformedMachO(display, 0, "planted: the walk fails")
+
+    monkeypatch.setattr(pool, "read_initializers_again", failing)
+    whole_reads: list[str] = []
+    read_source = pool.read_source
+
+    def counted(source: Source, *args: Any) -> object:
+        whole_reads.append(source.display)
+        return read_source(source, *args)
+
+    monkeypatch.setattr(pool, "read_source", counted)
+    assert read_wheel(wheel, (), jobs=2).files == files
+    assert whole_reads == [biggest]
 
 
 @pytest.mark.parametrize(

@@ -19,10 +19,12 @@ def read_other_format(
     *,
     size: int | None = None,
     decoder: Decoder = "fast",
+    read_code: bool = True,
 ) -> BinaryFacts | None:
     """The facts of a Mach-O or PE file's bytes (ELF has its own, richer entry points: parts,
     sparse reads); None for any other file. Raises the format's ``MalformedBinary``.
-    ``decoder``: ``pyelftools`` reads them with the reference readers (macholib, pefile)."""
+    ``decoder``: ``pyelftools`` reads them with the reference readers (macholib, pefile);
+    ``read_code=False``: a Mach-O library's initializers are left unread (``read_macho_facts``)."""
     kind = binary_format(bytes(data[:HEAD_BYTES]))
     if kind == "macho" and decoder == "pyelftools":
         from buildtool.linkage.binaries.macho.reference import read_macho_reference
@@ -31,7 +33,7 @@ def read_other_format(
     if kind == "macho":
         from buildtool.linkage.binaries.macho import read_macho_facts
 
-        return read_macho_facts(data, display_path, registration_names, size)
+        return read_macho_facts(data, display_path, registration_names, size, read_code=read_code)
     if kind == "pe" and decoder == "pyelftools":
         from buildtool.linkage.binaries.pe.reference import read_pe_reference
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
-from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
 from buildtool.linkage.binaries.elf import (
     ELF_MAGIC,
     MalformedElf,
@@ -50,7 +50,7 @@ from buildtool.linkage.binaries.elf import (
 )
 from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
-from buildtool.linkage.binaries.read import read_other_format
+from buildtool.linkage.binaries.read import read_initializers_again, read_other_format
 from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory, shared_memory
 
 if TYPE_CHECKING:
@@ -336,15 +336,21 @@ def _outcome(
 
 
 def _facts_decoder(
-    reader: SourceDecoder, source: Source, names: Collection[str], symtab: bool
+    reader: SourceDecoder, source: Source, names: Collection[str], symtab: bool, code: bool = True
 ) -> Callable[[_Bytes], Outcome]:
-    """What reads a source's facts from its bytes (``SourceDecoder.decode``)."""
+    """What reads a source's facts from its bytes (``SourceDecoder.decode``); ``code=False``:
+    a Mach-O library's initializers are left unread, for a worker to walk."""
 
     def decode(raw: _Bytes) -> Outcome:
         try:
             if raw.data[: len(ELF_MAGIC)] != ELF_MAGIC:
                 return read_other_format(
-                    raw.data, source.display, names, size=raw.size, decoder=reader.decoder
+                    raw.data,
+                    source.display,
+                    names,
+                    size=raw.size,
+                    decoder=reader.decoder,
+                    read_code=code,
                 )
             if reader.decoder == "pyelftools":
                 stream = io.BytesIO(raw.data[: raw.size])
@@ -444,14 +450,22 @@ class _Failed:
 
 
 class _Inflated(NamedTuple):
-    """An ELF hand-off inflated by a worker and checked against RECORD, for this process to
-    decode (``_read_handed``)."""
+    """A hand-off inflated by a worker and checked against RECORD, for this process to decode
+    (``_read_handed``)."""
 
     left_out: Ranges
     """The ranges of the member a sparse read left out of the memory."""
 
 
-_TaskResult = list[Outcome | _Failed] | SymtabPart | MalformedElf | _Failed
+class _HandedInitializers(NamedTuple):
+    """The initializers of a Mach-O hand-off, walked by a worker (``_handed_part``)."""
+
+    initializers: tuple[InitializerReach, ...]
+
+
+_Part = SymtabPart | _HandedInitializers | MalformedBinary
+"""What a worker reads of a file that another process decodes the rest of."""
+_TaskResult = list[Outcome | _Failed] | _Part | _Failed
 _WorkerResult = _TaskResult | _Inflated
 """What a worker sends back: an ``_Inflated`` hand-off becomes a ``_TaskResult`` here."""
 
@@ -467,15 +481,15 @@ class _Worker:
 
 class _Handoff(NamedTuple):
     """Memory that this process and the worker inflating a big wheel member both map (made
-    before the workers fork). An ELF member: the worker inflates it and checks it against
-    RECORD, then goes on with other members, while this process decodes it: sending its facts
-    back (libtorch_cpu.so's 74k dynamic symbols) would cost the worker about what decoding them
-    costs, and this process waits anyway. Its ``.symtab`` is read in parts by the workers from
-    this memory meanwhile: they run out of other members about when the hand-off is inflated,
-    and this read would otherwise be the longest part of the tail left to one CPU. ``keep``:
-    a Mach-O member, which the worker reads whole and this process keeps for the checks that
-    read it again (its initializers walked deeper: ``_KEPT``), rather than inflating it a
-    second time."""
+    before the workers fork). The worker inflates the member and checks it against RECORD,
+    then goes on with other members, while this process decodes it: sending its facts back
+    (libtorch_cpu.so's 74k dynamic symbols) would cost the worker about what decoding them
+    costs, and this process waits anyway. The workers run out of other members about when the
+    hand-off is inflated, so they read what can be read apart from this memory meanwhile
+    (``_handed_part``), which would otherwise be the longest part of the tail left to one CPU:
+    an ELF member's ``.symtab``, in parts; a Mach-O member's initializers (the code walk). A
+    Mach-O member's memory is also kept (``keep``) for the checks that read it again (its
+    initializers walked deeper: ``_KEPT``), rather than inflating it a second time."""
 
     memory: mmap.mmap
     keep: bool = False
@@ -520,7 +534,7 @@ def _task_result(
             return _handed_part(sources[0], into, task.part, task.parts)
         if task.part is not None:
             return _part(reader, sources[0], task.part, task.parts)
-        if into is not None and not into.keep:
+        if into is not None:
             left_out = reader.inflate_only(sources[0], into)
             return [None] if left_out is None else _Inflated(left_out)
     except InputError as error:
@@ -608,9 +622,8 @@ def _run_parallel(
             hashed, result = future.result()
             if hashed != hash(_SAME_HASHES):
                 raise RuntimeError("a worker hashes names unlike this process: not forked")
-            if isinstance(result, _Inflated):  # its .symtab is read by the workers meanwhile
-                count = part_count(sources[task.sources[0]].size)
-                parts = [_Task(task.sources, 0, part, count, handoff=True) for part in range(count)]
+            if isinstance(result, _Inflated):  # the workers read its parts meanwhile
+                parts = _handed_parts(sources, task)
                 futures += [(part, pool.submit(_run_task, part)) for part in parts]
                 result = _read_handed(sources[task.sources[0]], task, result, names, decoder)
             yield task, result
@@ -623,16 +636,25 @@ def _run_parallel(
     _RETIRING.extend(set(threading.enumerate()) - threads_before)
 
 
+def _handed_parts(sources: Sequence[Source], task: _Task) -> list[_Task]:
+    """The parts of an inflated hand-off for the workers: its ``.symtab`` in parts (ELF), or
+    its initializers (Mach-O)."""
+    index = task.sources[0]
+    count = 1 if _HANDOFFS[index].keep else part_count(sources[index].size)
+    return [_Task(task.sources, 0, part, count, handoff=True) for part in range(count)]
+
+
 def _read_handed(
     source: Source, task: _Task, inflated: _Inflated, names: tuple[str, ...], decoder: Decoder
 ) -> list[Outcome | _Failed]:
-    """The facts of an ELF hand-off, decoded from the memory a worker inflated it into."""
+    """The facts of a hand-off, decoded from the memory a worker inflated it into, less what
+    the workers read from it meanwhile (``_handed_part``)."""
     assert source.member is not None
     memory = _HANDOFFS[task.sources[0]].memory
     raw = _Bytes(memory, source.size, file_backed=False, code_left_out=bool(inflated.left_out))
     reader = SourceDecoder(names, decoder)
     try:
-        decode = _facts_decoder(reader, source, names, symtab=False)
+        decode = _facts_decoder(reader, source, names, symtab=False, code=False)
         return [reader.decode_inflated(source, decode, (raw, inflated.left_out))]
     except InputError as error:
         return [_Failed(error)]
@@ -640,14 +662,18 @@ def _read_handed(
         reader.close()
 
 
-def _handed_part(
-    source: Source, into: _Handoff, part: int, parts: int
-) -> SymtabPart | MalformedElf:
-    """A part of an ELF hand-off's ``.symtab``, read from the memory a worker inflated it into
-    (this one or another), while the process that forked them decodes the rest."""
+def _handed_part(source: Source, into: _Handoff, part: int, parts: int) -> _Part:
+    """A part of a hand-off, read from the memory a worker inflated it into (this one or
+    another), while the process that forked them decodes the rest: a part of an ELF file's
+    ``.symtab``, or a Mach-O file's initializers."""
     try:
+        if into.keep:
+            found = read_initializers_again(
+                into.memory, source.display, size=source.size, deep=False
+            )  # as the facts hold them
+            return _HandedInitializers(found)
         return read_symtab_part(into.memory, source.display, part, parts, size=source.size)
-    except MalformedElf as error:
+    except MalformedBinary as error:
         return error.with_traceback(None)
 
 
@@ -658,7 +684,7 @@ def _assemble(
 ) -> list[Outcome]:
     outcomes: list[Outcome] = [None] * len(sources)
     failed: dict[int, InputError] = {}
-    parts: dict[int, list[SymtabPart | MalformedElf]] = {}
+    parts: dict[int, list[_Part]] = {}
     for task, result in results:
         if isinstance(result, _Failed):
             failed[task.sources[0]] = result.error
@@ -679,18 +705,18 @@ def _assemble(
 
 
 def _joined(
-    source: Source,
-    main: Outcome,
-    parts: Sequence[SymtabPart | MalformedElf],
-    names: Collection[str],
+    source: Source, main: Outcome, parts: Sequence[_Part], names: Collection[str]
 ) -> Outcome:
+    """A file's facts read apart from its parts, completed with them."""
     if main is None:
         return None
-    if isinstance(main, BinaryFacts) and main.format != "elf":
-        return main  # only ELF files are read in parts: another format's facts are whole
-    good = [part for part in parts if isinstance(part, SymtabPart)]
-    if isinstance(main, BinaryFacts) and len(good) == len(parts):
-        return with_symtab(main, good)
+    symtab = [part for part in parts if isinstance(part, SymtabPart)]
+    walked = [part for part in parts if isinstance(part, _HandedInitializers)]
+    if isinstance(main, BinaryFacts) and main.format == "elf" and len(symtab) == len(parts):
+        return with_symtab(main, symtab)
+    if isinstance(main, BinaryFacts) and main.format == "macho" and len(walked) == len(parts):
+        unread = main.initializers is None  # a library's, not read with the facts
+        return dataclasses.replace(main, initializers=walked[0].initializers) if unread else main
     return read_source(source, names)  # corrupt: the finding a whole read gives, exactly
 
 

@@ -506,10 +506,15 @@ def _data_regions(image: Bounded, sections: Sequence[Section]) -> list[tuple[int
 
 
 def thin_facts(
-    image: Bounded, names: Collection[str], architectures: tuple[str, ...] = ()
+    image: Bounded,
+    names: Collection[str],
+    architectures: tuple[str, ...] = (),
+    read_code: bool = True,
 ) -> BinaryFacts:
-    """The facts of one thin Mach-O file (or one slice of a fat one)."""
+    """The facts of one thin Mach-O file (or one slice of a fat one); ``read_code=False``
+    leaves a shared library's initializers unread (None) for ``read_macho_initializers``."""
     header = _header(image)
+    shared = FILE_TYPES.get(header.filetype) == "shared"
     found = load_commands(image, header)
     symbols = read_symbols(image, header, found)
     weak = {name for cmd, name in found.dylibs if cmd == LC_LOAD_WEAK_DYLIB}
@@ -554,9 +559,9 @@ def thin_facts(
         bound_imports=symbols.bound,
         # only shared libraries are paired as copies: an executable's are read by no check
         initializers=(
-            read_initializers(image, header, found, symbols.initializer_starts)
-            if FILE_TYPES.get(header.filetype) == "shared"
-            else ()
+            (read_initializers(image, header, found, symbols.initializer_starts) if shared else ())
+            if read_code
+            else (None if shared else ())
         ),
         weak_needed=frozenset(weak),
         reexported=tuple(name for cmd, name in found.dylibs if cmd == LC_REEXPORT_DYLIB),
@@ -623,22 +628,29 @@ def read_macho_initializers(
 
 
 def read_macho_facts(
-    data: Buffer, display_path: str, names: Collection[str] = (), size: int | None = None
+    data: Buffer,
+    display_path: str,
+    names: Collection[str] = (),
+    size: int | None = None,
+    *,
+    read_code: bool = True,
 ) -> BinaryFacts | None:
     """Facts of a Mach-O file's bytes (the first ``size`` of ``data``); None when it is not
-    Mach-O; ``MalformedMachO`` naming the offset when it is corrupt."""
+    Mach-O; ``MalformedMachO`` naming the offset when it is corrupt. ``read_code=False``: a
+    shared library's initializers are left unread (None), for another process to walk them
+    meanwhile (``read_macho_initializers``)."""
     image = Bounded(data, display_path, MalformedMachO, 0, len(data) if size is None else size)
     head = bytes(data[:8])
     if not macho_slices(head):
         return None
     if head[:4] in THIN_MAGICS:
-        return thin_facts(image, names)
+        return thin_facts(image, names, read_code=read_code)
     slices = fat_slices(image)
     machine, offset, length = chosen_slice(slices)
     inner = Bounded(data, display_path, MalformedMachO, offset, length)
     if inner.bytes_at(0, 4, f"{machine} slice's magic") not in THIN_MAGICS:
         raise inner.fail(0, f"the {machine} slice is not a thin Mach-O file")
-    facts = thin_facts(inner, names, tuple(s[0] for s in slices))
+    facts = thin_facts(inner, names, tuple(s[0] for s in slices), read_code)
     # a slice's facts, but the file's size: the sizes checks weigh what a wheel ships
     from dataclasses import replace
 
