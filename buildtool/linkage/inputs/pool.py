@@ -71,9 +71,9 @@ MAX_PARTS: Final = 8
 
 
 def part_count(size: int) -> int:
-    """How many parts a big file's ``.symtab`` is read in: rows are not equally costly (the
-    local ones, first, hold most of the functions), so more parts than workers keep every
-    worker busy to the end."""
+    """How many parts a big file's ``.symtab`` is read in: more than there are workers, as rows
+    are not equally costly (libtorch_cpu.so's first half takes three times as long as its
+    second), and parts handed out one at a time keep every worker busy to the end."""
     return min(MAX_PARTS, max(2, size // PART_BYTES))
 
 

@@ -514,10 +514,15 @@ def thin_facts(
     """The facts of one thin Mach-O file (or one slice of a fat one); ``read_code=False``
     leaves a shared library's initializers unread (None) for ``read_macho_initializers``."""
     header = _header(image)
-    shared = FILE_TYPES.get(header.filetype) == "shared"
     found = load_commands(image, header)
     symbols = read_symbols(image, header, found)
     weak = {name for cmd, name in found.dylibs if cmd == LC_LOAD_WEAK_DYLIB}
+    # only shared libraries are paired as copies: an executable's are read by no check
+    initializers: tuple[InitializerReach, ...] | None = ()
+    if FILE_TYPES.get(header.filetype) == "shared":
+        initializers = None
+        if read_code:
+            initializers = read_initializers(image, header, found, symbols.initializer_starts)
     return BinaryFacts(
         path=image.path,
         elf_class=header.bits,
@@ -557,12 +562,7 @@ def thin_facts(
         nodeflib=False,
         format="macho",
         bound_imports=symbols.bound,
-        # only shared libraries are paired as copies: an executable's are read by no check
-        initializers=(
-            (read_initializers(image, header, found, symbols.initializer_starts) if shared else ())
-            if read_code
-            else (None if shared else ())
-        ),
+        initializers=initializers,
         weak_needed=frozenset(weak),
         reexported=tuple(name for cmd, name in found.dylibs if cmd == LC_REEXPORT_DYLIB),
         minos=found.minos,
