@@ -35,6 +35,7 @@ from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_
 from tests.cross import buildtool_cross_build, cross_build, damaged_copies, elf_only_link_flags
 from tests.macos_sdk import clang_macos, write_sdk
 from tests.test_hostile_wheels import Member, write_wheel
+from tests.test_reading import sources_passed
 
 pytestmark = pytest.mark.integration
 
@@ -290,14 +291,7 @@ def test_a_failed_walk_of_a_handed_off_dylib_reads_it_again_whole(
         raise MalformedMachO(display, 0, "planted: the walk fails")
 
     monkeypatch.setattr(pool, "read_initializers_again", failing)
-    whole_reads: list[str] = []
-    read_source = pool.read_source
-
-    def counted(source: Source, *args: Any) -> object:
-        whole_reads.append(source.display)
-        return read_source(source, *args)
-
-    monkeypatch.setattr(pool, "read_source", counted)
+    whole_reads = sources_passed(monkeypatch, "read_source")
     assert read_wheel(wheel, (), jobs=2).files == files
     assert whole_reads == [biggest]
 

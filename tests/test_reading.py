@@ -126,17 +126,23 @@ def test_findings_from_trees_wheels_and_system_libraries(
     assert not any(re.search(r"#[0-9a-f]{16}", text) for text in shared)
 
 
-def hand_offs_decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The sources whose hand-off this process decodes, as it does (``pool._read_handed``)."""
-    decoded: list[str] = []
-    read_handed = pool._read_handed
+def sources_passed(monkeypatch: pytest.MonkeyPatch, function: str) -> list[str]:
+    """The sources that this process passes to ``pool.<function>`` (its first argument), as it
+    passes them."""
+    passed: list[str] = []
+    original = getattr(pool, function)
 
     def counted(source: Source, *args: Any) -> object:
-        decoded.append(source.display)
-        return read_handed(source, *args)
+        passed.append(source.display)
+        return original(source, *args)
 
-    monkeypatch.setattr(pool, "_read_handed", counted)
-    return decoded
+    monkeypatch.setattr(pool, function, counted)
+    return passed
+
+
+def hand_offs_decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The sources whose hand-off this process decodes, as it does (``pool._read_handed``)."""
+    return sources_passed(monkeypatch, "_read_handed")
 
 
 @pytest.mark.integration
