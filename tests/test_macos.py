@@ -27,9 +27,9 @@ from buildtool.linkage.binaries.macho.decoder import MalformedMachO, read_macho_
 from buildtool.linkage.binaries.macho.initializers import pointer_target
 from buildtool.linkage.binaries.read import read_other_format
 from buildtool.linkage.checks.policy import LinkagePolicy, recipe_spelling
-from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs import decoding, pool
 from buildtool.linkage.inputs.collect import read_wheel
-from buildtool.linkage.inputs.pool import Source
+from buildtool.linkage.inputs.decoding import Source
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_example
 from tests.cross import buildtool_cross_build, cross_build, damaged_copies, elf_only_link_flags
@@ -262,7 +262,7 @@ def test_a_handed_off_dylib_has_its_initializers_walked_by_a_worker(
         return read_other_format(data, display, *args, read_code=read_code, **kw)
 
     monkeypatch.setattr(pool, "_handed_part", logged)
-    monkeypatch.setattr(pool, "read_other_format", decoded)
+    monkeypatch.setattr(decoding, "read_other_format", decoded)
     serial = verify_paths([wheel], LinkagePolicy.empty(), jobs=1)
     files = read_wheel(wheel, (), jobs=1).files
     decoded_here.clear()

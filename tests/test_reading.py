@@ -25,10 +25,11 @@ from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, NameDigests, name_digest
 from buildtool.linkage.binaries.elf import MalformedElf
 from buildtool.linkage.checks.policy import LinkagePolicy
-from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs import decoding, pool
 from buildtool.linkage.inputs.collect import read_wheel
+from buildtool.linkage.inputs.decoding import Outcome, Source
 from buildtool.linkage.inputs.lookups import InitializerLookup
-from buildtool.linkage.inputs.pool import Outcome, Source, read_sources
+from buildtool.linkage.inputs.pool import read_sources
 from buildtool.linkage.inputs.wheel_archive import record_line
 from buildtool.linkage.verify import verify_paths
 from buildtool.recipe.load import load_recipe
@@ -158,14 +159,14 @@ def test_the_biggest_wheel_member_is_decoded_here(
     it, and decoded here, once, while the workers read its ``.symtab`` in parts from that
     memory: the facts are those of a serial read, also when the worker left its code out."""
     if sparse:
-        monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
-        monkeypatch.setattr(pool, "KEEP_FRONT_BYTES", 0)
+        monkeypatch.setattr(decoding, "SPARSE_MIN_BYTES", 0)
+        monkeypatch.setattr(decoding, "KEEP_FRONT_BYTES", 0)
     # libraries only: the biggest member then has a .symtab worth reading (a program's is not)
     libraries = sorted((good_build / "lib").iterdir())
     members: list[Member] = [(f"demo/lib/{p.name}", p.read_bytes()) for p in libraries]
     wheel = write_wheel(tmp_path / "demo-0.1.0-py3-none-any.whl", members)
     decoded_here = hand_offs_decoded(monkeypatch)
-    outcome = pool._outcome
+    outcome = decoding.read_outcome
 
     def never_handed(*args: Any) -> object:
         # a worker only inflates a hand-off: its facts are read by no worker
@@ -173,10 +174,10 @@ def test_the_biggest_wheel_member_is_decoded_here(
         assert into is None, args[1].display
         return outcome(*args)
 
-    monkeypatch.setattr(pool, "_outcome", never_handed)
+    monkeypatch.setattr(pool, "read_outcome", never_handed)
     here = os.getpid()
     handed_part = pool._handed_part
-    read_part = pool._part
+    read_part = decoding.source_symtab_part
     parts_read = tmp_path / "parts read"  # by the workers: a file, across processes
 
     def in_a_worker(*args: Any) -> object:
@@ -194,7 +195,7 @@ def test_the_biggest_wheel_member_is_decoded_here(
     # three parts for two workers: the count follows the member's size, as a file's on disk
     monkeypatch.setattr(pool, "PART_BYTES", len(biggest_bytes) // 3)
     monkeypatch.setattr(pool, "_handed_part", in_a_worker)
-    monkeypatch.setattr(pool, "_part", never_inflated_again)
+    monkeypatch.setattr(pool, "source_symtab_part", never_inflated_again)
     serial, parallel = both_ways(
         lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
     )
@@ -227,15 +228,15 @@ def test_the_biggest_mach_o_member_is_kept_for_reading_again(
         lambda jobs: read_wheel(wheel, REGISTRATIONS, jobs=jobs).files, pool_for_everything
     )
     assert parallel == serial
-    assert list(pool._KEPT) == [(str(wheel), "demo/lib/libcore.dylib")]
+    assert list(decoding.KEPT) == [(str(wheel), "demo/lib/libcore.dylib")]
     inflated: list[str] = []
-    inflate = pool.SourceDecoder._inflate
+    inflate = decoding.SourceDecoder._inflate
 
-    def counted(self: pool.SourceDecoder, source: Source, *args: Any, **kwargs: Any) -> object:
+    def counted(self: decoding.SourceDecoder, source: Source, *args: Any, **kwargs: Any) -> object:
         inflated.append(source.display)
         return inflate(self, source, *args, **kwargs)
 
-    monkeypatch.setattr(pool.SourceDecoder, "_inflate", counted)
+    monkeypatch.setattr(decoding.SourceDecoder, "_inflate", counted)
     lookup = InitializerLookup()
     try:
         for binary in parallel:
@@ -245,7 +246,7 @@ def test_the_biggest_mach_o_member_is_kept_for_reading_again(
         lookup.close()
     assert inflated == [b.display for b in parallel if b.location.name == "libsmall.dylib"]
     verify_paths([wheel], LinkagePolicy.empty())
-    assert pool._KEPT == {}
+    assert decoding.KEPT == {}
 
 
 @pytest.mark.integration
@@ -357,7 +358,7 @@ def test_pyelftools_reads_files_whole_and_alike(
 ) -> None:
     """The reader choice reaches the workers; pyelftools reads each file whole (no ``.symtab``
     parts, no wheel member without its code) and gives the facts the fast decoder gives."""
-    monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
+    monkeypatch.setattr(decoding, "SPARSE_MIN_BYTES", 0)
     files = sources_of(binaries(duplicate_gemm_build))
     wheel = elf_wheel(duplicate_gemm_build, tmp_path)
 
@@ -369,7 +370,8 @@ def test_pyelftools_reads_files_whole_and_alike(
     expected = read(1, "fast")
     pool_for_everything.clear()
     for name in ("read_elf_facts", "read_symtab_part", "code_ranges", "left_out_unused"):
-        monkeypatch.setattr(pool, name, _not_for_pyelftools)
+        monkeypatch.setattr(decoding, name, _not_for_pyelftools)
+    monkeypatch.setattr(pool, "read_symtab_part", _not_for_pyelftools)  # a hand-off's parts
     serial, parallel = both_ways(lambda jobs: read(jobs, "pyelftools"), pool_for_everything)
     assert serial == parallel == expected
     assert all(isinstance(outcome, BinaryFacts) for outcome in expected)

@@ -19,7 +19,7 @@ from buildtool.linkage.binaries.elf import (
     read_elf_facts,
     sparse_initializers,
 )
-from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs import decoding
 from buildtool.linkage.inputs.collect import read_wheel
 from buildtool.linkage.inputs.lookups import InitializerLookup
 from tests.conftest import require
@@ -126,14 +126,14 @@ def test_wheel_members_read_without_their_code(
     wheel = write_wheel(tmp_path / "sparse-0.1.0-py3-none-any.whl", members)
     whole = [_without_paths(b.facts) for b in read_wheel(wheel, REGISTRATIONS, jobs=1).files]
 
-    monkeypatch.setattr(pool, "SPARSE_MIN_BYTES", 0)
-    monkeypatch.setattr(pool, "KEEP_FRONT_BYTES", 0)
+    monkeypatch.setattr(decoding, "SPARSE_MIN_BYTES", 0)
+    monkeypatch.setattr(decoding, "KEEP_FRONT_BYTES", 0)
     inflations: list[bool] = []
-    inflate = pool.SourceDecoder._inflate
+    inflate = decoding.SourceDecoder._inflate
 
     def counted(
-        self: pool.SourceDecoder,
-        source: pool.Source,
+        self: decoding.SourceDecoder,
+        source: decoding.Source,
         member: object,
         sparse: bool,
         into: object = None,
@@ -141,7 +141,7 @@ def test_wheel_members_read_without_their_code(
         inflations.append(sparse)
         return inflate(self, source, member, sparse, into)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(pool.SourceDecoder, "_inflate", counted)
+    monkeypatch.setattr(decoding.SourceDecoder, "_inflate", counted)
     files = read_wheel(wheel, REGISTRATIONS, jobs=1).files
     sparse = [_without_paths(b.facts) for b in files]
     unread = [

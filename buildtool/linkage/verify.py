@@ -39,8 +39,9 @@ from buildtool.linkage.inputs.collect import (
     binary_free_wheel,
     read_input,
 )
+from buildtool.linkage.inputs.decoding import release_kept
 from buildtool.linkage.inputs.lookups import FunctionNameLookup, InitializerLookup
-from buildtool.linkage.inputs.pool import release_kept, wait_for_workers
+from buildtool.linkage.inputs.pool import wait_for_workers
 from buildtool.linkage.loaders.closure import Environment, filesystem_lookup, resolve_closure
 from buildtool.linkage.loaders.glibc import FactsLookup, LdSoCache, load_ld_so_cache
 from buildtool.linkage.loaders.interpreter import interpreter_closure, is_extension_module

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder
 from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.inputs.decoding import Source, read_source
 from buildtool.linkage.inputs.dll_directories import dll_directories
-from buildtool.linkage.inputs.pool import Source, read_source, read_sources
+from buildtool.linkage.inputs.pool import read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
     import zipfile

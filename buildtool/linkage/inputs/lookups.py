@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from buildtool.linkage.binaries import InitializerReach
 from buildtool.linkage.binaries.elf import read_function_names
 from buildtool.linkage.binaries.read import read_initializers_again
-from buildtool.linkage.inputs.pool import Source, SourceDecoder
+from buildtool.linkage.inputs.decoding import Source, SourceDecoder
 
 
 class FunctionNameLookup:

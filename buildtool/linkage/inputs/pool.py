@@ -1,17 +1,14 @@
 """Reading the facts of many binaries (ELF, Mach-O, PE): each file once, on every CPU when the
 input is big.
 
-Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
-Each process maps a wheel once and inflates its members one at a time (see ``inflate``); an ELF
-member goes into a buffer that the process reuses, so a wheel never sits in memory whole, and a
-big one goes there without its code (no fact comes from it), unless that could change a fact. Small
-inputs are read in this process. Big ones go to a pool of forked worker processes, which inherit
-the list of sources (tasks name them by position), largest work first, small files in batches;
-the ``.symtab`` of a big file on disk (libtorch_cpu.so: half a million symbols) is split into
-parts that the workers read at once, while this process reads the rest of that file; the biggest
-wheel member is inflated by a worker into memory this process shares, and decoded here
-(``_Handoff``). The results are the same whichever way a file was read: a file that a split read
-finds corrupt is read again whole, for the exact finding.
+Each process reads as ``decoding`` does. Small inputs are read in this process. Big ones go to a
+pool of forked worker processes, which inherit the list of sources (tasks name them by
+position), largest work first, small files in batches; the ``.symtab`` of a big file on disk
+(libtorch_cpu.so: half a million symbols) is split into parts that the workers read at once,
+while this process reads the rest of that file; the biggest wheel member is inflated by a worker
+into memory this process shares, and decoded here (``decoding.Handoff``). The results are the
+same whichever way a file was read: a file that a split read finds corrupt is read again whole,
+for the exact finding.
 
 The facts come from the fast decoder, or from pyelftools (``Decoder``: a slower cross-check that
 shares no decoding with it); pyelftools reads every file whole, never in parts or without its code.
@@ -21,42 +18,37 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import io
 import logging
-import mmap
 import os
 import sys
 import threading
-import traceback
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
-from buildtool.linkage.binaries.elf import (
-    ELF_MAGIC,
-    MalformedElf,
-    Ranges,
-    SymtabPart,
-    code_ranges,
-    cut_ranges,
-    left_out_unused,
-    read_elf_facts,
-    read_elf_facts_pyelftools,
-    read_symtab_part,
-    sparse_initializers,
-    with_symtab,
-)
+from buildtool.linkage.binaries.elf import Ranges, SymtabPart, read_symtab_part, with_symtab
 from buildtool.linkage.binaries.facts import MalformedBinary
-from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
-from buildtool.linkage.binaries.read import read_initializers_again, read_other_format
-from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory, shared_memory
+from buildtool.linkage.binaries.magic import binary_format
+from buildtool.linkage.binaries.read import read_initializers_again
+from buildtool.linkage.inputs.decoding import (
+    KEPT,
+    Handoff,
+    Outcome,
+    Source,
+    SourceBytes,
+    SourceDecoder,
+    facts_decoder,
+    read_outcome,
+    read_source,
+    source_symtab_part,
+)
+from buildtool.linkage.inputs.memory import shared_memory
 
 if TYPE_CHECKING:
     from multiprocessing.context import BaseContext
 
-    from buildtool.linkage.inputs.wheel_archive import CheckedMember
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
 """Inputs smaller than this are read in this process: a pool would cost more than it saves."""
@@ -77,14 +69,6 @@ def part_count(size: int) -> int:
     return min(MAX_PARTS, max(2, size // PART_BYTES))
 
 
-SPARSE_MIN_BYTES: Final = 64 << 20
-"""Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
-buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
-
-KEEP_FRONT_BYTES: Final = 32 << 20
-"""Bytes at the start of a member always kept: linkers put the dynamic symbol tables there,
-often inside the executable segment."""
-
 BATCH_BYTES: Final = 8 << 20
 """Small files go to a worker together, up to this many bytes (or ``BATCH_FILES`` files)."""
 
@@ -92,305 +76,12 @@ BATCH_FILES: Final = 256
 
 log = logging.getLogger("buildtool")
 
-Outcome = BinaryFacts | MalformedBinary | None
-"""One file's facts, the reason it is malformed, or None when no reader knows its format."""
-
-
-# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
-# frozen dataclass takes.
-class Source(NamedTuple):
-    """Where one file's bytes are: a file on disk, or a member of a wheel."""
-
-    path: str
-    """The file on disk, or the wheel."""
-    display: str
-    """How findings name the file."""
-    size: int
-    """Bytes of the file (a member's uncompressed size): what its reading costs."""
-    member: CheckedMember | None = None
-    """The wheel member; None for a file on disk."""
-
 
 def available_cpus() -> int:
     """CPUs this process may run on."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
-
-
-# --- one process's reading --------------------------------------------------------------------
-
-
-class SourceDecoder:
-    """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
-    ``registration_names``: the names the facts search for (a sparse read must keep the data
-    sections then); ``decoder``: what decodes the facts; ``whole``: never a sparse read."""
-
-    def __init__(
-        self,
-        registration_names: Collection[str] = (),
-        decoder: Decoder = "fast",
-        whole: bool = False,
-    ) -> None:
-        self._names = registration_names
-        self._whole = whole
-        self.decoder: Decoder = decoder
-        self._wheels: dict[str, mmap.mmap] = {}
-        self._buffer: mmap.mmap | None = None
-
-    def close(self) -> None:
-        for mapping in self._wheels.values():
-            mapping.close()
-        self._wheels.clear()
-        if self._buffer is not None:
-            self._buffer.close()
-            self._buffer = None
-
-    def decode(
-        self, source: Source, decode: Callable[[_Bytes], _T], into: _Handoff | None = None
-    ) -> _T | None:
-        """``decode`` over the source's bytes; None when the file is not ELF. ``into``: a wheel
-        member is inflated there, for another process to read too (``_Handoff``)."""
-        if source.member is None:
-            return self._decode_file(source, decode)
-        kept = _KEPT.get((source.path, source.member.name))
-        if kept is not None:  # inflated and checked against RECORD by this read already
-            return _released_on_failure(decode, _Bytes(kept[0], kept[1], file_backed=False))
-        return self._decode_member(source, source.member, decode, into)
-
-    def _decode_file(self, source: Source, decode: Callable[[_Bytes], _T]) -> _T | None:
-        try:
-            with Path(source.path).open("rb") as handle:
-                if binary_format(handle.read(HEAD_BYTES)) is None:
-                    return None
-                size = os.fstat(handle.fileno()).st_size
-                with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
-                    return _released_on_failure(decode, _Bytes(mapped, size, file_backed=True))
-        except OSError as error:
-            raise InputError(f"{source.display}: cannot read: {error.strerror or error}") from None
-
-    def _decode_member(
-        self,
-        source: Source,
-        member: CheckedMember,
-        decode: Callable[[_Bytes], _T],
-        into: _Handoff | None = None,
-    ) -> _T | None:
-        """A big member is read without its code first; when a fact may come from what was
-        left out (or the file looks corrupt), it is read again whole."""
-        read = self._inflate(source, member, sparse=self._sparse(source), into=into)
-        if read is None:
-            return None
-        return self.decode_inflated(source, decode, read, into=into)
-
-    def _sparse(self, source: Source) -> bool:
-        # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
-        return self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
-
-    def inflate_only(self, source: Source, into: _Handoff) -> Ranges | None:
-        """Inflate a wheel member into ``into`` (checked against RECORD) for another process to
-        decode (``decode_inflated``): the ranges left out, or None when it is not ELF."""
-        assert source.member is not None
-        read = self._inflate(source, source.member, sparse=self._sparse(source), into=into)
-        return None if read is None else read[1]
-
-    def decode_inflated(
-        self,
-        source: Source,
-        decode: Callable[[_Bytes], _T],
-        read: tuple[_Bytes, Ranges],
-        *,
-        into: _Handoff | None = None,
-    ) -> _T:
-        """``decode`` over a member's inflated bytes (``read``: them and the ranges left out):
-        read again whole when a fact may come from what was left out."""
-        raw, left_out = read
-        if left_out:
-            try:
-                result: _T | None = _released_on_failure(decode, raw)
-            except MalformedBinary:
-                result = None
-            if (
-                result is not None
-                and not isinstance(result, MalformedBinary)
-                and left_out_unused(raw.data, raw.size, left_out, self._names)
-            ):
-                return _initializers_checked(result, raw, left_out)
-            assert source.member is not None
-            again = self._inflate(source, source.member, sparse=False, into=into)
-            assert again is not None  # the same bytes: still ELF
-            raw = again[0]
-        return _released_on_failure(decode, raw)
-
-    def _inflate(
-        self, source: Source, member: CheckedMember, sparse: bool, into: _Handoff | None = None
-    ) -> tuple[_Bytes, Ranges] | None:
-        """Inflate the member (hashed and checked against RECORD); an ELF member's bytes go to
-        the buffer, taken only once the member shows it is ELF, less its code when ``sparse``.
-        None when it is not ELF."""
-        from buildtool.linkage.inputs.wheel_archive import read_member
-
-        mapping = self._wheel(source.path)
-        target: mmap.mmap | None = None
-        view: memoryview | None = None
-        left_out: Ranges = ()
-        filled = 0
-
-        def sink(chunk: bytes) -> None:  # never past file_size: read_span checks
-            nonlocal target, view, left_out, filled
-            if view is None:  # the first chunk: the ELF header and the program headers
-                sparse_elf = sparse and chunk[: len(ELF_MAGIC)] == ELF_MAGIC
-                left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse_elf else ()
-                target = self._buffer_for(source, source.size, left_out, into)
-                view = memoryview(target)
-            copy_outside(view, filled, chunk, left_out)
-            filled += len(chunk)
-
-        try:
-            head, size = read_member(source.path, mapping, member, sink)
-        finally:
-            if view is not None:
-                view.release()
-        if binary_format(head) is None or target is None:
-            return None
-        return _Bytes(target, size, file_backed=False, code_left_out=bool(left_out)), left_out
-
-    def _wheel(self, path: str) -> mmap.mmap:
-        mapping = self._wheels.get(path)
-        if mapping is None:
-            from buildtool.linkage.inputs.wheel_archive import map_wheel
-
-            mapping = self._wheels[path] = map_wheel(Path(path))
-        return mapping
-
-    def _buffer_for(
-        self, source: Source, size: int, left_out: Ranges, into: _Handoff | None = None
-    ) -> mmap.mmap:
-        """The reused buffer, at least ``size`` bytes (or ``into``'s shared memory); its pages
-        outside ``left_out`` are about to be written."""
-        if into is not None:
-            populate(into.memory, cut_ranges(((0, size),), left_out))
-            return into.memory
-        if self._buffer is None or len(self._buffer) < size:
-            if self._buffer is not None:
-                self._buffer.close()
-                self._buffer = None
-            try:
-                self._buffer = private_memory(max(size, mmap.PAGESIZE), populate=not left_out)
-            except (OSError, MemoryError, OverflowError) as error:
-                problem = f"no memory for its {size} bytes: {error}"
-                raise InputError(f"{source.display}: {problem}") from None
-            if left_out:
-                populate(self._buffer, cut_ranges(((0, size),), left_out))
-        return self._buffer
-
-
-def _released_on_failure(decode: Callable[[_Bytes], _T], raw: _Bytes) -> _T:
-    """``decode(raw)``; when it raises, the frames it leaves in the error's traceback are
-    cleared first: they hold views of ``raw``'s map, and closing a map with views alive raises
-    BufferError in place of the error (and leaves the map, or the reused buffer, pinned)."""
-    try:
-        return decode(raw)
-    except BaseException as error:
-        failure: BaseException | None = error
-        while failure is not None:  # the errors it was raised during hold frames too
-            traceback.clear_frames(failure.__traceback__)
-            failure = failure.__context__
-        raise
-
-
-def _initializers_checked(result: _T, raw: _Bytes, left_out: Ranges) -> _T:
-    """A sparse read's facts (initializers unread) with their initializers read when the walk
-    needs none of the bytes left out, for a stripped shared library (pairs of others are found
-    by names first; the checks read no program's); unread (None) otherwise:
-    ``InitializerLookup`` reads them again when a check needs them."""
-    facts = result if isinstance(result, BinaryFacts) else None
-    if facts is None or facts.initializers is not None or facts.has_symtab:
-        return result  # an unstripped file's initializer names pair it first: read when needed
-    found = sparse_initializers(raw.data, raw.size, left_out)
-    return result if found is None else dataclasses.replace(facts, initializers=found)
-
-
-_T = TypeVar("_T")
-
-
-@dataclasses.dataclass(frozen=True)
-class _Bytes:
-    """A file's bytes: the first ``size`` bytes of ``data``."""
-
-    data: mmap.mmap
-    size: int
-    file_backed: bool
-    code_left_out: bool = False
-    """A sparse read: the code is not in ``data``, so the facts leave the initializers unread."""
-
-
-def _outcome(
-    reader: SourceDecoder,
-    source: Source,
-    names: Collection[str],
-    symtab: bool,
-    into: _Handoff | None = None,
-) -> Outcome:
-    return reader.decode(source, _facts_decoder(reader, source, names, symtab), into)
-
-
-def _facts_decoder(
-    reader: SourceDecoder, source: Source, names: Collection[str], symtab: bool, code: bool = True
-) -> Callable[[_Bytes], Outcome]:
-    """What reads a source's facts from its bytes (``SourceDecoder.decode``); ``code=False``:
-    a Mach-O library's initializers are left unread, for a worker to walk."""
-
-    def decode(raw: _Bytes) -> Outcome:
-        try:
-            if raw.data[: len(ELF_MAGIC)] != ELF_MAGIC:
-                return read_other_format(
-                    raw.data,
-                    source.display,
-                    names,
-                    size=raw.size,
-                    decoder=reader.decoder,
-                    read_code=code,
-                )
-            if reader.decoder == "pyelftools":
-                stream = io.BytesIO(raw.data[: raw.size])
-                return read_elf_facts_pyelftools(stream, source.display, names)
-            return read_elf_facts(
-                raw.data,
-                source.display,
-                names,
-                size=raw.size,
-                file_backed=raw.file_backed,
-                read_symtab=symtab,
-                read_code=not raw.code_left_out,
-            )
-        except MalformedBinary as error:
-            return error.with_traceback(None)  # its frames would keep views of the bytes
-
-    return decode
-
-
-def _part(
-    reader: SourceDecoder, source: Source, part: int, parts: int
-) -> SymtabPart | MalformedElf:
-    def decode(raw: _Bytes) -> SymtabPart | MalformedElf:
-        try:
-            return read_symtab_part(
-                raw.data, source.display, part, parts, size=raw.size, file_backed=raw.file_backed
-            )
-        except MalformedElf as error:
-            return error.with_traceback(None)
-
-    return reader.decode(source, decode) or MalformedElf(source.display, 0, "not ELF")
-
-
-def read_source(source: Source, names: Collection[str], decoder: Decoder = "fast") -> Outcome:
-    """One file's facts, read in this process."""
-    reader = SourceDecoder(names, decoder)
-    try:
-        return _outcome(reader, source, names, True)
-    finally:
-        reader.close()
 
 
 # --- planning and running the work ------------------------------------------------------------
@@ -409,14 +100,14 @@ class _Task:
     parts: int = 1
     handoff: bool = False
     """A wheel member read into memory this process shares with the worker inflating it
-    (``_Handoff``); with ``part``, a part of its ``.symtab`` read from that memory."""
+    (``Handoff``); with ``part``, a part of its ``.symtab`` read from that memory."""
 
 
 def _batch_tasks(
     sources: Sequence[Source], split: bool = True, handoff: int | None = None
 ) -> list[_Task]:
     """``split``: big files on disk have their ``.symtab`` read in parts. ``handoff``: the
-    position of the wheel member handed off (``_Handoff``)."""
+    position of the wheel member handed off (``Handoff``)."""
     tasks: list[_Task] = []
     batch: list[int] = []
     batch_bytes = 0
@@ -479,23 +170,7 @@ class _Worker:
     reader: SourceDecoder
 
 
-class _Handoff(NamedTuple):
-    """Memory that this process and the worker inflating a big wheel member both map (made
-    before the workers fork). The worker inflates the member and checks it against RECORD,
-    then goes on with other members, while this process decodes it: sending its facts back
-    (libtorch_cpu.so's 74k dynamic symbols) would cost the worker about what decoding them
-    costs, and this process waits anyway. The workers run out of other members about when the
-    hand-off is inflated, so they read what can be read apart from this memory meanwhile
-    (``_handed_part``), which would otherwise be the longest part of the tail left to one CPU:
-    an ELF member's ``.symtab``, in parts; a Mach-O member's initializers (the code walk). A
-    Mach-O member's memory is also kept (``keep``) for the checks that read it again (its
-    initializers walked deeper: ``_KEPT``), rather than inflating it a second time."""
-
-    memory: mmap.mmap
-    keep: bool = False
-
-
-_HANDOFFS: dict[int, _Handoff] = {}
+_HANDOFFS: dict[int, Handoff] = {}
 """The hand-offs of the read under way, by the position of their source (inherited by the
 workers it forks)."""
 
@@ -533,7 +208,7 @@ def _task_result(
         if task.part is not None and into is not None:
             return _handed_part(sources[0], into, task.part, task.parts)
         if task.part is not None:
-            return _part(reader, sources[0], task.part, task.parts)
+            return source_symtab_part(reader, sources[0], task.part, task.parts)
         if into is not None:
             left_out = reader.inflate_only(sources[0], into)
             return [None] if left_out is None else _Inflated(left_out)
@@ -542,7 +217,7 @@ def _task_result(
     outcomes: list[Outcome | _Failed] = []
     for source in sources:
         try:
-            outcomes.append(_outcome(reader, source, names, task.parts == 1, into))
+            outcomes.append(read_outcome(reader, source, names, task.parts == 1, into))
         except InputError as error:
             outcomes.append(_Failed(error))
             break  # the rest of the batch is read by no one: an error is raised anyway
@@ -651,10 +326,10 @@ def _read_handed(
     the workers read from it meanwhile (``_handed_part``)."""
     assert source.member is not None
     memory = _HANDOFFS[task.sources[0]].memory
-    raw = _Bytes(memory, source.size, file_backed=False, code_left_out=bool(inflated.left_out))
+    raw = SourceBytes(memory, source.size, file_backed=False, code_left_out=bool(inflated.left_out))
     reader = SourceDecoder(names, decoder)
     try:
-        decode = _facts_decoder(reader, source, names, symtab=False, code=False)
+        decode = facts_decoder(reader, source, names, symtab=False, code=False)
         return [reader.decode_inflated(source, decode, (raw, inflated.left_out))]
     except InputError as error:
         return [_Failed(error)]
@@ -662,7 +337,7 @@ def _read_handed(
         reader.close()
 
 
-def _handed_part(source: Source, into: _Handoff, part: int, parts: int) -> _Part:
+def _handed_part(source: Source, into: Handoff, part: int, parts: int) -> _Part:
     """A part of a hand-off, read from the memory a worker inflated it into (this one or
     another), while the process that forked them decodes the rest: a part of an ELF file's
     ``.symtab``, or a Mach-O file's initializers."""
@@ -723,7 +398,7 @@ def _joined(
 def _hand_off(sources: Sequence[Source]) -> int | None:
     """The position of the biggest wheel member, when it is big enough for its ``.symtab`` to
     be read here while a worker reads the rest (ELF), or for its bytes to be kept for reading
-    again (Mach-O; ``_Handoff``), with its memory made."""
+    again (Mach-O; ``Handoff``), with its memory made."""
     members = [(s.size, index) for index, s in enumerate(sources) if s.member is not None]
     size, index = max(members, default=(0, 0))
     kind = _member_format(sources[index]) if size >= SPLIT_MIN_BYTES else None
@@ -733,7 +408,7 @@ def _hand_off(sources: Sequence[Source]) -> int | None:
         memory = shared_memory(size)
     except (OSError, MemoryError, OverflowError):
         return None  # read it as the others
-    _HANDOFFS[index] = _Handoff(memory, keep=kind == "macho")
+    _HANDOFFS[index] = Handoff(memory, keep=kind == "macho")
     return index
 
 
@@ -749,11 +424,6 @@ def _member_format(source: Source) -> str | None:
         mapping.close()
 
 
-_KEPT: dict[tuple[str, str], tuple[mmap.mmap, int]] = {}
-"""Wheel members whose inflated bytes this process keeps, by (wheel, member): (memory, size).
-Readers take them from here rather than inflating them again; ``release_kept`` frees them."""
-
-
 def _keep_handed(sources: Sequence[Source], outcomes: Sequence[Outcome]) -> None:
     """Keep the memory of each hand-off made to be kept whose member was read (its bytes all
     in: a Mach-O file is never read sparse); the others are closed with the read."""
@@ -762,13 +432,7 @@ def _keep_handed(sources: Sequence[Source], outcomes: Sequence[Outcome]) -> None
         if isinstance(outcome, BinaryFacts) and outcome.format == "macho":
             assert source.member is not None
             memory = _HANDOFFS.pop(index).memory
-            _KEPT[(source.path, source.member.name)] = (memory, source.size)
-
-
-def release_kept() -> None:
-    """Free the wheel members kept for reading again (see ``_KEPT``)."""
-    while _KEPT:
-        _KEPT.popitem()[1][0].close()
+            KEPT[(source.path, source.member.name)] = (memory, source.size)
 
 
 def read_sources(
@@ -802,6 +466,6 @@ def read_sources(
             _HANDOFFS.clear()
     reader = SourceDecoder(names, decoder)
     try:
-        return [_outcome(reader, source, names, True) for source in sources]
+        return [read_outcome(reader, source, names, True) for source in sources]
     finally:
         reader.close()

@@ -1,0 +1,369 @@
+"""Reading sources (files on disk, wheel members) in one process: each wheel mapped once, a
+member inflated into a buffer the process reuses (or into memory it shares with the process
+that forked it: ``Handoff``), the facts decoded from there; the members a read keeps for
+reading again (``KEPT``). ``pool`` spreads this work over several processes.
+
+Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
+A big ELF member goes into the buffer without its code (no fact comes from it), unless that
+could change a fact; then it is read again whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import mmap
+import os
+import traceback
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
+
+from buildtool.errors import InputError
+from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries.elf import (
+    ELF_MAGIC,
+    MalformedElf,
+    Ranges,
+    SymtabPart,
+    code_ranges,
+    cut_ranges,
+    left_out_unused,
+    read_elf_facts,
+    read_elf_facts_pyelftools,
+    read_symtab_part,
+    sparse_initializers,
+)
+from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
+from buildtool.linkage.binaries.read import read_other_format
+from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory
+
+if TYPE_CHECKING:
+    from buildtool.linkage.inputs.wheel_archive import CheckedMember
+
+SPARSE_MIN_BYTES: Final = 64 << 20
+"""Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
+buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
+
+KEEP_FRONT_BYTES: Final = 32 << 20
+"""Bytes at the start of a member always kept: linkers put the dynamic symbol tables there,
+often inside the executable segment."""
+
+
+Outcome = BinaryFacts | MalformedBinary | None
+"""One file's facts, the reason it is malformed, or None when no reader knows its format."""
+
+
+# One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a
+# frozen dataclass takes.
+class Source(NamedTuple):
+    """Where one file's bytes are: a file on disk, or a member of a wheel."""
+
+    path: str
+    """The file on disk, or the wheel."""
+    display: str
+    """How findings name the file."""
+    size: int
+    """Bytes of the file (a member's uncompressed size): what its reading costs."""
+    member: CheckedMember | None = None
+    """The wheel member; None for a file on disk."""
+
+
+class Handoff(NamedTuple):
+    """Memory that this process and the worker inflating a big wheel member both map (made
+    before the workers fork). The worker inflates the member and checks it against RECORD,
+    then goes on with other members, while this process decodes it: sending its facts back
+    (libtorch_cpu.so's 74k dynamic symbols) would cost the worker about what decoding them
+    costs, and this process waits anyway. The workers run out of other members about when the
+    hand-off is inflated, so they read what can be read apart from this memory meanwhile
+    (``pool._handed_part``), which would otherwise be the longest part of the tail left to one CPU:
+    an ELF member's ``.symtab``, in parts; a Mach-O member's initializers (the code walk). A
+    Mach-O member's memory is also kept (``keep``) for the checks that read it again (its
+    initializers walked deeper: ``KEPT``), rather than inflating it a second time."""
+
+    memory: mmap.mmap
+    keep: bool = False
+
+
+KEPT: dict[tuple[str, str], tuple[mmap.mmap, int]] = {}
+"""Wheel members whose inflated bytes this process keeps, by (wheel, member): (memory, size).
+Readers take them from here rather than inflating them again; ``release_kept`` frees them."""
+
+
+def release_kept() -> None:
+    """Free the wheel members kept for reading again (see ``KEPT``)."""
+    while KEPT:
+        KEPT.popitem()[1][0].close()
+
+
+class SourceDecoder:
+    """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
+    ``registration_names``: the names the facts search for (a sparse read must keep the data
+    sections then); ``decoder``: what decodes the facts; ``whole``: never a sparse read."""
+
+    def __init__(
+        self,
+        registration_names: Collection[str] = (),
+        decoder: Decoder = "fast",
+        whole: bool = False,
+    ) -> None:
+        self._names = registration_names
+        self._whole = whole
+        self.decoder: Decoder = decoder
+        self._wheels: dict[str, mmap.mmap] = {}
+        self._buffer: mmap.mmap | None = None
+
+    def close(self) -> None:
+        for mapping in self._wheels.values():
+            mapping.close()
+        self._wheels.clear()
+        if self._buffer is not None:
+            self._buffer.close()
+            self._buffer = None
+
+    def decode(
+        self, source: Source, decode: Callable[[SourceBytes], _T], into: Handoff | None = None
+    ) -> _T | None:
+        """``decode`` over the source's bytes; None when the file is not ELF. ``into``: a wheel
+        member is inflated there, for another process to read too (``Handoff``)."""
+        if source.member is None:
+            return self._decode_file(source, decode)
+        kept = KEPT.get((source.path, source.member.name))
+        if kept is not None:  # inflated and checked against RECORD by this read already
+            return _released_on_failure(decode, SourceBytes(kept[0], kept[1], file_backed=False))
+        return self._decode_member(source, source.member, decode, into)
+
+    def _decode_file(self, source: Source, decode: Callable[[SourceBytes], _T]) -> _T | None:
+        try:
+            with Path(source.path).open("rb") as handle:
+                if binary_format(handle.read(HEAD_BYTES)) is None:
+                    return None
+                size = os.fstat(handle.fileno()).st_size
+                with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as mapped:
+                    return _released_on_failure(decode, SourceBytes(mapped, size, file_backed=True))
+        except OSError as error:
+            raise InputError(f"{source.display}: cannot read: {error.strerror or error}") from None
+
+    def _decode_member(
+        self,
+        source: Source,
+        member: CheckedMember,
+        decode: Callable[[SourceBytes], _T],
+        into: Handoff | None = None,
+    ) -> _T | None:
+        """A big member is read without its code first; when a fact may come from what was
+        left out (or the file looks corrupt), it is read again whole."""
+        read = self._inflate(source, member, sparse=self._sparse(source), into=into)
+        if read is None:
+            return None
+        return self.decode_inflated(source, decode, read, into=into)
+
+    def _sparse(self, source: Source) -> bool:
+        # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
+        return self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
+
+    def inflate_only(self, source: Source, into: Handoff) -> Ranges | None:
+        """Inflate a wheel member into ``into`` (checked against RECORD) for another process to
+        decode (``decode_inflated``): the ranges left out, or None when it is not ELF."""
+        assert source.member is not None
+        read = self._inflate(source, source.member, sparse=self._sparse(source), into=into)
+        return None if read is None else read[1]
+
+    def decode_inflated(
+        self,
+        source: Source,
+        decode: Callable[[SourceBytes], _T],
+        read: tuple[SourceBytes, Ranges],
+        *,
+        into: Handoff | None = None,
+    ) -> _T:
+        """``decode`` over a member's inflated bytes (``read``: them and the ranges left out):
+        read again whole when a fact may come from what was left out."""
+        raw, left_out = read
+        if left_out:
+            try:
+                result: _T | None = _released_on_failure(decode, raw)
+            except MalformedBinary:
+                result = None
+            if (
+                result is not None
+                and not isinstance(result, MalformedBinary)
+                and left_out_unused(raw.data, raw.size, left_out, self._names)
+            ):
+                return _initializers_checked(result, raw, left_out)
+            assert source.member is not None
+            again = self._inflate(source, source.member, sparse=False, into=into)
+            assert again is not None  # the same bytes: still ELF
+            raw = again[0]
+        return _released_on_failure(decode, raw)
+
+    def _inflate(
+        self, source: Source, member: CheckedMember, sparse: bool, into: Handoff | None = None
+    ) -> tuple[SourceBytes, Ranges] | None:
+        """Inflate the member (hashed and checked against RECORD); an ELF member's bytes go to
+        the buffer, taken only once the member shows it is ELF, less its code when ``sparse``.
+        None when it is not ELF."""
+        from buildtool.linkage.inputs.wheel_archive import read_member
+
+        mapping = self._wheel(source.path)
+        target: mmap.mmap | None = None
+        view: memoryview | None = None
+        left_out: Ranges = ()
+        filled = 0
+
+        def sink(chunk: bytes) -> None:  # never past file_size: read_span checks
+            nonlocal target, view, left_out, filled
+            if view is None:  # the first chunk: the ELF header and the program headers
+                sparse_elf = sparse and chunk[: len(ELF_MAGIC)] == ELF_MAGIC
+                left_out = code_ranges(chunk, source.size, KEEP_FRONT_BYTES) if sparse_elf else ()
+                target = self._buffer_for(source, source.size, left_out, into)
+                view = memoryview(target)
+            copy_outside(view, filled, chunk, left_out)
+            filled += len(chunk)
+
+        try:
+            head, size = read_member(source.path, mapping, member, sink)
+        finally:
+            if view is not None:
+                view.release()
+        if binary_format(head) is None or target is None:
+            return None
+        return SourceBytes(target, size, file_backed=False, code_left_out=bool(left_out)), left_out
+
+    def _wheel(self, path: str) -> mmap.mmap:
+        mapping = self._wheels.get(path)
+        if mapping is None:
+            from buildtool.linkage.inputs.wheel_archive import map_wheel
+
+            mapping = self._wheels[path] = map_wheel(Path(path))
+        return mapping
+
+    def _buffer_for(
+        self, source: Source, size: int, left_out: Ranges, into: Handoff | None = None
+    ) -> mmap.mmap:
+        """The reused buffer, at least ``size`` bytes (or ``into``'s shared memory); its pages
+        outside ``left_out`` are about to be written."""
+        if into is not None:
+            populate(into.memory, cut_ranges(((0, size),), left_out))
+            return into.memory
+        if self._buffer is None or len(self._buffer) < size:
+            if self._buffer is not None:
+                self._buffer.close()
+                self._buffer = None
+            try:
+                self._buffer = private_memory(max(size, mmap.PAGESIZE), populate=not left_out)
+            except (OSError, MemoryError, OverflowError) as error:
+                problem = f"no memory for its {size} bytes: {error}"
+                raise InputError(f"{source.display}: {problem}") from None
+            if left_out:
+                populate(self._buffer, cut_ranges(((0, size),), left_out))
+        return self._buffer
+
+
+def _released_on_failure(decode: Callable[[SourceBytes], _T], raw: SourceBytes) -> _T:
+    """``decode(raw)``; when it raises, the frames it leaves in the error's traceback are
+    cleared first: they hold views of ``raw``'s map, and closing a map with views alive raises
+    BufferError in place of the error (and leaves the map, or the reused buffer, pinned)."""
+    try:
+        return decode(raw)
+    except BaseException as error:
+        failure: BaseException | None = error
+        while failure is not None:  # the errors it was raised during hold frames too
+            traceback.clear_frames(failure.__traceback__)
+            failure = failure.__context__
+        raise
+
+
+def _initializers_checked(result: _T, raw: SourceBytes, left_out: Ranges) -> _T:
+    """A sparse read's facts (initializers unread) with their initializers read when the walk
+    needs none of the bytes left out, for a stripped shared library (pairs of others are found
+    by names first; the checks read no program's); unread (None) otherwise:
+    ``InitializerLookup`` reads them again when a check needs them."""
+    facts = result if isinstance(result, BinaryFacts) else None
+    if facts is None or facts.initializers is not None or facts.has_symtab:
+        return result  # an unstripped file's initializer names pair it first: read when needed
+    found = sparse_initializers(raw.data, raw.size, left_out)
+    return result if found is None else dataclasses.replace(facts, initializers=found)
+
+
+_T = TypeVar("_T")
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceBytes:
+    """A file's bytes: the first ``size`` bytes of ``data``."""
+
+    data: mmap.mmap
+    size: int
+    file_backed: bool
+    code_left_out: bool = False
+    """A sparse read: the code is not in ``data``, so the facts leave the initializers unread."""
+
+
+def read_outcome(
+    reader: SourceDecoder,
+    source: Source,
+    names: Collection[str],
+    symtab: bool,
+    into: Handoff | None = None,
+) -> Outcome:
+    return reader.decode(source, facts_decoder(reader, source, names, symtab), into)
+
+
+def facts_decoder(
+    reader: SourceDecoder, source: Source, names: Collection[str], symtab: bool, code: bool = True
+) -> Callable[[SourceBytes], Outcome]:
+    """What reads a source's facts from its bytes (``SourceDecoder.decode``); ``code=False``:
+    a Mach-O library's initializers are left unread, for a worker to walk."""
+
+    def decode(raw: SourceBytes) -> Outcome:
+        try:
+            if raw.data[: len(ELF_MAGIC)] != ELF_MAGIC:
+                return read_other_format(
+                    raw.data,
+                    source.display,
+                    names,
+                    size=raw.size,
+                    decoder=reader.decoder,
+                    read_code=code,
+                )
+            if reader.decoder == "pyelftools":
+                stream = io.BytesIO(raw.data[: raw.size])
+                return read_elf_facts_pyelftools(stream, source.display, names)
+            return read_elf_facts(
+                raw.data,
+                source.display,
+                names,
+                size=raw.size,
+                file_backed=raw.file_backed,
+                read_symtab=symtab,
+                read_code=not raw.code_left_out,
+            )
+        except MalformedBinary as error:
+            return error.with_traceback(None)  # its frames would keep views of the bytes
+
+    return decode
+
+
+def source_symtab_part(
+    reader: SourceDecoder, source: Source, part: int, parts: int
+) -> SymtabPart | MalformedElf:
+    def decode(raw: SourceBytes) -> SymtabPart | MalformedElf:
+        try:
+            return read_symtab_part(
+                raw.data, source.display, part, parts, size=raw.size, file_backed=raw.file_backed
+            )
+        except MalformedElf as error:
+            return error.with_traceback(None)
+
+    return reader.decode(source, decode) or MalformedElf(source.display, 0, "not ELF")
+
+
+def read_source(source: Source, names: Collection[str], decoder: Decoder = "fast") -> Outcome:
+    """One file's facts, read in this process."""
+    reader = SourceDecoder(names, decoder)
+    try:
+        return read_outcome(reader, source, names, True)
+    finally:
+        reader.close()
