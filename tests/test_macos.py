@@ -279,6 +279,20 @@ def test_a_handed_off_dylib_has_its_initializers_walked_by_a_worker(
     assert (biggest, True) not in decoded_here
 
 
+def test_a_handed_off_dylib_of_the_clean_split_stays_clean(
+    macos_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The split as generated, stripped, as a wheel whose biggest dylib is handed off: each
+    initializer registers in one dylib only, so the walk in a worker pairs nothing."""
+    build = _strip_locals(macos_build, tmp_path / "clean")
+    wheel, _biggest = _handed_off_wheel(build, tmp_path, monkeypatch)
+    handed = sources_passed(monkeypatch, "_read_handed")
+    serial = verify_paths([wheel], LinkagePolicy.empty(), jobs=1)
+    parallel = verify_paths([wheel], LinkagePolicy.empty(), jobs=2)
+    assert handed, "nothing was handed off"
+    assert parallel.findings == serial.findings == ()
+
+
 def test_a_failed_walk_of_a_handed_off_dylib_reads_it_again_whole(
     macos_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
