@@ -15,10 +15,12 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from buildtool.linkage.binaries import BinaryFacts, defines_module_init
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.tag_architecture import tag_machines
 from buildtool.linkage.report.model import Report
@@ -179,3 +181,38 @@ def test_a_library_opened_by_path_of_another_architecture_is_an_error(tmp_path: 
         wheel = write_wheel(tmp_path / compiler / f"sf-1.0-{tag}.whl", "sf", member)
         checks = {f.check_id for f in _check(wheel).findings}
         assert checks == (set() if loads else {"BT152"})
+
+
+def test_each_file_is_scanned_for_a_module_init_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BT152 and BT122 both ask whether a file is an extension module: a library's names
+    (libtorch_cpu.so's 74k) are scanned once for both."""
+    require(sysconfig.get_platform() == "linux-x86_64", "the module is built for this machine")
+    source = tmp_path / "core.c"
+    source.write_text(LIBRARY)
+    library = tmp_path / "libcore.so.1"
+    command = ["gcc", "-shared", "-fPIC", "-Wl,-soname,libcore.so.1", "-o", str(library)]
+    subprocess.run([*command, str(source)], check=True, capture_output=True)
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    members = {
+        f"dist/_archmod{suffix}": _module(tmp_path, "gcc"),
+        "dist/libcore.so.1": library.read_bytes(),
+    }
+    name = f"dist-1.0-{PYTHON_TAG}-{PYTHON_TAG}-linux_x86_64.whl"
+    wheel = write_wheel(tmp_path / name, "dist", members)
+    scans: Counter[str] = Counter()
+    scan = defines_module_init
+
+    def counted(facts: BinaryFacts) -> bool:
+        scans[facts.soname or "module"] += 1
+        return scan(facts)
+
+    for module in list(sys.modules.values()):  # wherever a check looks the function up
+        if (
+            module.__name__.startswith("buildtool.")
+            and getattr(module, "defines_module_init", None) is scan
+        ):
+            monkeypatch.setattr(module, "defines_module_init", counted)
+    assert _check(wheel).findings == ()
+    assert scans == Counter({"module": 1, "libcore.so.1": 1})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from pathlib import PurePosixPath
 
-from buildtool.linkage.binaries import BinaryFacts, defines_module_init
+from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import (
     GRAFT_SUFFIX,
@@ -77,25 +77,19 @@ def _harmless_copy(subject: Subject, first: BinaryFile, second: BinaryFile) -> b
 
 def check_duplicate_copies(subject: Subject) -> Iterator[Finding]:
     """BT122 keys on SONAME: files without one, and extension modules, are modules, not copies
-    of a library."""
+    of a library (a DLL's export name is its file name, so two ``_zeros.cp311-win_amd64.pyd``
+    in two folders look alike, but Python loads each by its full path as a module of its own)."""
     same = subject.identical_copies
     seen: dict[str, list[BinaryFile]] = {}
     for binary in sorted(subject.shared, key=lambda b: (len(b.display), b.display)):
         facts = subject.facts(binary)
-        if facts.soname is None or binary.display in same or _is_extension_module(facts):
+        if facts.soname is None or binary.display in same or subject.defines_module_init(binary):
             continue
         key = _grafted_name(binary, facts)
         earlier = [b for b in seen.get(key, []) if not _harmless_copy(subject, b, binary)]
         if earlier:
             yield _copy_finding(subject, earlier[0], binary, key)
         seen.setdefault(key, []).append(binary)
-
-
-def _is_extension_module(facts: BinaryFacts) -> bool:
-    """A Python extension module of any format (a DLL's export name is its file name, so two
-    ``_zeros.cp311-win_amd64.pyd`` in two folders look alike): Python loads each by its full
-    path as a module of its own, never one for the other."""
-    return defines_module_init(facts)
 
 
 def _runs_initializers(facts: BinaryFacts) -> bool:

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import PurePosixPath
 from typing import Final
 
-from buildtool.linkage.binaries import BinaryFacts, defines_module_init
+from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.binaries.facts import FORMAT_NAMES
 from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import listed
@@ -60,17 +60,22 @@ def _required(tags: tuple[str, ...]) -> dict[tuple[str, str], str]:
     return required
 
 
-def _is_module(facts: BinaryFacts) -> bool:
+def _is_module(subject: Subject, binary: BinaryFile) -> bool:
     """A Python extension module of any format: it defines ``PyInit_<name>`` (Mach-O names
     carry a leading underscore) and is no executable."""
-    return facts.file_type != "executable" and defines_module_init(facts)
+    facts = binary.facts
+    return (
+        facts is not None
+        and facts.file_type != "executable"
+        and subject.defines_module_init(binary)
+    )
 
 
 def _loaded_by_modules(subject: Subject, entry: InputSet) -> set[str]:
     """Paths of the input's extension modules and of everything they load."""
     paths: set[str] = set()
     for binary in entry.files:
-        if binary.facts is not None and _is_module(binary.facts):
+        if _is_module(subject, binary):
             closure = subject.closures.get(binary.location)
             paths |= set(closure.objects) if closure else {str(binary.location)}
     return paths

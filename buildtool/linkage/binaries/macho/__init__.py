@@ -6,12 +6,6 @@ decoding of load commands or symbols with it. Thin and fat (universal) files, 32
 
 from __future__ import annotations
 
-from buildtool.linkage.binaries.macho.decoder import (
-    FAT_MAGIC,
-    FAT_MAGIC_64,
-    THIN_MAGICS,
-    MalformedMachO,
-    read_macho_facts,
-)
+from buildtool.linkage.binaries.macho.decoder import MalformedMachO, read_macho_facts
 
-__all__ = ["FAT_MAGIC", "FAT_MAGIC_64", "THIN_MAGICS", "MalformedMachO", "read_macho_facts"]
+__all__ = ["MalformedMachO", "read_macho_facts"]

@@ -45,6 +45,7 @@ from buildtool.linkage.binaries.macho.initializers import (
     macho_code_view,
 )
 from buildtool.linkage.binaries.macho.sections import Section
+from buildtool.linkage.binaries.magic import FAT_MAGIC, FAT_MAGIC_64, THIN_MAGICS
 
 
 class MalformedMachO(MalformedBinary):
@@ -53,15 +54,6 @@ class MalformedMachO(MalformedBinary):
     format_name = "Mach-O"
 
 
-THIN_MAGICS: Final = {
-    b"\xce\xfa\xed\xfe": ("<", 32),
-    b"\xcf\xfa\xed\xfe": ("<", 64),
-    b"\xfe\xed\xfa\xce": (">", 32),
-    b"\xfe\xed\xfa\xcf": (">", 64),
-}
-"""The first four bytes of a thin Mach-O file -> (byte order, class)."""
-FAT_MAGIC: Final = b"\xca\xfe\xba\xbe"
-FAT_MAGIC_64: Final = b"\xca\xfe\xba\xbf"
 MAX_FAT_SLICES: Final = 32
 """More slices than this is a Java class file (same magic: its version follows), not Mach-O."""
 

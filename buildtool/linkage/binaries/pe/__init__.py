@@ -6,6 +6,6 @@ Import the names below from the package."""
 
 from __future__ import annotations
 
-from buildtool.linkage.binaries.pe.decoder import DOS_MAGIC, MalformedPE, read_pe_facts
+from buildtool.linkage.binaries.pe.decoder import MalformedPE, read_pe_facts
 
-__all__ = ["DOS_MAGIC", "MalformedPE", "read_pe_facts"]
+__all__ = ["MalformedPE", "read_pe_facts"]

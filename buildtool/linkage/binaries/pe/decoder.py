@@ -28,6 +28,7 @@ from buildtool.linkage.binaries.facts import (
     BinaryFacts,
     MalformedBinary,
 )
+from buildtool.linkage.binaries.magic import DOS_MAGIC
 
 
 class MalformedPE(MalformedBinary):
@@ -36,7 +37,6 @@ class MalformedPE(MalformedBinary):
     format_name = "PE"
 
 
-DOS_MAGIC: Final = b"MZ"
 PE_SIGNATURE: Final = b"PE\0\0"
 MACHINES: Final = {
     0x8664: "x86_64",

@@ -10,7 +10,8 @@ from typing import Any
 
 from buildtool.linkage.binaries.bounded import Buffer, find_names
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts
-from buildtool.linkage.binaries.pe.decoder import DOS_MAGIC, MACHINES, MalformedPE
+from buildtool.linkage.binaries.magic import DOS_MAGIC
+from buildtool.linkage.binaries.pe.decoder import MACHINES, MalformedPE
 
 _CODE = 0x20 | 0x20000000
 _UNINITIALIZED = 0x80
