@@ -20,9 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from buildtool.linkage.binaries.elf import Ranges, code_ranges
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs import decoding, pool
 from buildtool.linkage.report.model import Report
-from tests.builders import check
+from buildtool.linkage.verify import verify_paths
+from tests.builders import check, write_wheel
 from tests.conftest import PACKAGES, require
+from tests.test_reading import hand_offs_decoded
 
 pytestmark = pytest.mark.integration
 
@@ -207,6 +212,7 @@ def test_a_registry_in_two_libraries_is_an_error_exactly_when_loading_both_fails
 
 PYTHON_INCLUDE = sysconfig.get_paths()["include"]
 SUFFIX = sysconfig.get_config_var("EXT_SUFFIX")
+CPYTHON = f"cp{sys.version_info.major}{sys.version_info.minor}"
 IMPORT = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
 
 
@@ -314,6 +320,58 @@ def test_one_type_bound_by_two_modules_of_a_package_is_bt126_unless_module_local
     assert [(f.check_id, Path(f.path).name) for f in report.findings] == [("BT127", f"two{SUFFIX}")]
     assert "C++ type Point" in report.findings[0].message
     assert "__pybind11_internals_" in report.findings[0].evidence
+
+
+@pytest.mark.parametrize("handed_off", [False, True], ids=["serial", "handed-off"])
+@pytest.mark.parametrize("suffix", [SUFFIX, ".so"], ids=["cpython-suffix", "plain-so"])
+@pytest.mark.parametrize("local", [False, True], ids=["global", "module-local"])
+def test_a_big_module_is_read_with_its_init_function(
+    pybind11_modules: Callable[[bool], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    local: bool,
+    suffix: str,
+    handed_off: bool,
+) -> None:
+    """A big wheel member is inflated without its code (libtorch_cpu.so keeps 100 of its 434
+    MB), but a module's init function is code: the BT127 of two big modules binding one type
+    globally (importing both fails) stays, and module-local bindings (they import) stay clean.
+    A member named like a module is read whole at once; one named ``x.so`` (CPython imports
+    that too) is read without its code, found to be a module, and read again whole. The
+    modules stand for big ones: every member counts as big, and ``handed_off``, the bigger one
+    is inflated by a worker and decoded here (``pool.Handoff``)."""
+    built = pybind11_modules(local)
+    folder = tmp_path / "modules"
+    (folder / "pkg").mkdir(parents=True)
+    (folder / "pkg" / "__init__.py").write_text("")
+    for module in ("one", "two"):
+        shutil.copy(built / "pkg" / f"{module}{SUFFIX}", folder / "pkg" / f"{module}{suffix}")
+    members = {f"pkg/{path.name}": path.read_bytes() for path in (folder / "pkg").iterdir()}
+    wheel = write_wheel(tmp_path / f"pkg-1.0-{CPYTHON}-{CPYTHON}-linux_x86_64.whl", "pkg", members)
+    left_out: list[Ranges] = []
+
+    def recorded(head: bytes, size: int, keep_front: int) -> Ranges:
+        left_out.append(code_ranges(head, size, keep_front))
+        return left_out[-1]
+
+    monkeypatch.setattr(decoding, "SPARSE_MIN_BYTES", 1)
+    monkeypatch.setattr(decoding, "KEEP_FRONT_BYTES", 0)
+    monkeypatch.setattr(decoding, "code_ranges", recorded)
+    decoded_here = hand_offs_decoded(monkeypatch)
+    if handed_off:
+        monkeypatch.setattr(pool, "PARALLEL_MIN_BYTES", 0)
+        monkeypatch.setattr(pool, "SPLIT_MIN_BYTES", 1)
+        monkeypatch.setattr(pool, "BATCH_BYTES", 1)
+    report = verify_paths([wheel], LinkagePolicy.empty(), jobs=2 if handed_off else 1)
+    assert len(decoded_here) == handed_off
+    if not handed_off:  # a worker's reads are not seen here
+        assert len(left_out) == (2 if suffix == ".so" else 0)  # without their code, or whole
+        assert all(left_out)
+    both = _imports(folder, "pkg.one", "pkg.two")
+    found = [(f.check_id, Path(f.path).name) for f in report.findings]
+    assert (both.returncode == 0) is local, both.stderr
+    assert found == ([] if local else [("BT127", f"two{suffix}")])
 
 
 def test_modules_of_different_packages_are_not_imported_together(

@@ -18,6 +18,7 @@ from buildtool.linkage.binaries.facts import (
     defines_module_init,
     is_toolchain_function,
     name_digest,
+    named_as_extension_module,
 )
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "defines_module_init",
     "is_toolchain_function",
     "name_digest",
+    "named_as_extension_module",
 ]

@@ -86,6 +86,16 @@ MODULE_INIT_PREFIXES: Final = ("PyInit_", "_PyInit_")
 leading underscore)."""
 
 
+EXTENSION_FILE_NAME: Final = re.compile(r"\.(cpython-[^./]+|abi3|pypy[^./]*)\.so\Z")
+"""The file name of a CPython extension module: ``_C.cpython-312-x86_64-linux-gnu.so``,
+``x.abi3.so``."""
+
+
+def named_as_extension_module(file_name: str) -> bool:
+    """Whether ``file_name`` has an extension module's suffix (what the interpreter imports)."""
+    return EXTENSION_FILE_NAME.search(file_name) is not None
+
+
 def defines_module_init(facts: BinaryFacts) -> bool:
     """Whether the file defines a ``PyInit_<name>`` (a scan of libtorch_cpu.so's 116k names in
     C, not a Python loop)."""

@@ -11,10 +11,15 @@ from functools import cached_property
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from buildtool.linkage.binaries import BinaryFacts, InitializerReach, defines_module_init
+from buildtool.linkage.binaries import (
+    BinaryFacts,
+    InitializerReach,
+    defines_module_init,
+    named_as_extension_module,
+)
 from buildtool.linkage.checks.policy import LinkagePolicy, PluginRule
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
-from buildtool.linkage.loaders.interpreter import is_extension_module, named_as_extension_module
+from buildtool.linkage.loaders.interpreter import is_extension_module
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
 from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object

@@ -5,7 +5,8 @@ reading again (``KEPT``). ``pool`` spreads this work over several processes.
 
 Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
 A big ELF member goes into the buffer without its code (no fact comes from it), unless that
-could change a fact; then it is read again whole.
+could change a fact; then it is read again whole. An extension module's init function is code a
+fact comes from: a member named like a module is read whole at once.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
-from buildtool.linkage.binaries import BinaryFacts, Decoder
+from buildtool.linkage.binaries import BinaryFacts, Decoder, named_as_extension_module
 from buildtool.linkage.binaries.elf import (
     ELF_MAGIC,
     MalformedElf,
@@ -33,6 +34,7 @@ from buildtool.linkage.binaries.elf import (
     read_elf_facts_pyelftools,
     read_symtab_part,
     sparse_initializers,
+    walks_module_init,
 )
 from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
@@ -160,8 +162,13 @@ class SourceDecoder:
         return self.decode_inflated(source, decode, read, into=into)
 
     def _sparse(self, source: Source) -> bool:
-        # which bytes no fact comes from is the fast decoder's knowledge: pyelftools reads all
-        return self.decoder == "fast" and not self._whole and source.size >= SPARSE_MIN_BYTES
+        """Whether to read the source without its code. Not pyelftools: which bytes no fact
+        comes from is the fast decoder's knowledge. Not a member named like an extension
+        module: its init function is code a fact comes from (``module_init``), and a module
+        found only once inflated is inflated again whole (``_walks_left_out_code``)."""
+        if self.decoder != "fast" or self._whole or source.size < SPARSE_MIN_BYTES:
+            return False
+        return source.member is None or not named_as_extension_module(source.member.name)
 
     def inflate_only(self, source: Source, into: Handoff) -> Ranges | None:
         """Inflate a wheel member into ``into`` (checked against RECORD) for another process to
@@ -189,6 +196,7 @@ class SourceDecoder:
             if (
                 result is not None
                 and not isinstance(result, MalformedBinary)
+                and not _walks_left_out_code(result)
                 and left_out_unused(raw.data, raw.size, left_out, self._names)
             ):
                 return _initializers_checked(result, raw, left_out)
@@ -273,6 +281,16 @@ def _released_on_failure(decode: Callable[[SourceBytes], _T], raw: SourceBytes) 
             traceback.clear_frames(failure.__traceback__)
             failure = failure.__context__
         raise
+
+
+def _walks_left_out_code(result: object) -> bool:
+    """Whether a whole read would walk code for a fact that nothing reads again later: an
+    extension module's init function (``BinaryFacts.module_init``, the pybind11 type records
+    BT127 compares). A big module is then read again whole; initializers are read again only
+    when a check needs them (``_initializers_checked``)."""
+    return isinstance(result, BinaryFacts) and walks_module_init(
+        result.file_type, result.soname, result.defined
+    )
 
 
 def _initializers_checked(result: _T, raw: SourceBytes, left_out: Ranges) -> _T:

@@ -11,7 +11,6 @@ wheel cannot rely on them.
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
@@ -25,16 +24,6 @@ INTERPRETER_NEEDED: Final = ("libm.so.6", "libpthread.so.0", "libdl.so.2", "libu
 
 INTERPRETER_PATH: Final = "/(python interpreter)"
 """Where the stand-in interpreter lies: no file of any input or system is there."""
-
-
-EXTENSION_FILE_NAME: Final = re.compile(r"\.(cpython-[^./]+|abi3|pypy[^./]*)\.so\Z")
-"""The file name of a CPython extension module: ``_C.cpython-312-x86_64-linux-gnu.so``,
-``x.abi3.so``."""
-
-
-def named_as_extension_module(file_name: str) -> bool:
-    """Whether ``file_name`` has an extension module's suffix (what the interpreter imports)."""
-    return EXTENSION_FILE_NAME.search(file_name) is not None
 
 
 def is_extension_module(facts: BinaryFacts) -> bool:

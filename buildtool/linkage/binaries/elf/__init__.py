@@ -58,6 +58,7 @@ from buildtool.linkage.binaries.elf.fast import (
     read_elf_file,
     read_elf_initializers,
 )
+from buildtool.linkage.binaries.elf.initializers import walks_module_init
 from buildtool.linkage.binaries.elf.reference import read_elf_facts_pyelftools
 from buildtool.linkage.binaries.elf.sparse import (
     Ranges,
@@ -92,5 +93,6 @@ __all__ = [
     "read_function_names",
     "read_symtab_part",
     "sparse_initializers",
+    "walks_module_init",
     "with_symtab",
 ]

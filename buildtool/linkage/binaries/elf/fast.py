@@ -45,9 +45,9 @@ from buildtool.linkage.binaries.elf.facts import (
     machine_name,
 )
 from buildtool.linkage.binaries.elf.initializers import (
-    defines_module_init,
     read_initializers,
     read_module_init,
+    walks_module_init,
 )
 from buildtool.linkage.binaries.elf.symtab import _read_static_symbols
 from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, InitializerReach
@@ -172,10 +172,7 @@ def _facts(
         initializers=_initializers(img, st, machine, file_type, read_code),
         module_init=(
             read_module_init(img, segments, dyn, machine)
-            if read_code
-            and file_type == "shared"
-            and soname is None
-            and defines_module_init(symbols.defined)
+            if read_code and walks_module_init(file_type, soname, symbols.defined)
             else None
         ),
     )

@@ -339,6 +339,13 @@ def defines_module_init(defined: frozenset[str]) -> bool:
     return any(key.startswith(MODULE_INIT_PREFIX) for key in defined)
 
 
+def walks_module_init(file_type: str, soname: str | None, defined: frozenset[str]) -> bool:
+    """Whether a read walks the file's module init function (``BinaryFacts.module_init``): a
+    shared library without a SONAME that defines ``PyInit_<name>``, as an extension module is.
+    The SONAME is asked first: a library's tens of thousands of names are never scanned."""
+    return file_type == "shared" and soname is None and defines_module_init(defined)
+
+
 def _module_init_address(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic) -> int | None:
     """Where the defined function ``PyInit_<name>`` starts (the first one), by the dynamic
     symbol table that the hash table sizes."""

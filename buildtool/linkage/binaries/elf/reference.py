@@ -52,7 +52,7 @@ from buildtool.linkage.binaries.elf.facts import (
     machine_name,
 )
 from buildtool.linkage.binaries.elf.fast import _find_names
-from buildtool.linkage.binaries.elf.initializers import defines_module_init
+from buildtool.linkage.binaries.elf.initializers import walks_module_init
 from buildtool.linkage.binaries.elf.reference_initializers import (
     reference_initializers,
     reference_module_init,
@@ -329,7 +329,7 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         initializers=reference_initializers(elf, stream, values, machine, file_type),
         module_init=(
             reference_module_init(elf, stream, values, machine)
-            if file_type == "shared" and soname is None and defines_module_init(symbols.defined)
+            if walks_module_init(file_type, soname, symbols.defined)
             else None
         ),
     )
