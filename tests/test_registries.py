@@ -17,10 +17,12 @@ import sysconfig
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from buildtool.linkage.binaries.elf import Ranges, code_ranges
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.binaries.elf import ElfBuffer, Ranges, code_ranges, read_elf_facts
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs import decoding, pool
 from buildtool.linkage.report.model import Report
@@ -176,6 +178,23 @@ def _loads(folder: Path, mode: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, check=False, capture_output=True, text=True)
 
 
+def _initializers_as_read(monkeypatch: pytest.MonkeyPatch, *, big: bool) -> dict[str, bool]:
+    """Whether each shared library's initializers were walked as it was read, by file name;
+    ``big``: every file counts as big (``decoding.NAMED_PAIRS_MIN_BYTES``)."""
+    if big:
+        monkeypatch.setattr(decoding, "NAMED_PAIRS_MIN_BYTES", 0)
+    walked: dict[str, bool] = {}
+
+    def recorded(data: ElfBuffer, display: str, *args: Any, **kwargs: Any) -> BinaryFacts | None:
+        facts = read_elf_facts(data, display, *args, **kwargs)
+        if facts is not None and facts.file_type == "shared":
+            walked[Path(display).name] = facts.initializers is not None
+        return facts
+
+    monkeypatch.setattr("buildtool.linkage.inputs.decoding.read_elf_facts", recorded)
+    return walked
+
+
 def _errors(report: Report) -> list[tuple[str, str, str]]:
     return [
         (f.check_id, Path(f.path).name, f.evidence)
@@ -184,13 +203,24 @@ def _errors(report: Report) -> list[tuple[str, str, str]]:
     ]
 
 
+@pytest.mark.parametrize("big", [False, True], ids=["small", "big"])
 @pytest.mark.parametrize("stripped", [False, True], ids=["unstripped", "stripped"])
 @pytest.mark.parametrize("variant", list(VARIANTS))
 @pytest.mark.parametrize("registry", list(REGISTRIES))
 def test_a_registry_in_two_libraries_is_an_error_exactly_when_loading_both_fails(
-    registry_case: Built, registry: str, variant: str, stripped: bool
+    registry_case: Built,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    registry: str,
+    variant: str,
+    stripped: bool,
+    big: bool,
 ) -> None:
+    """``big``: every file counts as big, whose initializers are walked as it is read only
+    when it is stripped (an unstripped one is paired by their names first, and they are read
+    again when a check needs them); the verdicts are the same."""
     folder = registry_case(registry, variant, stripped)
+    walked = _initializers_as_read(monkeypatch, big=big)
     spec = REGISTRIES[registry]
     failed = set()
     for mode in ("global", "local"):
@@ -200,6 +230,7 @@ def test_a_registry_in_two_libraries_is_an_error_exactly_when_loading_both_fails
             failed.add(mode)
     assert failed == FAILS[registry, variant]
     errors = _errors(check(folder))
+    assert walked == {"libone.so": not big or stripped, "libtwo.so": not big or stripped}
     if not failed:
         assert errors == []
         return

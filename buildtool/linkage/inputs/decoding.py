@@ -4,6 +4,9 @@ that forked it: ``Handoff``), the facts decoded from there; the members a read k
 reading again (``KEPT``). ``pool`` spreads this work over several processes.
 
 Files on disk are mapped, and the pages of big tables are dropped from the process once decoded.
+A big file's initializers are walked as it is read only when it is stripped, as a sparse read
+leaves them: an unstripped one is paired by their names first (``InitializerLookup`` reads them
+when a check needs them). Walking libtorch_cpu.so's 377 took longer than the rest of its reading.
 A big ELF member goes into the buffer without its code (no fact comes from it), unless that
 could change a fact; then it is read again whole. An extension module's init function is code a
 fact comes from: a member named like a module is read whole at once.
@@ -47,6 +50,10 @@ if TYPE_CHECKING:
 SPARSE_MIN_BYTES: Final = 64 << 20
 """Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
 buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
+
+NAMED_PAIRS_MIN_BYTES: Final = 64 << 20
+"""Files at least this big have their initializers walked as they are read only when they are
+stripped (as a sparse read leaves them): an unstripped one is paired by their names first."""
 
 KEEP_FRONT_BYTES: Final = 32 << 20
 """Bytes at the start of a member always kept: linkers put the dynamic symbol tables there,
@@ -357,6 +364,7 @@ def facts_decoder(
                 file_backed=raw.file_backed,
                 read_symtab=symtab,
                 read_code=not raw.code_left_out,
+                stripped_walk_only=raw.size >= NAMED_PAIRS_MIN_BYTES,
             )
         except MalformedBinary as error:
             return error.with_traceback(None)  # its frames would keep views of the bytes

@@ -121,7 +121,13 @@ def _interpreter(img: _Image, segments: Sequence[_Segment]) -> str | None:
 
 
 def _facts(
-    img: _Image, path: str, names: Collection[str], read_symtab: bool, read_code: bool = True
+    img: _Image,
+    path: str,
+    names: Collection[str],
+    read_symtab: bool,
+    *,
+    read_code: bool,
+    stripped_walk_only: bool,
 ) -> BinaryFacts:
     st = _read_structure(img)
     dyn, sections, segments = st.dynamic, st.sections, st.segments
@@ -135,6 +141,8 @@ def _facts(
     file_type = file_type_name(st.header.e_type, flags.pie, interpreter, soname)
     read_names = read_symtab and file_type not in PROGRAMS
     initializers, functions = _read_static_symbols(img, sections) if read_names else ((), NO_NAMES)
+    has_symtab = _first(sections, _SHT_SYMTAB) is not None
+    walk = read_code and not (stripped_walk_only and has_symtab)
     return BinaryFacts(
         path=path,
         elf_class=img.layout.elf_class,
@@ -156,7 +164,7 @@ def _facts(
         version_definitions=symbols.versions.definitions,
         version_needs=symbols.versions.needs,
         init_array_size=_init_array_size(dyn, sections),
-        has_symtab=_first(sections, _SHT_SYMTAB) is not None,
+        has_symtab=has_symtab,
         static_initializers=initializers,
         symtab_functions=functions,
         registration_strings=_registration_strings(img, _data_regions(sections, segments), names),
@@ -169,7 +177,7 @@ def _facts(
         textrel=flags.textrel,
         nodeflib=flags.nodeflib,
         symbolic=flags.symbolic,
-        initializers=_initializers(img, st, machine, file_type, read_code),
+        initializers=_initializers(img, st, machine, file_type, walk),
         module_init=(
             read_module_init(img, segments, dyn, machine)
             if read_code and walks_module_init(file_type, soname, symbols.defined)
@@ -202,6 +210,7 @@ def read_elf_facts(
     file_backed: bool = False,
     read_symtab: bool = True,
     read_code: bool = True,
+    stripped_walk_only: bool = False,
 ) -> BinaryFacts | None:
     """Facts about one file's bytes; None when it is not ELF; MalformedElf when it is corrupt.
 
@@ -211,7 +220,9 @@ def read_elf_facts(
     dropped from the process's resident memory. ``read_symtab=False`` leaves
     ``static_initializers`` and ``symtab_functions`` empty, for ``with_symtab`` to fill in from
     parts of the table read elsewhere (``read_symtab_part``). ``read_code=False`` leaves the
-    initializers unread (None): ``data`` lacks the code (a sparse read).
+    initializers unread (None): ``data`` lacks the code (a sparse read). ``stripped_walk_only``
+    leaves them unread when the file has a ``.symtab`` (a big file: its initializers' names
+    pair it first, and they are read again if a check needs them: ``InitializerLookup``).
     """
     if not is_elf(data):
         return None
@@ -220,7 +231,14 @@ def read_elf_facts(
         display_path,
         size,
         file_backed,
-        lambda image: _facts(image, display_path, registration_names, read_symtab, read_code),
+        lambda image: _facts(
+            image,
+            display_path,
+            registration_names,
+            read_symtab,
+            read_code=read_code,
+            stripped_walk_only=stripped_walk_only,
+        ),
     )
 
 
