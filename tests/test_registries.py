@@ -180,9 +180,9 @@ def _loads(folder: Path, mode: str) -> subprocess.CompletedProcess[str]:
 
 def _initializers_as_read(monkeypatch: pytest.MonkeyPatch, *, big: bool) -> dict[str, bool]:
     """Whether each shared library's initializers were walked as it was read, by file name;
-    ``big``: every file counts as big (``decoding.NAMED_PAIRS_MIN_BYTES``)."""
+    ``big``: every file counts as big (``decoding.LATE_WALK_MIN_BYTES``)."""
     if big:
-        monkeypatch.setattr(decoding, "NAMED_PAIRS_MIN_BYTES", 0)
+        monkeypatch.setattr(decoding, "LATE_WALK_MIN_BYTES", 0)
     walked: dict[str, bool] = {}
 
     def recorded(data: ElfBuffer, display: str, *args: Any, **kwargs: Any) -> BinaryFacts | None:

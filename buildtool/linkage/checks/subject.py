@@ -475,7 +475,7 @@ class Subject:
 
     def defines_module_init(self, binary: BinaryFile) -> bool:
         """Whether the file defines a ``PyInit_<name>`` (``binaries.defines_module_init``),
-        scanned once for every check that asks (libtorch_cpu.so's 74k names: 12 ms a scan)."""
+        scanned once for every check that asks (libtorch_cpu.so has 74k names)."""
         found = self._module_inits.get(binary.display)
         if found is None:
             found = self._module_inits[binary.display] = defines_module_init(self.facts(binary))

@@ -51,9 +51,10 @@ SPARSE_MIN_BYTES: Final = 64 << 20
 """Wheel members at least this big are read without their code (see ``elf.code_ranges``): the
 buffer of libtorch_cpu.so then holds 100 of its 434 MB."""
 
-NAMED_PAIRS_MIN_BYTES: Final = 64 << 20
+LATE_WALK_MIN_BYTES: Final = 64 << 20
 """Files at least this big have their initializers walked as they are read only when they are
-stripped (as a sparse read leaves them): an unstripped one is paired by their names first."""
+stripped (as a sparse read leaves them); an unstripped one's are walked later if a check needs
+them, as its initializers' names pair it first."""
 
 KEEP_FRONT_BYTES: Final = 32 << 20
 """Bytes at the start of a member always kept: linkers put the dynamic symbol tables there,
@@ -364,7 +365,7 @@ def facts_decoder(
                 file_backed=raw.file_backed,
                 read_symtab=symtab,
                 read_code=not raw.code_left_out,
-                stripped_walk_only=raw.size >= NAMED_PAIRS_MIN_BYTES,
+                stripped_walk_only=raw.size >= LATE_WALK_MIN_BYTES,
             )
         except MalformedBinary as error:
             return error.with_traceback(None)  # its frames would keep views of the bytes

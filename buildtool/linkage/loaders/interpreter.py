@@ -14,6 +14,7 @@ import dataclasses
 from typing import Final
 
 from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.binaries.elf import walks_module_init
 from buildtool.linkage.loaders.closure import Environment, resolve_closure
 from buildtool.linkage.loaders.glibc import FactsLookup
 from buildtool.linkage.loaders.loaded import Closure
@@ -29,9 +30,7 @@ INTERPRETER_PATH: Final = "/(python interpreter)"
 def is_extension_module(facts: BinaryFacts) -> bool:
     """A CPython extension module: an ELF shared object without SONAME (nothing links it, the
     interpreter opens it by path) that defines its ``PyInit_<name>`` entry point."""
-    if facts.format != "elf" or facts.file_type != "shared" or facts.soname is not None:
-        return False
-    return any(key.startswith("PyInit_") for key in facts.defined)
+    return facts.format == "elf" and walks_module_init(facts.file_type, facts.soname, facts.defined)
 
 
 def interpreter_closure(module: BinaryFacts, read: FactsLookup, env: Environment) -> Closure:
