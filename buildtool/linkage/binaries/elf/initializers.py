@@ -9,6 +9,7 @@ import bisect
 import struct
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Final
 
 from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
@@ -334,16 +335,13 @@ def initializers_unless_left_out(
 MODULE_INIT_PREFIX: Final = "PyInit_"
 
 
-def defines_module_init(defined: frozenset[str]) -> bool:
-    """Whether dynamic definitions include a ``PyInit_<name>`` (a Python extension module's)."""
-    return any(key.startswith(MODULE_INIT_PREFIX) for key in defined)
-
-
 def walks_module_init(file_type: str, soname: str | None, defined: frozenset[str]) -> bool:
     """Whether a read walks the file's module init function (``BinaryFacts.module_init``): a
     shared library without a SONAME that defines ``PyInit_<name>``, as an extension module is.
     The SONAME is asked first: a library's tens of thousands of names are never scanned."""
-    return file_type == "shared" and soname is None and defines_module_init(defined)
+    if file_type != "shared" or soname is not None:
+        return False
+    return any(map(str.startswith, defined, repeat(MODULE_INIT_PREFIX)))
 
 
 def _module_init_address(img: _Image, segments: Sequence[_Segment], dyn: _Dynamic) -> int | None:
