@@ -16,8 +16,10 @@ with the median of several runs each:
     ``pip wheel --no-build-isolation --no-deps`` of the same project, both after a first build;
 (h) reading the facts of the unpacked ELF files in this process with the fast decoder and with
     pyelftools, in rounds: what the cross-check (``verify-linkage --reader pyelftools``) costs;
-(j) torch's macOS arm64 and Windows x64 wheels (``pip download --platform``): zipfile
-    decompressing every member, in rounds with ``buildtool verify-linkage --no-recipe`` on them.
+(j) torch's macOS arm64 and Windows x64 wheels (``pip download --platform``), and tensorflow's
+    Linux CPU wheel (77 ELF files whose duplicate-code pairs the checks weigh by the thousand):
+    zipfile decompressing every member, in rounds with ``buildtool verify-linkage --no-recipe``
+    on them.
 
 Ratios between two commands are taken pair by pair, from runs made one after the other, and their
 median reported: the host's speed drifts (a virtual machine shares its CPUs), and a ratio of two
@@ -65,11 +67,13 @@ PERFORMANCE_START = "<!-- performance: written by benchmarks/verify_torch.py -->
 PERFORMANCE_END = "<!-- end of performance -->"
 """The part of the project's README that each run rewrites: its targets table."""
 TORCH = "torch==2.13.0"
-OTHER_PLATFORMS: Final = {
+OTHER_WHEELS: Final = {
     "macOS": ("torch==2.11.0", "macosx_11_0_arm64"),  # the newest torch with a cp311 macOS wheel
     "Windows": ("torch==2.13.0", "win_amd64"),
+    "tensorflow-cpu Linux": ("tensorflow-cpu==2.21.0", "manylinux_2_27_x86_64"),
 }
-"""The other formats' torch wheels: (requirement, platform tag)."""
+"""The other wheels measured: torch's for the other formats, and one of another project:
+(requirement, platform tag)."""
 BEFORE_PEAK_RSS_MIB: Final = 326
 """Peak RSS (largest process) of ``verify-linkage`` on the torch wheel before this work
 (median of 7 runs): the memory target is not to exceed it."""
@@ -90,16 +94,17 @@ def child_environment(work: Path) -> dict[str, str]:
 
 
 def download_other(work: Path, requirement: str, tag: str) -> Path:
-    """torch's wheel for another platform (``pip download --platform``), kept in ``work``."""
+    """A wheel for a platform (``pip download --platform``), kept in ``work``."""
+    project = requirement.partition("==")[0].replace("-", "_")
     folder = work / tag
-    found = sorted(folder.glob(f"torch-*{tag}*.whl"))
+    found = sorted(folder.glob(f"{project}-*{tag}*.whl"))
     if not found:
         command = [
             sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
             "--platform", tag, "--python-version", "3.11", requirement, "-d", str(folder),
         ]  # fmt: skip
         subprocess.run(command, check=True)
-        found = sorted(folder.glob(f"torch-*{tag}*.whl"))
+        found = sorted(folder.glob(f"{project}-*{tag}*.whl"))
     return found[0]
 
 
@@ -116,11 +121,11 @@ def _verifying(wheel: Path, env: dict[str, str]) -> Callable[[], Run]:
     return lambda: run_command(verify(wheel), env)
 
 
-def other_platforms(work: Path, env: dict[str, str], runs: int) -> dict[str, Pair]:
-    """Each other platform's wheel: its decompression (every member) and verify-linkage on it,
-    in rounds."""
+def other_wheels(work: Path, env: dict[str, str], runs: int) -> dict[str, Pair]:
+    """Each other wheel: its decompression (every member) and verify-linkage on it, in
+    rounds."""
     found: dict[str, Pair] = {}
-    for name, (requirement, tag) in OTHER_PLATFORMS.items():
+    for name, (requirement, tag) in OTHER_WHEELS.items():
         wheel = download_other(work, requirement, tag)
         members = every_member(wheel)
         run_command(verify(wheel), env)  # warm: byte code, page cache
@@ -308,7 +313,7 @@ class Results:
     """(i): ``python -m buildtool`` on torch/lib, which ends with ``os._exit`` after ``main``."""
     full_teardown: Measurement | None = None
     others: dict[str, Pair] = dataclasses.field(default_factory=dict)
-    """(j): by platform, its torch wheel's decompression and verify-linkage on it."""
+    """(j): by name, the wheel's decompression and verify-linkage on it."""
     """(i): the same ``main`` followed by the interpreter's ordinary teardown, run beside it."""
 
 
@@ -363,7 +368,7 @@ def run_all(
         with_memory(on_lib, verify(lib), env), on_lib_one, with_memory(on_once, verify(once), env),
         with_memory(on_twice, verify(twice), env), wheel_ours, wheel_pip,
         isal[0] if isal else None, fast_reader, pyelftools_reader, exit_at_once, full_teardown,
-        other_platforms(work, env, runs) if others else {},
+        other_wheels(work, env, runs) if others else {},
     )  # fmt: skip
 
 
@@ -675,7 +680,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--no-other-platforms",
         action="store_true",
-        help="leave out torch's macOS and Windows wheels (each a download of about 100 MB)",
+        help="leave out the other wheels: torch's macOS and Windows ones (about 100 MB each) "
+        "and tensorflow-cpu's (270 MB)",
     )
     parser.add_argument(
         "--auditwheel-runs", type=int, default=3, help="(default 3: about 50 s each)"

@@ -156,7 +156,8 @@ def _binding(
         return [], private, "bound inside each library (both are linked -Bsymbolic)"
     first, second = (_exported_names(subject.facts(binary)) for binary in pair)
     interposing = [name for name in functions if name in first and name in second]
-    private = [name for name in functions if _bound_privately(name, first | second)]
+    exported = first | second
+    private = [name for name in functions if _bound_privately(name, exported)]
     return interposing, private, "bound inside each library (not in .dynsym)"
 
 

@@ -56,24 +56,12 @@ SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
 
 
-def _names(facts: BinaryFacts) -> frozenset[str]:
+def _names(subject: Subject, facts: BinaryFacts) -> frozenset[str]:
     """Strong dynamic definitions by name (a version suffix dropped); a DLL's every export
     (its facts call them weak only so that names are no duplicate-code evidence)."""
     if facts.format == "pe":
         return facts.defined
-    return _unversioned(facts, facts.defined - facts.weak_defined)
-
-
-def _definitions(facts: BinaryFacts) -> frozenset[str]:
-    """Every dynamic definition by name, weak ones too (gflags' ``FlagRegisterer`` constructor
-    is a weak template instance of libgflags): an import binds to it all the same."""
-    return _unversioned(facts, facts.defined)
-
-
-def _unversioned(facts: BinaryFacts, keys: frozenset[str]) -> frozenset[str]:
-    if not facts.versioned_definitions:
-        return keys  # no key to split (libtorch_cpu.so's 116k)
-    return frozenset(key.split("@", 1)[0] for key in keys)
+    return subject.definition_names(facts, strong=True)
 
 
 def _is_system(path: str, facts: BinaryFacts) -> bool:
@@ -94,6 +82,12 @@ class _Shape(NamedTuple):
 
 _Key = tuple[str, str]
 """An initializer's shape and ``InitializerReach.content`` ("" for untold)."""
+
+
+def _shapes(subject: Subject, inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
+    """The registering initializers by shape and content, worked out once per tuple of
+    initializers (each pair a file is in asks again: tensorflow's 994 pairs)."""
+    return subject.per_object("initializer shapes", inits, _by_shape)
 
 
 def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
@@ -130,18 +124,18 @@ def told_apart(subject: Subject, pair: Pair) -> bool:
     """Whether the pair's registering initializers of one shape all hand on different content:
     one boilerplate registering something else in each (two libraries' ``qrc_resources.cpp``,
     whose initializers and helpers rcc names alike), not copies, whatever their names say."""
-    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
+    mine, theirs = (_shapes(subject, _walked(subject, pair, binary)) for binary in pair)
     shared = {key[0] for key in mine} & {key[0] for key in theirs}
     return bool(shared) and not _copies(mine, theirs)
 
 
 def _shared_reach(
-    first: tuple[InitializerReach, ...], second: tuple[InitializerReach, ...]
+    subject: Subject, first: tuple[InitializerReach, ...], second: tuple[InitializerReach, ...]
 ) -> frozenset[str]:
     """Functions that the initializers of one shape reach in both files: each shape on its own
     (two files' unrelated initializers of another shape prove nothing), and only shapes that
     tell a copy (``_registering``, ``_copies``)."""
-    mine, theirs = _by_shape(first), _by_shape(second)
+    mine, theirs = _shapes(subject, first), _shapes(subject, second)
     both = frozenset().union(
         *(mine[key].reaches & theirs[other].reaches for key, other in _copies(mine, theirs))
     )
@@ -166,7 +160,7 @@ it, and VTK loads)."""
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
     """The strings the initializers both files have in common address (what they register)."""
-    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
+    mine, theirs = (_shapes(subject, _walked(subject, pair, binary)) for binary in pair)
     copies = _copies(mine, theirs)
     return tuple(dict.fromkeys(text for key, _other in copies for text in mine[key].strings))
 
@@ -176,7 +170,7 @@ def name_nothing(subject: Subject, pair: Pair) -> bool:
     whatever they call cannot register one name twice (VTK's ``vtkDebugLeaksManager``
     counters, which every file including the header runs for itself). Walked whole where a
     read walked them in their own code only: what they hand on is ``content``."""
-    mine, theirs = (_by_shape(_walked(subject, pair, binary)) for binary in pair)
+    mine, theirs = (_shapes(subject, _walked(subject, pair, binary)) for binary in pair)
     return not any(mine[key].strings or key[1] for key, _other in _copies(mine, theirs))
 
 
@@ -199,7 +193,7 @@ def _walked(subject: Subject, pair: Pair, binary: BinaryFile) -> tuple[Initializ
     """``binary``'s initializers, walked whole when one of a shape the pair has in common was
     walked in its own code only."""
     held = subject.initializers(binary)
-    mine, theirs = ({key[0] for key in _by_shape(subject.initializers(b))} for b in pair)
+    mine, theirs = ({key[0] for key in _shapes(subject, subject.initializers(b))} for b in pair)
     shared = frozenset(mine & theirs)
     if all(init.complete for init in held if init.shape in shared):
         return held
@@ -213,18 +207,21 @@ def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     calls first, ``-Bsymbolic``), which the second one loaded binds to the first one's copy
     (sorted). Modules the interpreter imports each ``RTLD_LOCAL`` bind their own."""
     first, second = (_walked(subject, pair, binary) for binary in pair)
-    reached = _shared_reach(first, second)
+    reached = _shared_reach(subject, first, second)
     if not reached:
         return []
     found: set[str] = set()
     facts = [subject.facts(binary) for binary in pair]
     if not all(f.symbolic for f in facts) and subject.co_loaded(*pair):
-        exported = reached & _names(facts[0]) & _names(facts[1])
+        exported = reached & _names(subject, facts[0]) & _names(subject, facts[1])
         found.update(f"{base_name(pair[0])}:{name} (exported by both)" for name in exported)
     for path, other in sorted(_loaded_with(subject, pair).items()):
         if not _is_system(path, other):
             name = posixpath.basename(path)
-            found.update(f"{name}:{callee}" for callee in reached & _definitions(other))
+            # weak definitions too (gflags' ``FlagRegisterer`` constructor is a weak template
+            # instance of libgflags): an import binds to one all the same
+            defined = subject.definition_names(other)
+            found.update(f"{name}:{callee}" for callee in reached & defined)
     return sorted(found)
 
 

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from pathlib import PurePosixPath
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, cast
 
 from buildtool.linkage.binaries import (
     BinaryFacts,
@@ -456,21 +456,25 @@ class Subject:
     def _indexes(self) -> dict[str, DefinitionIndex]:
         return {}
 
-    def definition_names(self, path: str, facts: BinaryFacts) -> frozenset[str]:
-        """The names one loaded object defines, versions dropped, worked out once for every
-        file whose closure holds it (libtorch_cpu.so's 74k, for each module that loads it)."""
-        names = self._names_by_path.get(path)
-        if names is None:
-            defined = facts.defined
-            names = self._names_by_path[path] = (
-                frozenset(key.partition("@")[0] for key in defined)
-                if facts.versioned_definitions
-                else defined
-            )
-        return names
+    def definition_names(self, facts: BinaryFacts, *, strong: bool = False) -> frozenset[str]:
+        """The names one loaded object defines (``strong``: less its weak definitions), versions
+        dropped, worked out once per object for every file whose closure holds it and every pair
+        that asks (libtorch_cpu.so's 74k for each module that loads it; each pair of
+        tensorflow's libraries for every library loaded with them)."""
+        kind = "strong definition names" if strong else "definition names"
+        return self.per_object(kind, facts, lambda of: _definition_names(of, strong))
+
+    def per_object(self, kind: str, of: _O, compute: Callable[[_O], _T]) -> _T:
+        """``compute(of)``, worked out once per object (by identity) for every check and pair
+        that asks; ``kind`` names the derivation, keeping different ones of one object apart."""
+        key = (kind, id(of))
+        held = self._per_object.get(key)
+        if held is None:
+            held = self._per_object[key] = (of, compute(of))  # ``of`` kept: its id stays its own
+        return cast("_T", held[1])
 
     @cached_property
-    def _names_by_path(self) -> dict[str, frozenset[str]]:
+    def _per_object(self) -> dict[tuple[str, int], tuple[object, object]]:
         return {}
 
     def defines_module_init(self, binary: BinaryFile) -> bool:
@@ -489,6 +493,17 @@ class Subject:
     def identical_copies(self) -> dict[str, BinaryFile]:
         """See ``identical_copies``: worked out once for the copy check and the size table."""
         return identical_copies(self.shared)
+
+
+_O = TypeVar("_O")
+_T = TypeVar("_T")
+
+
+def _definition_names(facts: BinaryFacts, strong: bool) -> frozenset[str]:
+    defined = facts.defined - facts.weak_defined if strong else facts.defined
+    if not facts.versioned_definitions:
+        return defined
+    return frozenset(key.partition("@")[0] for key in defined)
 
 
 def _compatible(one: Residence, other: Residence) -> bool:
