@@ -127,16 +127,14 @@ def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitiali
             read[binary.display] = read_again(binary)
         return read.get(binary.display, held or ())
 
-    def deep(binary: BinaryFile, shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+    def deep(
+        binary: BinaryFile, shapes: frozenset[str], later: frozenset[str]
+    ) -> tuple[InitializerReach, ...]:
         held = initializers(binary)
         walked = whole.setdefault(binary.display, {})
-        positions = {
-            position
-            for position, init in enumerate(held)
-            if init.shape in shapes and not init.complete
-        }
-        missing = sorted(positions - walked.keys())
-        if missing:
+        positions = _unwalked(held, shapes)
+        if positions - walked.keys():  # read again once, for the shapes asked later too
+            missing = sorted((positions | _unwalked(held, later)) - walked.keys())
             found = read_again(binary, missing)
             if len(found) != len(missing):  # the file changed since: as held
                 found = tuple(held[position] for position in missing)
@@ -147,6 +145,11 @@ def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitiali
         )
 
     return initializers, deep
+
+
+def _unwalked(held: Sequence[InitializerReach], shapes: frozenset[str]) -> set[int]:
+    """Positions of the initializers of ``shapes`` walked in their own code only."""
+    return {p for p, init in enumerate(held) if init.shape in shapes and not init.complete}
 
 
 def _function_names(reader: FunctionNameLookup) -> FunctionNames:

@@ -197,7 +197,8 @@ def _walked(subject: Subject, pair: Pair, binary: BinaryFile) -> tuple[Initializ
     shared = frozenset(mine & theirs)
     if all(init.complete for init in held if init.shape in shared):
         return held
-    return subject.deep_initializers(binary, shared)
+    later = _grouped_shapes(subject).get(binary.display, shared)
+    return subject.deep_initializers(binary, shared, later)
 
 
 def registry_callees(subject: Subject, pair: Pair) -> list[str]:
@@ -248,14 +249,35 @@ def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
     call nothing by symbol left out): copies of one object file, whatever the files' names for
     it. An unstripped file whose initializers a sparse read left unread is not read again for
     this: its pairs with others are found by their static initializers' names."""
-    by_shape: dict[str, list[BinaryFile]] = {}
-    for binary in subject.shared:
-        facts = subject.facts(binary)
-        if facts.has_symtab and facts.initializers is None:
-            continue
-        for shape in {init.shape for init in _registering(subject.initializers(binary))}:
-            by_shape.setdefault(shape, []).append(binary)
-    return [group for group in by_shape.values() if len(group) > 1]
+    return [group for group in _groups_by_shape(subject).values() if len(group) > 1]
+
+
+def _groups_by_shape(subject: Subject) -> dict[str, list[BinaryFile]]:
+    def grouped(shared: tuple[BinaryFile, ...]) -> dict[str, list[BinaryFile]]:
+        by_shape: dict[str, list[BinaryFile]] = {}
+        for binary in shared:
+            facts = subject.facts(binary)
+            if facts.has_symtab and facts.initializers is None:
+                continue
+            for shape in {init.shape for init in _registering(subject.initializers(binary))}:
+                by_shape.setdefault(shape, []).append(binary)
+        return by_shape
+
+    return subject.per_object("shape groups", subject.files, lambda _files: grouped(subject.shared))
+
+
+def _grouped_shapes(subject: Subject) -> dict[str, frozenset[str]]:
+    """Each grouped file's shapes that another file has too, by display path: what the pairs
+    it is in may ask to have walked whole."""
+
+    def shapes(_files: object) -> dict[str, frozenset[str]]:
+        found: dict[str, set[str]] = {}
+        for shape, group in _groups_by_shape(subject).items():
+            for binary in group if len(group) > 1 else ():
+                found.setdefault(binary.display, set()).add(shape)
+        return {display: frozenset(held) for display, held in found.items()}
+
+    return subject.per_object("shapes in groups", subject.files, shapes)
 
 
 STREAM_SETUP: Final = frozenset(
@@ -279,6 +301,6 @@ def initializers_build_state(subject: Subject, binary: BinaryFile) -> bool | Non
     unwalked = frozenset(i.shape for i in inits if not i.guarded and not i.complete)
     if reached - STREAM_SETUP or not unwalked:
         return bool(reached - STREAM_SETUP)
-    inits = subject.deep_initializers(binary, unwalked)  # the calls their own code leaves to
+    inits = subject.deep_initializers(binary, unwalked, unwalked)  # the calls their own code
     reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
     return bool(reached - STREAM_SETUP)

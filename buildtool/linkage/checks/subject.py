@@ -44,12 +44,18 @@ Initializers = Callable[[BinaryFile], tuple[InitializerReach, ...]]
 """A file's initializers' reach (``BinaryFacts.initializers``), read again by the shell when a
 sparse read left them unread."""
 
-DeepInitializers = Callable[[BinaryFile, frozenset[str]], tuple[InitializerReach, ...]]
+DeepInitializers = Callable[
+    [BinaryFile, frozenset[str], frozenset[str]], tuple[InitializerReach, ...]
+]
 """The same, those of the given shapes walked whole: read again by the shell when the facts
-hold only their own code (``InitializerReach.complete``)."""
+hold only their own code (``InitializerReach.complete``). The second set names shapes that
+later questions may want walked whole too: a file read again has those walked in the same read
+(a big member is inflated once, not once per pair it is in)."""
 
 
-def deep_as_read(binary: BinaryFile, _shapes: frozenset[str]) -> tuple[InitializerReach, ...]:
+def deep_as_read(
+    binary: BinaryFile, _shapes: frozenset[str], _later: frozenset[str]
+) -> tuple[InitializerReach, ...]:
     """A ``DeepInitializers`` that reads nothing: those the facts hold."""
     return initializers_as_read(binary)
 
