@@ -127,7 +127,18 @@ def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitiali
             read[binary.display] = read_again(binary)
         return read.get(binary.display, held or ())
 
+    answers: dict[tuple[str, frozenset[str]], tuple[InitializerReach, ...]] = {}
+
     def deep(
+        binary: BinaryFile, shapes: frozenset[str], later: frozenset[str]
+    ) -> tuple[InitializerReach, ...]:
+        # one tuple per question, however often asked: the checks derive things from it once
+        key = (binary.display, shapes)
+        if key not in answers:
+            answers[key] = walked_whole(binary, shapes, later)
+        return answers[key]
+
+    def walked_whole(
         binary: BinaryFile, shapes: frozenset[str], later: frozenset[str]
     ) -> tuple[InitializerReach, ...]:
         held = initializers(binary)

@@ -253,17 +253,20 @@ def shape_groups(subject: Subject) -> list[list[BinaryFile]]:
 
 
 def _groups_by_shape(subject: Subject) -> dict[str, list[BinaryFile]]:
-    def grouped(shared: tuple[BinaryFile, ...]) -> dict[str, list[BinaryFile]]:
-        by_shape: dict[str, list[BinaryFile]] = {}
-        for binary in shared:
-            facts = subject.facts(binary)
-            if facts.has_symtab and facts.initializers is None:
-                continue
-            for shape in {init.shape for init in _registering(subject.initializers(binary))}:
-                by_shape.setdefault(shape, []).append(binary)
-        return by_shape
+    """Shared libraries by the shapes of their registering initializers (``shape_groups``),
+    worked out once for the check and for the shapes each file's pairs may ask."""
+    return subject.per_object("shape groups", subject.files, lambda _files: _grouped(subject))
 
-    return subject.per_object("shape groups", subject.files, lambda _files: grouped(subject.shared))
+
+def _grouped(subject: Subject) -> dict[str, list[BinaryFile]]:
+    by_shape: dict[str, list[BinaryFile]] = {}
+    for binary in subject.shared:
+        facts = subject.facts(binary)
+        if facts.has_symtab and facts.initializers is None:
+            continue
+        for shape in {init.shape for init in _registering(subject.initializers(binary))}:
+            by_shape.setdefault(shape, []).append(binary)
+    return by_shape
 
 
 def _grouped_shapes(subject: Subject) -> dict[str, frozenset[str]]:
@@ -301,6 +304,7 @@ def initializers_build_state(subject: Subject, binary: BinaryFile) -> bool | Non
     unwalked = frozenset(i.shape for i in inits if not i.guarded and not i.complete)
     if reached - STREAM_SETUP or not unwalked:
         return bool(reached - STREAM_SETUP)
-    inits = subject.deep_initializers(binary, unwalked, unwalked)  # the calls their own code
+    # walked whole: the calls their own code leaves to other functions
+    inits = subject.deep_initializers(binary, unwalked, unwalked)
     reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))
     return bool(reached - STREAM_SETUP)
