@@ -312,9 +312,9 @@ class Results:
     exit_at_once: Measurement | None = None
     """(i): ``python -m buildtool`` on torch/lib, which ends with ``os._exit`` after ``main``."""
     full_teardown: Measurement | None = None
+    """(i): the same ``main`` followed by the interpreter's ordinary teardown, run beside it."""
     others: dict[str, Pair] = dataclasses.field(default_factory=dict)
     """(j): by name, the wheel's decompression and verify-linkage on it."""
-    """(i): the same ``main`` followed by the interpreter's ordinary teardown, run beside it."""
 
 
 def run_all(
