@@ -3,6 +3,7 @@ naming the wheel and the member (or a finding), and reading one never writes any
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import shutil
 import stat
@@ -22,7 +23,12 @@ from buildtool.cli import main
 from buildtool.errors import InputError
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.collect import read_wheel
-from buildtool.linkage.inputs.wheel_archive import WheelLimits, parse_record, record_line
+from buildtool.linkage.inputs.wheel_archive import (
+    WheelLimits,
+    parse_record,
+    record_line,
+    record_rows,
+)
 from buildtool.linkage.verify import verify_paths
 from tests.conftest import require
 
@@ -279,6 +285,42 @@ def test_overlapping_entries_are_refused(elf: bytes, tmp_path: Path) -> None:
 
 
 # --- anything else is an input error, never another exception ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a.py,sha256=AbC,12\nb/c d.py,sha256=x,3\n\nw.dist-info/RECORD,,\n",
+        "a.py,sha256=x,1\r\n  spaced ,sha256=y, 2\r\n\r\n",
+        "t\tab.py,sha256=x,1\x0bv.py,sha256=y,2\u2028w.py,,\n",
+        "only-one-field\na,b,c,d,e\n,,\n",
+        "",
+    ],
+)
+def test_unquoted_record_rows_are_what_csv_reads(text: str) -> None:
+    assert record_rows("w.whl", text) == [row for row in csv.reader(text.splitlines()) if row]
+
+
+def _csv_rows(text: str) -> list[list[str]] | None:
+    try:
+        return [row for row in csv.reader(text.splitlines()) if row]
+    except csv.Error:
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list('ab ,\t\n\r\x0b\u2028"\0\u00e9=')), max_size=60))
+def test_record_rows_are_what_csv_reads(text: str) -> None:
+    expected = _csv_rows(text)
+    if expected is None:
+        with pytest.raises(InputError, match="RECORD: not a CSV file"):
+            record_rows("w.whl", text)
+    else:
+        assert record_rows("w.whl", text) == expected
+
+
+def test_quoted_record_rows_keep_their_commas() -> None:
+    assert record_rows("w.whl", '"b,c.py",sha256=x,1\n') == [["b,c.py", "sha256=x", "1"]]
 
 
 def test_record_parsing() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from buildtool.linkage.binaries.elf import ELF_MAGIC
 from buildtool.linkage.inputs import inflate
-from buildtool.linkage.inputs.inflate import MemberSpan, UnreadableMember, read_span
+from buildtool.linkage.inputs.inflate import MemberSpan, UnreadableMember, member_bytes, read_span
 
 
 def _payloads() -> dict[str, bytes]:
@@ -142,6 +142,37 @@ def test_headers_that_disagree_with_the_bytes_are_named(
     span = change(_span_named(wheel, "deflated/text.h"))
     with pytest.raises(UnreadableMember, match=message):
         read_span(wheel.read_bytes(), span, "sha256")
+
+
+def test_member_bytes_are_what_zipfile_reads(wheel: Path) -> None:
+    data = wheel.read_bytes()
+    for span, expected in _spans(wheel):
+        assert member_bytes(data, span) == expected, span.name
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda s: MemberSpan("other", *_rest(s)),
+        lambda s: MemberSpan(s.name, s.header_offset, 8, 100, s.file_size),
+        lambda s: MemberSpan(s.name, s.header_offset, 8, s.compress_size, 5),
+        lambda s: MemberSpan(s.name, s.header_offset, 14, s.compress_size, s.file_size),
+    ],
+    ids=["other name", "truncated", "longer than declared", "unknown method"],
+)
+def test_member_bytes_of_a_broken_member_are_none(
+    wheel: Path, change: Callable[[MemberSpan], MemberSpan]
+) -> None:
+    span = change(_span_named(wheel, "deflated/text.h"))
+    assert member_bytes(wheel.read_bytes(), span) is None
+
+
+def test_member_bytes_of_corrupt_deflate_data_are_none(wheel: Path) -> None:
+    span = _span_named(wheel, "deflated/text.h")
+    data = bytearray(wheel.read_bytes())
+    start = span.header_offset + 30 + len(span.name)
+    data[start : start + 16] = b"\xff" * 16
+    assert member_bytes(bytes(data), span) is None
 
 
 def _rest(span: MemberSpan) -> tuple[int, int, int, int]:
