@@ -398,6 +398,88 @@ def test_resource_initializers_registering_their_own_data_are_no_error(
     assert "both register through libcore.so:register_resource" in report.findings[0].evidence
 
 
+QT_RESOURCES = """// what Qt's rcc writes for a resource collection, registering with Qt's functions
+static const unsigned char qt_resource_struct[] = {
+  0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0};
+static const unsigned char qt_resource_name[] = {13, 'i', 'c', 'o', 'n', 's', '/', 'a', 'p', 'p',
+  '.', 'p', 'n', 'g'};
+static const unsigned char qt_resource_data[] = {0, 0, 0, 3, 'p', 'n', 'g'};
+bool qRegisterResourceData(int, const unsigned char*, const unsigned char*, const unsigned char*);
+bool qUnregisterResourceData(int, const unsigned char*, const unsigned char*,
+                             const unsigned char*);
+int qInitResources_NAME() {
+  qRegisterResourceData(3, qt_resource_struct, qt_resource_name, qt_resource_data);
+  return 1;
+}
+int qCleanupResources_NAME() {
+  qUnregisterResourceData(3, qt_resource_struct, qt_resource_name, qt_resource_data);
+  return 1;
+}
+namespace {
+struct initializer {
+  initializer() { qInitResources_NAME(); }
+  ~initializer() { qCleanupResources_NAME(); }
+} dummy;
+}  // namespace
+"""
+"""One resource collection as rcc writes it (``NAME``: the file it is compiled from)."""
+
+QT_RESOURCE_REGISTRY = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+struct Root { const unsigned char *tree, *names, *data; };
+static std::vector<Root>& roots() { static std::vector<Root> all; return all; }
+static std::string first_name(const unsigned char* names) {
+  return std::string(reinterpret_cast<const char*>(names) + 1, names[0]);
+}
+bool qRegisterResourceData(int, const unsigned char* tree, const unsigned char* names,
+                           const unsigned char* data) {
+#ifdef REFUSE_A_SECOND
+  for (const Root& root : roots()) {
+    if (first_name(root.names) == first_name(names)) {
+      std::fprintf(stderr, "resource %s registered twice\\n", first_name(names).c_str());
+      std::abort();
+    }
+  }
+#endif
+  roots().push_back({tree, names, data});  // Qt's: appended, whatever is listed already
+  return true;
+}
+bool qUnregisterResourceData(int, const unsigned char* tree, const unsigned char*,
+                             const unsigned char*) {
+  for (auto it = roots().begin(); it != roots().end(); ++it) {
+    if (it->tree == tree) { roots().erase(it); return true; }
+  }
+  return false;
+}
+"""
+"""Qt's resource registry: a list that takes the same resource twice (``REFUSE_A_SECOND``
+defined: one that aborts instead)."""
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
+def test_one_resource_collection_in_two_libraries_registered_with_qt_is_no_error(
+    tmp_path: Path, strip: bool
+) -> None:
+    """PySide6's libQt6Designer and libQt6DesignerComponents both hold one resource collection
+    and register it with libQt6Core's qRegisterResourceData, which lists it twice: both load
+    (BT103 before). Registered with any other registry, one that refuses the second
+    registration, they abort, and stay BT103: the name of Qt's function is what tells it."""
+    resources = QT_RESOURCES.replace("NAME", "shared")
+    flags = ("-fcf-protection=full",)
+    run = _hidden_pair(tmp_path / "qt", resources, strip, QT_RESOURCE_REGISTRY, *flags)
+    assert run.returncode == 0, run.stderr
+    assert not check(tmp_path / "qt").failed
+    refusing = ("#define REFUSE_A_SECOND\n" + QT_RESOURCE_REGISTRY).replace("qR", "checkedR")
+    run = _hidden_pair(tmp_path / "refusing", resources.replace("qR", "checkedR"), strip,
+                       refusing, *flags)  # fmt: skip
+    assert run.returncode == -6, run  # SIGABRT
+    assert "resource icons/app.png registered twice" in run.stderr
+    assert ("BT103", "libtwo.so") in ids(check(tmp_path / "refusing"))
+
+
 META_OBJECT = """#include <cstdio>
 #include <cstdlib>
 #include <set>

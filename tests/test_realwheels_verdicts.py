@@ -235,6 +235,45 @@ def test_pyqt6_with_pyqt6_qt6_has_no_bt103(tmp_path: Path) -> None:
     assert set(QT_RESOURCES.values()) <= set(run.stdout.split())
 
 
+DESIGNER = ("libQt6Designer.so.6", "libQt6DesignerComponents.so.6")
+
+LOAD_QT_LIBRARIES = """import ctypes, pathlib, sys
+from PySide6 import QtCore
+lib = pathlib.Path(QtCore.__file__).parent / "Qt" / "lib"
+def listed():
+    found = QtCore.QDirIterator(":/", QtCore.QDirIterator.IteratorFlag.Subdirectories)
+    names = set()
+    while found.hasNext():
+        names.add(found.next())
+    return names
+before = listed()
+for name in sys.argv[1:]:
+    ctypes.CDLL(str(lib / name), mode=ctypes.RTLD_GLOBAL)
+print(len(listed() - before))
+"""
+
+
+def test_pyside6_one_resource_collection_in_two_libraries_is_no_bt103(tmp_path: Path) -> None:
+    """1 BT103 before: libQt6Designer.so.6 and libQt6DesignerComponents.so.6 (stripped) both
+    hold one resource collection, tables and all, and register it with libQt6Core's
+    qRegisterResourceData, which lists a resource twice without complaint. Loaded into one
+    process with PySide6, in either order, both libraries register their resources."""
+    wheels = (pinned("PySide6-Essentials==6.12.0"), pinned("shiboken6==6.12.0"))
+    report = check(*wheels)
+    assert counts(report, "error").get("BT103", 0) == 0
+    site = tmp_path / "site"
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as opened:
+            opened.extractall(site)
+    environment = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    added = []
+    for order in (DESIGNER, DESIGNER[::-1]):
+        command = [sys.executable, "-c", LOAD_QT_LIBRARIES, *order]
+        run = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
+        added.append(int(run.stdout))
+    assert added[0] == added[1] > 0
+
+
 def test_pyqt6_each_library_it_does_not_bundle_is_one_finding_listing_its_files() -> None:
     """327 BT109 before, one per file and library: 70 libraries outside the manylinux_2_28
     policy (libxkbcommon.so.0 for 137 files, the xcb family, ...), one finding each."""

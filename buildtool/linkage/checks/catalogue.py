@@ -71,7 +71,9 @@ CHECKS: tuple[Check, ...] = (
         "interpose, stripped or not: each library's calls to its own exports run the copy "
         "loaded first. The linker's own symbols (_end, even versioned by a catch-all "
         "script) and the toolchain runtime's (devtoolset's libstdc++_nonshared) are no "
-        "evidence.",
+        "evidence, and neither is a registry that takes the same entry twice: Qt's "
+        "qRegisterResourceData lists one resource collection linked into two libraries twice "
+        "(PySide6's libQt6Designer and libQt6DesignerComponents), and both load.",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
     ),
     Check(

@@ -17,6 +17,7 @@ from buildtool.linkage.checks.common import (
     static_inits,
 )
 from buildtool.linkage.checks.initializer_reach import (
+    accepting_callees,
     name_nothing,
     registered_strings,
     registry_callees,
@@ -190,12 +191,26 @@ def _object_code_finding(
             f"binds to its own copy (about {_wasted(subject, pair, len(functions))} of code "
             "twice)",
             f"unstripped: static initializers {listed(initializers)}; {counts}; bound inside "
-            f"each: {listed(private)}; their initializers call no function of a third library "
-            "in common (each registers into its own copy)",
+            f"each: {listed(private)}; {_no_registry_in_common(subject, pair)}",
         )
     return _duplicate_finding(
         pair,
         f"unstripped: static initializers {listed(initializers)} and {counts}: {listed(functions)}",
+    )
+
+
+def _no_registry_in_common(subject: Subject, pair: Pair) -> str:
+    """BT124's evidence that the copies collide nowhere."""
+    accepting = accepting_callees(subject, pair)
+    if accepting:
+        return (
+            "their initializers call no function of a third library in common but "
+            f"{listed(accepting)}, which takes a second registration alike (each registers its "
+            "own copy)"
+        )
+    return (
+        "their initializers call no function of a third library in common (each registers into "
+        "its own copy)"
     )
 
 

@@ -52,6 +52,12 @@ STARTUP_CALLEES: Final = frozenset(
 ``register_tm_clones``, which the initializer array lists first): each library registers its own
 unwind tables there, never a name another library also registers."""
 
+ACCEPTING_REGISTRIES: Final = frozenset({"_Z21qRegisterResourceDataiPKhS0_S0_"})
+"""Registries that take the same entry twice without complaint. Qt's ``qRegisterResourceData``
+appends a library's resource tables to the list every lookup searches, whatever it lists
+already: one resource collection linked into two libraries (PySide6's libQt6Designer and
+libQt6DesignerComponents) is registered by both, and its files are found all the same."""
+
 SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
 
@@ -135,17 +141,31 @@ def _shared_reach(
     """Functions that the initializers of one shape reach in both files: each shape on its own
     (two files' unrelated initializers of another shape prove nothing), and only shapes that
     tell a copy (``_registering``, ``_copies``)."""
-    mine, theirs = _shapes(subject, first), _shapes(subject, second)
-    both = frozenset().union(
-        *(mine[key].reaches & theirs[other].reaches for key, other in _copies(mine, theirs))
-    )
     return frozenset(
         name
-        for name in both
+        for name in _reached_alike(subject, first, second)
         if not is_toolchain_function(name)
         and name not in STARTUP_CALLEES
+        and name not in ACCEPTING_REGISTRIES
         and not name.startswith(NO_REGISTRY)
     )
+
+
+def _reached_alike(
+    subject: Subject, first: tuple[InitializerReach, ...], second: tuple[InitializerReach, ...]
+) -> frozenset[str]:
+    """Every function that initializers of one shape reach in both files (``_shared_reach``)."""
+    mine, theirs = _shapes(subject, first), _shapes(subject, second)
+    return frozenset().union(
+        *(mine[key].reaches & theirs[other].reaches for key, other in _copies(mine, theirs))
+    )
+
+
+def accepting_callees(subject: Subject, pair: Pair) -> list[str]:
+    """The registries that take a second registration alike (``ACCEPTING_REGISTRIES``) which
+    the pair's initializers of one shape both reach (sorted)."""
+    first, second = (_walked(subject, pair, binary) for binary in pair)
+    return sorted(_reached_alike(subject, first, second) & ACCEPTING_REGISTRIES)
 
 
 NO_REGISTRY: Final = ("_ZNK", "_ZNSt", "_ZSt")
