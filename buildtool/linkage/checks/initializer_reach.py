@@ -54,9 +54,9 @@ unwind tables there, never a name another library also registers."""
 
 ACCEPTING_REGISTRIES: Final = frozenset({"_Z21qRegisterResourceDataiPKhS0_S0_"})
 """Registries that take the same entry twice without complaint. Qt's ``qRegisterResourceData``
-appends a library's resource tables to the list every lookup searches, whatever it lists
-already: one resource collection linked into two libraries (PySide6's libQt6Designer and
-libQt6DesignerComponents) is registered by both, and its files are found all the same."""
+adds a library's resource tables to the list every lookup searches (it skips only tables listed
+already at the same address): one resource collection linked into two libraries (PySide6's
+libQt6Designer and libQt6DesignerComponents) is listed twice, and its files are found."""
 
 SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""

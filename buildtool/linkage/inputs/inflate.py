@@ -292,8 +292,8 @@ def peek_head(data: mmap.mmap | bytes, span: MemberSpan) -> bytes:
 
 
 def member_bytes(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
-    """A member's bytes in one step, unchecked against RECORD (for a small text the checks
-    read before the members: the member is checked when it is read with the others); None when
+    """A small member's bytes in one step, not checked against RECORD (the loader scripts,
+    read before the members are: each is checked when it is read with the others); None when
     its headers or data are broken."""
     try:
         start = _data_offset(data, span)
