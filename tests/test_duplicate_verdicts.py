@@ -459,24 +459,81 @@ bool qUnregisterResourceData(int, const unsigned char* tree, const unsigned char
 defined: one that aborts instead)."""
 
 
+PROFILER_API = """#include <functional>
+#include <memory>
+namespace tensorflow { class ProfileOptions; }
+namespace tsl { namespace profiler {
+class ProfilerInterface { public: virtual ~ProfilerInterface() = default; };
+using ProfilerFactory =
+    std::function<std::unique_ptr<ProfilerInterface>(const tensorflow::ProfileOptions&)>;
+void RegisterProfilerFactory(ProfilerFactory factory);
+} }
+"""
+"""TSL's profiler factory registration, declared as tensorflow's libraries see it."""
+
+PROFILER_FACTORY = (
+    PROFILER_API
+    + """namespace {
+std::unique_ptr<tsl::profiler::ProfilerInterface> create(const tensorflow::ProfileOptions&) {
+  return nullptr;
+}
+int registered = (tsl::profiler::RegisterProfilerFactory(&create), 0);
+}  // namespace
+"""
+)
+"""A tracer's registration, as an object file TensorFlow links into several libraries has it."""
+
+PROFILER_REGISTRY = (
+    PROFILER_API
+    + """#include <cstdio>
+#include <cstdlib>
+#include <vector>
+namespace tsl { namespace profiler {
+static std::vector<ProfilerFactory>& factories() {
+  static std::vector<ProfilerFactory> all;
+  return all;
+}
+void RegisterProfilerFactory(ProfilerFactory factory) {
+#ifdef REFUSE_A_SECOND
+  if (!factories().empty()) { std::fprintf(stderr, "factory registered twice\\n"); std::abort(); }
+#endif
+  factories().push_back(std::move(factory));  // TSL's: appended, whatever is listed already
+}
+} }
+"""
+)
+"""TSL's profiler factory list (``REFUSE_A_SECOND`` defined: one that aborts instead)."""
+
+ACCEPTING = {
+    "qt": (QT_RESOURCES, QT_RESOURCE_REGISTRY, "qRegister", "resource icons/app.png"),
+    "tsl": (PROFILER_FACTORY, PROFILER_REGISTRY, "RegisterProfilerFactory", "factory"),
+}
+"""(the copied object, its registry, the registration's name, what the refusing one names)."""
+
+
 @pytest.mark.parametrize("strip", [False, True], ids=["unstripped", "stripped"])
-def test_one_resource_collection_in_two_libraries_registered_with_qt_is_no_error(
-    tmp_path: Path, strip: bool
+@pytest.mark.parametrize("registry", sorted(ACCEPTING))
+def test_copies_registering_with_a_registry_that_takes_them_twice_are_no_error(
+    tmp_path: Path, registry: str, strip: bool
 ) -> None:
     """PySide6's libQt6Designer and libQt6DesignerComponents both hold one resource collection
-    and register it with libQt6Core's qRegisterResourceData, which lists it twice: both load
-    (BT103 before). Registered with any other registry, one that refuses the second
-    registration, they abort, and stay BT103: the name of Qt's function is what tells it."""
-    resources = QT_RESOURCES.replace("NAME", "shared")
+    and register it with libQt6Core's qRegisterResourceData, which lists it twice;
+    tensorflow-cpu's lib_pywrap_tensorflow_common.so and libtensorflow_cc.so.2 both register one
+    profiler factory with TSL's RegisterProfilerFactory, which lists it twice. Both load (BT103
+    before). Registered with any other registry, one that refuses the second registration, the
+    same copies abort, and stay BT103: the name of the registration is what tells it."""
+    copied, registry_source, name, named = ACCEPTING[registry]
+    source = copied.replace("NAME", "shared")
     flags = ("-fcf-protection=full",)
-    run = _hidden_pair(tmp_path / "qt", resources, strip, QT_RESOURCE_REGISTRY, *flags)
+    run = _hidden_pair(tmp_path / "takes", source, strip, registry_source, *flags)
     assert run.returncode == 0, run.stderr
-    assert not check(tmp_path / "qt").failed
-    refusing = ("#define REFUSE_A_SECOND\n" + QT_RESOURCE_REGISTRY).replace("qR", "checkedR")
-    run = _hidden_pair(tmp_path / "refusing", resources.replace("qR", "checkedR"), strip,
-                       refusing, *flags)  # fmt: skip
+    assert not check(tmp_path / "takes").failed
+    checked = name.replace("Register", "RegisterChecked")
+    refusing = ("#define REFUSE_A_SECOND\n" + registry_source).replace(name, checked)
+    run = _hidden_pair(tmp_path / "refusing", source.replace(name, checked), strip, refusing,
+                       *flags)  # fmt: skip
     assert run.returncode == -6, run  # SIGABRT
-    assert "resource icons/app.png registered twice" in run.stderr
+    assert f"{named} registered twice" in run.stderr
     assert ("BT103", "libtwo.so") in ids(check(tmp_path / "refusing"))
 
 

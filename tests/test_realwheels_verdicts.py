@@ -274,6 +274,25 @@ def test_pyside6_one_resource_collection_in_two_libraries_is_no_bt103(tmp_path: 
     assert added[0] == added[1] > 0
 
 
+def test_tensorflow_cpu_profiler_factory_in_two_libraries_is_no_bt103() -> None:
+    """lib_pywrap_tensorflow_common.so and libtensorflow_cc.so.2 hold the same object code, and
+    its initializer registers a profiler factory with TSL's RegisterProfilerFactory in
+    libtensorflow_framework.so.2, which lists it twice: BT103 before, now BT124 (the copy costs
+    space). ``import tensorflow`` maps all three and computes, and a profiling session records
+    its trace without error (checked with the wheel installed, see docs/realwheels.md)."""
+    report = check(pinned("tensorflow-cpu==2.21.0"))
+    common = "tensorflow/python/lib_pywrap_tensorflow_common.so"
+    assert ("BT103", common) not in errors(report)
+    (copy,) = [
+        f
+        for f in report.findings
+        if f.check_id == "BT124"
+        and f.path.endswith(common)
+        and "RegisterProfilerFactory" in f.evidence
+    ]
+    assert "libtensorflow_cc.so.2" in copy.message
+
+
 def test_pyqt6_each_library_it_does_not_bundle_is_one_finding_listing_its_files() -> None:
     """327 BT109 before, one per file and library: 70 libraries outside the manylinux_2_28
     policy (libxkbcommon.so.0 for 137 files, the xcb family, ...), one finding each."""

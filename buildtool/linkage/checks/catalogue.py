@@ -73,7 +73,9 @@ CHECKS: tuple[Check, ...] = (
         "script) and the toolchain runtime's (devtoolset's libstdc++_nonshared) are no "
         "evidence, and neither is a registry that takes the same entry twice: Qt's "
         "qRegisterResourceData lists one resource collection linked into two libraries twice "
-        "(PySide6's libQt6Designer and libQt6DesignerComponents), and both load.",
+        "(PySide6's libQt6Designer and libQt6DesignerComponents), and both load; TSL's "
+        "RegisterProfilerFactory lists a profiler factory twice (tensorflow-cpu's "
+        "lib_pywrap_tensorflow_common.so and libtensorflow_cc.so.2).",
         "Link the object library into one library only; the others get it through a PUBLIC link.",
     ),
     Check(

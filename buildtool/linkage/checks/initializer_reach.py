@@ -52,11 +52,20 @@ STARTUP_CALLEES: Final = frozenset(
 ``register_tm_clones``, which the initializer array lists first): each library registers its own
 unwind tables there, never a name another library also registers."""
 
-ACCEPTING_REGISTRIES: Final = frozenset({"_Z21qRegisterResourceDataiPKhS0_S0_"})
+ACCEPTING_REGISTRIES: Final = frozenset(
+    {
+        "_Z21qRegisterResourceDataiPKhS0_S0_",
+        "_ZN3tsl8profiler23RegisterProfilerFactoryESt8functionIFSt10unique_ptrINS0_17Profiler"
+        "InterfaceESt14default_deleteIS3_EERKN10tensorflow14ProfileOptionsEEE",
+    }
+)
 """Registries that take the same entry twice without complaint. Qt's ``qRegisterResourceData``
 adds a library's resource tables to the list every lookup searches (it skips only tables listed
 already at the same address): one resource collection linked into two libraries (PySide6's
-libQt6Designer and libQt6DesignerComponents) is listed twice, and its files are found."""
+libQt6Designer and libQt6DesignerComponents) is listed twice, and its files are found. TSL's
+``tsl::profiler::RegisterProfilerFactory`` appends a factory to the list a profiling session
+calls: tensorflow-cpu's lib_pywrap_tensorflow_common.so and libtensorflow_cc.so.2 both register
+one, and ``import tensorflow`` and a profiling session work."""
 
 SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
