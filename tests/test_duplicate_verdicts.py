@@ -426,7 +426,6 @@ struct initializer {
 
 QT_RESOURCE_REGISTRY = """#include <cstdio>
 #include <cstdlib>
-#include <set>
 #include <string>
 #include <vector>
 struct Root { const unsigned char *tree, *names, *data; };
@@ -444,7 +443,7 @@ bool qRegisterResourceData(int, const unsigned char* tree, const unsigned char* 
     }
   }
 #endif
-  roots().push_back({tree, names, data});  // Qt's: appended, whatever is listed already
+  roots().push_back({tree, names, data});  // as Qt's, which skips only tables listed already
   return true;
 }
 bool qUnregisterResourceData(int, const unsigned char* tree, const unsigned char*,
