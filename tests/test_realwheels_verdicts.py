@@ -329,3 +329,54 @@ def test_polars_pure_python_wheel_beside_its_runtime_is_valid_input() -> None:
     report = check(pinned("polars==2.1.0"), pinned("polars-runtime-32==2.1.0"))
     assert report.inputs[0].endswith("polars-2.1.0-py3-none-any.whl")
     assert errors(report) == set()
+
+
+NUMBA_PARALLEL = """
+import numba, numpy
+@numba.njit(parallel=True)
+def total(values):
+    result = 0.0
+    for index in numba.prange(values.size):
+        result += values[index]
+    return result
+print(total(numpy.arange(1000.0)), numba.threading_layer())
+try:
+    from numba.np.ufunc import omppool
+except ImportError as error:
+    print(str(error).split(":")[0])
+"""
+
+
+def test_numba_threading_layers_it_imports_inside_handlers_are_bt118(tmp_path: Path) -> None:
+    """numba's OpenMP and TBB threading layers need libgomp and libtbb, which the wheel does not
+    bundle and manylinux does not provide: BT109 before. numba imports them only inside
+    ``try/except ImportError`` and picks another layer: BT118 now. Unpacked with llvmlite and
+    numpy, and omppool's libgomp renamed to one nowhere (as on a system without it), parallel
+    code runs on the workqueue layer; both modules fail to load."""
+    wheels = (pinned("numba==0.68.1"), pinned("llvmlite==0.50.0"))
+    report = check(*wheels)
+    layers = {"omppool", "tbbpool"}
+    found = {f.path.rpartition("/")[2].partition(".")[0]: f for f in report.findings}
+    assert set(found) == layers
+    assert {f.check_id for f in found.values()} == {"BT118"}
+    assert {f.needed for f in found.values()} == {"libgomp.so.1.0.0", "libtbb.so.12"}
+    site = tmp_path / "site"
+    for wheel in (*wheels, pinned("numpy==2.4.6")):
+        with zipfile.ZipFile(wheel) as opened:
+            opened.extractall(site)
+    (omppool,) = (site / "numba/np/ufunc").glob("omppool.*.so")
+    rename = ["patchelf", "--replace-needed", "libgomp.so.1.0.0", "libgomp-absent.so.1"]
+    subprocess.run([*rename, str(omppool)], check=True)
+    environment = {"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-c", NUMBA_PARALLEL]
+    run = subprocess.run(command, capture_output=True, text=True, env=environment, check=False)
+    assert run.stdout.split() == ["499500.0", "workqueue", "libgomp-absent.so.1"], run.stderr
+
+
+def test_numba_windows_tbb_layer_is_bt118_too() -> None:
+    """The Windows wheel's TBB layer needs tbb12.dll, which it does not bundle; the same
+    guarded imports make it BT118 (its OpenMP layer uses vcomp140.dll, a system DLL)."""
+    options = ("--platform", "win_amd64", "--python-version", "3.11")
+    wheels = (pinned("numba==0.68.1", "win", *options), pinned("llvmlite==0.50.0", "win", *options))
+    report = check(*wheels)
+    assert {(f.check_id, f.needed) for f in report.findings} == {("BT118", "tbb12.dll")}

@@ -40,7 +40,7 @@ from buildtool.linkage.inputs.collect import (
     read_input,
 )
 from buildtool.linkage.inputs.decoding import release_kept
-from buildtool.linkage.inputs.lookups import FunctionNameLookup, InitializerLookup
+from buildtool.linkage.inputs.lookups import FunctionNameLookup, ImportLookup, InitializerLookup
 from buildtool.linkage.inputs.pool import wait_for_workers
 from buildtool.linkage.loaders.closure import Environment, filesystem_lookup, resolve_closure
 from buildtool.linkage.loaders.glibc import FactsLookup, LdSoCache, load_ld_so_cache
@@ -407,6 +407,7 @@ def verify_inputs(
     closures.update(_plugin_closures(plugins, closures, read, envs, labels))
     reader = FunctionNameLookup()
     init_reader = InitializerLookup()
+    import_reader = ImportLookup()
     initializers, deep_initializers = _initializers(init_reader)
     try:
         subject = Subject(
@@ -422,11 +423,13 @@ def verify_inputs(
             interpreters=_interpreters(relocated, read, envs),
             on_this_machine=_on_this_machine(load_ld_so_cache()),
             plugins=plugins,
+            imports_of=import_reader,
         )
         checked = run_checks(subject)
     finally:
         reader.close()
         init_reader.close()
+        import_reader.close()
         release_kept()  # the wheel members a read kept for these readers
     sizes = _size_entries(subject)
     gone: tuple[BaselineSize, ...] = ()

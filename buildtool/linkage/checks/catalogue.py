@@ -231,6 +231,22 @@ CHECKS: tuple[Check, ...] = (
         "them into that library.",
     ),
     Check(
+        "BT118",
+        "optional-module-unloadable",
+        "warning",
+        "A Python extension module needs a library found nowhere (as for BT109), but its "
+        "package imports it only inside try/except ImportError (a handler for ImportError, "
+        "Exception or BaseException that raises nothing; or contextlib.suppress of one), "
+        "outside its tests: the import fails there and the package goes on without the module "
+        "(numba's OpenMP and TBB threading layers without libgomp or libtbb: `import numba` "
+        "works, on its workqueue layer). What the module provides is missing where the "
+        "library is absent. An import site outside such a handler, a Python file that names "
+        "the module and cannot be read, or no import found at all keeps it BT109.",
+        "Nothing to do if the feature is optional by design; to have it everywhere, bundle the "
+        "library or require the distribution that ships it.",
+        per_cause=True,
+    ),
+    Check(
         "BT120",
         "libraries-not-together",
         "error",

@@ -15,6 +15,7 @@ from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name, listed
 from buildtool.linkage.checks.policy import LibraryRule, PluginRule, recipe_spelling
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
+from buildtool.linkage.inputs.python_imports import ModuleImports
 from buildtool.linkage.loaders.platform import (
     DRIVER_LIBRARIES,
     Platform,
@@ -331,6 +332,14 @@ def _missing_finding(
     why = provided_by(subject, binary, name)
     if why is not None:
         return Finding("BT108", binary.display, message, f"{why}; {evidence}", needed=name)
+    return _found_nowhere(subject, binary, name, providers, evidence)
+
+
+def _found_nowhere(
+    subject: Subject, binary: BinaryFile, name: str, providers: Providers, evidence: str
+) -> Finding:
+    """A NEEDED entry no input ships and nothing provides: BT116 when a requirement not among
+    the inputs may ship it, BT118 for an optional module, else BT109."""
     known = _known_missing(subject, binary, name)
     unchecked = providers(binary) if known is None else []
     if unchecked:
@@ -344,7 +353,25 @@ def _missing_finding(
         others = listed(_unchecked_requirements(subject, binary))
         known = f"none of its requirements not among the inputs ({others}) is named like it"
     evidence = f"{known}; {evidence}" if known else evidence
+    optional = subject.optional_module(binary)
+    if optional is not None:
+        return _optional_finding(binary, name, message, optional, here + evidence)
     return Finding("BT109", binary.display, message, here + evidence, needed=name)
+
+
+def _optional_finding(
+    binary: BinaryFile, name: str, message: str, imports: ModuleImports, evidence: str
+) -> Finding:
+    """BT118: BT109 on a module its package imports only where a failure to load is caught."""
+    sites = listed(f"{site.file}:{site.line}" for site in imports.sites)
+    return Finding(
+        "BT118",
+        binary.display,
+        f"{message}; its package imports it only where it catches ImportError, and goes on "
+        "without it",
+        f"imported at {sites}, each inside try/except ImportError; {evidence}",
+        needed=name,
+    )
 
 
 def _not_shipped(subject: Subject, binary: BinaryFile, name: str) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from buildtool.linkage.binaries import (
 )
 from buildtool.linkage.checks.policy import LinkagePolicy, PluginRule
 from buildtool.linkage.inputs.collect import BinaryFile, Distribution, InputSet
+from buildtool.linkage.inputs.python_imports import ModuleImports
 from buildtool.linkage.loaders.interpreter import is_extension_module
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
@@ -37,6 +38,16 @@ nowhere): said in a finding, never used to resolve a wheel's dependencies."""
 
 def nowhere(_name: str, _facts: BinaryFacts) -> str | None:
     """A ``HostLookup`` that finds nothing."""
+    return None
+
+
+ImportsOf = Callable[[BinaryFile], ModuleImports | None]
+"""How the package's Python code imports an extension module, read by the shell from the
+module's wheel or package folder; None when not told (no package holds it)."""
+
+
+def imports_unknown(_binary: BinaryFile) -> ModuleImports | None:
+    """An ``ImportsOf`` that reads nothing."""
     return None
 
 
@@ -128,6 +139,8 @@ class Subject:
     plugins: tuple[Plugin, ...] = ()
     """The files the recipe declares as plugins, with their hosts (``checks.plugins``); their
     closures were resolved with the host's closure loaded already."""
+    imports_of: ImportsOf = imports_unknown
+    """Where the package's Python code imports an extension module (``optional_module``)."""
 
     def facts(self, binary: BinaryFile) -> BinaryFacts:
         assert binary.facts is not None
@@ -481,6 +494,24 @@ class Subject:
 
     @cached_property
     def _per_object(self) -> dict[tuple[str, int], tuple[object, object]]:
+        return {}
+
+    def optional_module(self, binary: BinaryFile) -> ModuleImports | None:
+        """Where the package imports ``binary``, when it is an extension module that it
+        imports only where a failure to load is caught (``python_imports``); None otherwise,
+        or when nothing tells."""
+        name = binary.location.name
+        if not (named_as_extension_module(name) or name.lower().endswith(".pyd")):
+            return None
+        if binary.display not in self._module_imports:
+            self._module_imports[binary.display] = self.imports_of(binary)
+        found = self._module_imports[binary.display]
+        if found is None or found.unread or not found.sites:
+            return None
+        return found if all(site.guarded for site in found.sites) else None
+
+    @cached_property
+    def _module_imports(self) -> dict[str, ModuleImports | None]:
         return {}
 
     def defines_module_init(self, binary: BinaryFile) -> bool:
