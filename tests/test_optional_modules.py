@@ -14,8 +14,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from buildtool.linkage.inputs.python_imports import import_sites, is_test_file, module_of
+from buildtool.linkage.inputs.python_imports import (
+    import_sites,
+    import_statements,
+    is_test_file,
+    module_of,
+)
 from tests.builders import check, gcc, ids, lib, write_wheel
 from tests.conftest import require
 
@@ -85,6 +92,26 @@ def test_a_package_import_is_an_import_of_its_modules_packages() -> None:
 )
 def test_text_that_is_no_python_tells_nothing(source: str) -> None:
     assert _guards(source) is None
+
+
+def test_what_the_compiler_warns_about_is_read_and_says_nothing() -> None:
+    # an invalid escape: a DeprecationWarning (3.11) or SyntaxWarning (3.12), an error here
+    source = 'PATTERN = "\\d+"\ntry:\n    import pkg.sub.fast\nexcept ImportError:\n    pass\n'
+    assert _guards(source) == [True]
+
+
+TOKENS = (*"()[]{}:.,=\"'\\\n\t #@", "import ", "from ", "try", "except", "ImportError",
+          "pkg", "sub", "fast", "\0", "\ud800", "é", "if ", "def f():", "    ",
+          "with ")  # fmt: skip
+PYTHONISH = st.lists(st.sampled_from(TOKENS), max_size=80).map("".join)
+"""Text near Python: import statements, handlers and the characters that break them."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=PYTHONISH | st.text(max_size=200), path=st.text(max_size=30) | st.just("pkg/a.py"))
+def test_any_text_and_path_give_statements_or_none_never_an_error(text: str, path: str) -> None:
+    found = import_statements(text, path)
+    assert found is None or all(statement.names for statement in found)
 
 
 def test_nesting_too_deep_to_read_tells_nothing() -> None:

@@ -9,6 +9,7 @@ libtbb), the import fails quietly and the package goes on without it (numba pick
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator
 from typing import Final, NamedTuple
 
@@ -87,7 +88,9 @@ def import_statements(text: str, path: str) -> tuple[ImportStatement, ...] | Non
     place = module_of(path)
     package = place[1] if place is not None else None  # a script: only absolute imports
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():  # a package's invalid escapes are no concern here
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
         calls = "import_module" in text or "__import__" in text
         found = [
             ImportStatement(node.lineno, guarded, frozenset(_imported(node, package)))
