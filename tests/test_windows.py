@@ -423,3 +423,39 @@ def test_a_two_instruction_registration_in_two_dlls_aborts_and_is_bt103(
     assert [(f["id"], f["path"].rsplit("/", 1)[-1]) for f in findings] == [("BT103", "two.dll")]
     assert "both register through registry.dll:registry_add" in findings[0]["evidence"]
     assert "'gemm'" in findings[0]["evidence"]
+
+
+# --- a DLL of a fresh Windows that the curated list lacked ------------------------------------
+
+USES_LDAP = """#include <windows.h>
+#include <winldap.h>
+__declspec(dllexport) void *PyInit__ldapmod(void) { return ldap_initA("localhost", 389); }
+"""
+USES_ABSENT = """__declspec(dllimport) int absent_answer(void);
+__declspec(dllexport) int PyInit__ldapmod(void) { return absent_answer(); }
+"""
+ERROR_MOD_NOT_FOUND = 126
+
+
+def test_a_system_dll_a_fresh_windows_has_is_provided_and_one_it_lacks_is_not(
+    wine_env: dict[str, str], tmp_path: Path
+) -> None:
+    """wldap32.dll is in every Windows' System32 (the generated list, ``windows_dlls``): a
+    module importing it loads, and was BT109 while the list was hand-made. A module importing
+    a DLL that nothing ships fails to load, and stays BT109."""
+    loader = _mingw_gcc(TRIPLE, tmp_path / "load.exe", LOAD_LIBRARY, "-static")
+    system = _mingw_gcc(TRIPLE, tmp_path / "system.pyd", USES_LDAP, "-shared", "-lwldap32")
+    absent = tmp_path / "absent.dll"
+    _mingw_gcc(TRIPLE, absent, "__declspec(dllexport) int absent_answer(void) { return 1; }",
+               "-shared")  # fmt: skip
+    missing = _mingw_gcc(TRIPLE, tmp_path / "missing.pyd", USES_ABSENT, "-shared", str(absent))
+    absent.unlink()
+    assert _run_under_wine(wine_env, loader, system.name).returncode == 0
+    refused = _run_under_wine(wine_env, loader, missing.name)
+    assert f"LoadLibrary failed: {ERROR_MOD_NOT_FOUND}" in refused.stdout
+    verdicts = {}
+    for module in (system, missing):
+        members = {"m/_ldapmod.cp311-win_amd64.pyd": module.read_bytes()}
+        wheel = write_wheel(tmp_path / "m-1.0-cp311-cp311-win_amd64.whl", "m", members)
+        verdicts[module.stem] = {(f.check_id, f.needed) for f in check(wheel).findings}
+    assert verdicts == {"system": set(), "missing": {("BT109", "absent.dll")}}

@@ -45,7 +45,7 @@ class _Walk:
 
 def _provided(walk: _Walk, name: str) -> str | None:
     if walk.root.format == "pe":
-        return windows.provided(name)
+        return windows.provided(name, walk.root.machine)
     if dyld.is_system_library(name):
         return dyld.SYSTEM
     executable = walk.root.file_type == "executable"
