@@ -5,6 +5,7 @@ weak libraries, fat files, minos against the wheel tag, and corrupt files."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import struct
 import zipfile
@@ -171,10 +172,19 @@ def test_fat_file_facts_are_the_arm64_slice() -> None:
     assert (facts.machine, facts.defined) == ("arm64", frozenset({"_core_answer"}))
 
 
-def _wheel(tmp_path: Path, tag: str, minos: str) -> Path:
+def _wheel(tmp_path: Path, tag: str, minos: str, intel_minos: str | None = None) -> Path:
+    """``intel_minos``: the files are fat, an x86_64 slice of that minimum beside the arm64 one
+    (a universal2 build)."""
+
+    def built(file: MachO) -> bytes:
+        if intel_minos is None:
+            return file.build()
+        intel = dataclasses.replace(file, cputype=CPU_X86_64, minos=intel_minos).build()
+        return fat([(CPU_X86_64, intel), (CPU_ARM64, file.build())])
+
     files = {
-        "pkg/ext.cpython-311-darwin.so": _extension(minos=minos).build(),
-        "pkg/lib/libcore.dylib": _core(minos=minos).build(),
+        "pkg/ext.cpython-311-darwin.so": built(_extension(minos=minos)),
+        "pkg/lib/libcore.dylib": built(_core(minos=minos)),
         "pkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n\n",
         "pkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\n",
     }
@@ -194,11 +204,26 @@ def _wheel(tmp_path: Path, tag: str, minos: str) -> Path:
 def test_minos_newer_than_the_wheel_tag_is_an_error(tmp_path: Path) -> None:
     good = verify_paths([_wheel(tmp_path, "macosx_11_0_arm64", "11.0")], LinkagePolicy.empty())
     assert _found(good) == []
-    bad = verify_paths([_wheel(tmp_path, "macosx_10_9_arm64", "11.0")], LinkagePolicy.empty())
+    bad = verify_paths([_wheel(tmp_path, "macosx_11_0_arm64", "12.0")], LinkagePolicy.empty())
     assert sorted(_found(bad)) == [
         ("BT151", "ext.cpython-311-darwin.so", "error"),
         ("BT151", "libcore.dylib", "error"),
     ]
+
+
+def test_a_universal2_wheels_arm64_slice_is_promised_macos_11(tmp_path: Path) -> None:
+    """pip installs a macosx_10_9_universal2 wheel on arm64 Macs, which run macOS 11 at least:
+    its arm64 slices may need 11.0 (lxml's and pyzmq's do), but not 12.0."""
+    universal = _wheel(tmp_path, "macosx_10_9_universal2", "11.0", intel_minos="10.9")
+    assert _found(verify_paths([universal], LinkagePolicy.empty())) == []
+    newer = _wheel(tmp_path, "macosx_10_9_universal2", "12.0", intel_minos="10.9")
+    report = verify_paths([newer], LinkagePolicy.empty())
+    assert sorted(_found(report)) == [
+        ("BT151", "ext.cpython-311-darwin.so", "error"),
+        ("BT151", "libcore.dylib", "error"),
+    ]
+    assert "needs macOS 12.0, but the wheel's tag promises macOS 11.0" in report.findings[0].message
+    assert "(arm64: from macOS 11.0)" in report.findings[0].evidence
 
 
 def test_wheel_macos_release() -> None:

@@ -438,7 +438,9 @@ CHECKS: tuple[Check, ...] = (
         "error",
         "A Mach-O file needs a newer macOS (its LC_BUILD_VERSION / LC_VERSION_MIN_MACOSX minos) "
         "than the wheel's macosx_X_Y tag promises: pip installs the wheel on releases where dyld "
-        "refuses to load the file.",
+        "refuses to load the file. An arm64 file (a fat file's facts are its arm64 slice's) is "
+        "promised macOS 11.0 at least: no arm64 Mac runs an older one, so a "
+        "macosx_10_9_universal2 wheel's arm64 slice may need 11.0 (lxml's, pyzmq's).",
         "Build with MACOSX_DEPLOYMENT_TARGET (CMAKE_OSX_DEPLOYMENT_TARGET) at most the tag's "
         "release, or tag the wheel with the newest minos of its files (delocate-wheel does).",
     ),
