@@ -106,15 +106,13 @@ class ImportLookup:
         source = binary.source
         if source is None:
             return None
-        if source.member is None:
-            return _imports_on_disk(Path(source.path))
-        place = module_of(_installed_name(source.member.name))
-        if place is None:
-            return None
         try:
-            return self._imports_in(source.path, place[0])
-        except InputError:
-            return None  # the wheel changed or went away since it was read
+            if source.member is None:
+                return _imports_on_disk(Path(source.path))
+            place = module_of(_installed_name(source.member.name))
+            return None if place is None else self._imports_in(source.path, place[0])
+        except (InputError, OSError):
+            return None  # the wheel changed or went away since it was read; a folder unreadable
 
     def _imports_in(self, wheel: str, module: str) -> ModuleImports:
         """The import sites of ``module`` in the Python files of its top-level package in the
@@ -127,7 +125,8 @@ class ImportLookup:
                 if (top and name.partition("/")[0] != top) or is_test_file(name):
                     continue
                 if (wheel, name) not in self._texts:
-                    mapping = mapping or _mapped(wheel)
+                    if mapping is None:
+                        mapping = _mapped(wheel)
                     self._texts[(wheel, name)] = _member_text(mapping, span)
                 content = self._texts[(wheel, name)]
                 if content is None or found.last in content:
