@@ -193,3 +193,65 @@ def test_a_headers_boilerplate_with_dso_handle_printable_loads_and_is_no_error(
     report = check(tmp_path / "counters")
     assert not report.failed, [f.evidence for f in report.findings]
     assert not ids(report) & {("BT103", "libtwo.so"), ("BT103", "libone.so")}
+
+
+REGISTERS_A_MODULE = """extern "C" void core_attach(); extern "C" void leaks_attach();
+extern "C" void module_register();
+namespace {
+struct Boiler {
+  Boiler() { for (int i = 0; i < 4; ++i) { core_attach(); leaks_attach(); } module_register(); }
+} boiler;
+}  // namespace
+"""
+"""A header registering the module that includes it (VTK's ``AddRegistrar_<module>`` call):
+the function is the library's own where it defines one (a hidden one, called directly, as
+Mach-O calls a library's own functions), else libcore's."""
+
+OWN_REGISTRAR = """extern "C" void registry_add(const char*);
+extern "C" __attribute__((visibility("hidden"))) void module_register() { registry_add("NAME"); }
+"""
+
+CORE_REGISTRAR = 'extern "C" void module_register() { registry_add("core"); }\n'
+
+
+def _registering_pair(folder: Path, own: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so whose sources (one_wrap.cc, two_wrap.cc) include
+    ``REGISTERS_A_MODULE``; ``own``: the libraries that define their own registrar, and the
+    name it registers. The program loading both is run."""
+    folder.mkdir()
+    cxx(folder, "libcore.so", {"core.cc": CORE + CORE_REGISTRAR}, "-shared", "-fPIC")
+    (folder / "header.h").write_text(REGISTERS_A_MODULE)
+    for name in ("one", "two"):
+        source = f'#include "header.h"\nextern "C" int {name}() {{ return 1; }}\n'
+        sources = {f"{name}_wrap.cc": source}
+        if name in own:  # a source of its own: the initializer calls it, not a copy inlined
+            sources[f"{name}_registrar.cc"] = OWN_REGISTRAR.replace("NAME", own[name])
+        cxx(folder, f"lib{name}.so", sources, "-shared", "-fPIC",
+            "-lcore", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo", "-lcore",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+def test_one_header_calling_its_own_registrar_in_one_library_only_is_no_error(
+    tmp_path: Path,
+) -> None:
+    """libone's initializer hands on its own registrar's code, libtwo's (walked whole) hands on
+    nothing and calls libcore's: alike in code, named after other sources, they register
+    "one" and "core". Both load; no BT103."""
+    run = _registering_pair(tmp_path / "apart", {"one": "one"})
+    assert run.returncode == 0, run.stderr
+    report = check(tmp_path / "apart")
+    assert not ids(report) & {("BT103", "libtwo.so"), ("BT103", "libone.so")}, [
+        f.evidence for f in report.findings
+    ]
+
+
+def test_one_header_calling_the_same_own_registrar_in_both_libraries_is_bt103(
+    tmp_path: Path,
+) -> None:
+    run = _registering_pair(tmp_path / "both", {"one": "gemm", "two": "gemm"})
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "gemm"
+    assert "duplicate gemm" in run.stderr
+    report = check(tmp_path / "both")
+    assert ("BT103", "libtwo.so") in ids(report)

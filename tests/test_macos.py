@@ -393,3 +393,68 @@ def test_a_short_constructor_registering_one_name_in_two_dylibs_is_bt103(
     assert "'gemm'" in errors[0][2]
     other = _short_pair(sdk, tmp_path / "other", ("gemm.one", "gemm.two"))
     assert _errors_without_recipe(run_cli, other) == []
+
+
+# --- a registry that takes a second registration alike, as Mach-O names it ------------------------
+
+RESOURCE_REGISTRIES_C = """int memcmp(const void*, const void*, unsigned long);
+void abort(void);
+static const unsigned char* listed[16];
+static int count;
+int accepting(int version, const unsigned char* tree, const unsigned char* names,
+              const unsigned char* data) __asm__("__Z21qRegisterResourceDataiPKhS0_S0_");
+int accepting(int version, const unsigned char* tree, const unsigned char* names,
+              const unsigned char* data) { listed[count++] = tree; return 1; }
+int refusing(int version, const unsigned char* tree, const unsigned char* names,
+             const unsigned char* data) __asm__("__Z16registerOnceDataiPKhS0_S0_");
+int refusing(int version, const unsigned char* tree, const unsigned char* names,
+             const unsigned char* data) {
+  for (int i = 0; i < count; ++i)
+    if (memcmp(listed[i], tree, 8) == 0) abort();
+  listed[count++] = tree;
+  return 1;
+}
+"""
+"""Qt's ``qRegisterResourceData`` as its C++ name reads on Mach-O (an underscore more than ELF's),
+which lists the same tables twice, and a registry under another name that refuses them."""
+
+RESOURCE_INITIALIZER_C = """int registry(int, const unsigned char*, const unsigned char*,
+             const unsigned char*) __asm__("SYMBOL");
+static const unsigned char tree[] = {1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0};
+static const unsigned char names[] = {0, 5, 'i', 'c', 'o', 'n', 's'};
+static const unsigned char data[] = {0, 0, 0, 4, 'P', 'N', 'G', '!'};
+__attribute__((constructor)) static void resources(void) { registry(3, tree, names, data); }
+int LIBRARY(void) { return 1; }
+"""
+"""rcc's resource initializer: one collection linked into two dylibs (PySide6's QtDesigner and
+QtDesignerComponents frameworks)."""
+
+
+def _resource_pair(sdk: Path, folder: Path, symbol: str) -> Path:
+    folder.mkdir()
+    rpath = ("-Wl,-rpath,@loader_path", f"-L{folder}")
+    clang_macos(sdk, "arm64", folder / "libcore.dylib", RESOURCE_REGISTRIES_C, "-dynamiclib",
+                "-install_name", "@rpath/libcore.dylib")  # fmt: skip
+    for library in ("one", "two"):
+        source = RESOURCE_INITIALIZER_C.replace("LIBRARY", library).replace("SYMBOL", symbol)
+        name_flags = ("-install_name", f"@rpath/lib{library}.dylib")
+        clang_macos(sdk, "arm64", folder / f"lib{library}.dylib", source, "-O2", "-dynamiclib",
+                    *name_flags, *rpath, "-lcore")  # fmt: skip
+    clang_macos(sdk, "arm64", folder / "main", BOTH_DYLIBS, *rpath, "-lone", "-ltwo")
+    return folder
+
+
+def test_a_registry_that_takes_the_copy_twice_is_recognised_as_mach_o_spells_it(
+    macos_toolchain: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """The registries known to take a second registration alike are listed as ELF spells them;
+    Mach-O's extra underscore made PySide6's macOS wheel 536 BT103 (none on Linux). The same
+    tables registered with a registry that refuses them stay BT103 (the ELF twin of this test,
+    in tests/test_duplicate_verdicts.py, runs both: the first loads, the second aborts)."""
+    sdk = macos_toolchain.parent
+    accepting = _resource_pair(sdk, tmp_path / "qt", "__Z21qRegisterResourceDataiPKhS0_S0_")
+    assert _errors_without_recipe(run_cli, accepting) == []
+    refusing = _resource_pair(sdk, tmp_path / "once", "__Z16registerOnceDataiPKhS0_S0_")
+    errors = _errors_without_recipe(run_cli, refusing)
+    assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.dylib")]
+    assert "libcore.dylib:__Z16registerOnceDataiPKhS0_S0_" in errors[0][2]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final, NamedTuple
 
 from buildtool.linkage.binaries import (
@@ -93,6 +93,8 @@ class _Shape(NamedTuple):
     reaches: frozenset[str]
     """What they reach, joined."""
     strings: tuple[str, ...]
+    complete: bool = True
+    """Every one of them walked whole: a ``content`` of "" then says they hand nothing on."""
 
 
 _Key = tuple[str, str]
@@ -112,9 +114,11 @@ def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
         key = (init.shape, init.content)
         known = found.get(key)
         found[key] = (
-            _Shape(init.reaches, init.strings)
+            _Shape(init.reaches, init.strings, init.complete)
             if known is None
-            else known._replace(reaches=known.reaches | init.reaches)
+            else known._replace(
+                reaches=known.reaches | init.reaches, complete=known.complete and init.complete
+            )
         )
     return found
 
@@ -144,20 +148,29 @@ def told_apart(subject: Subject, pair: Pair) -> bool:
     return bool(shared) and not _copies(mine, theirs)
 
 
-def _shared_reach(
-    subject: Subject, first: tuple[InitializerReach, ...], second: tuple[InitializerReach, ...]
-) -> frozenset[str]:
-    """Functions that the initializers of one shape reach in both files: each shape on its own
-    (two files' unrelated initializers of another shape prove nothing), and only shapes that
-    tell a copy (``_registering``, ``_copies``)."""
+def _shared_reach(subject: Subject, pair: Pair) -> frozenset[str]:
+    """Functions that the pair's initializers of one shape reach in both files: each shape on
+    its own (two files' unrelated initializers of another shape prove nothing), and only shapes
+    that tell a copy (``_registering``, ``_copies``); none that is no registry's."""
+    first, second = (_walked(subject, pair, binary) for binary in pair)
+    spelled = _elf_spelling(subject, pair)
     return frozenset(
         name
         for name in _reached_alike(subject, first, second)
-        if not is_toolchain_function(name)
-        and name not in STARTUP_CALLEES
-        and name not in ACCEPTING_REGISTRIES
-        and not name.startswith(NO_REGISTRY)
+        if not is_toolchain_function(spelled(name))
+        and spelled(name) not in STARTUP_CALLEES
+        and spelled(name) not in ACCEPTING_REGISTRIES
+        and not spelled(name).startswith(NO_REGISTRY)
     )
+
+
+def _elf_spelling(subject: Subject, pair: Pair) -> Callable[[str], str]:
+    """How the pair's names are spelled as ELF spells them, as the lists here are: Mach-O
+    puts an underscore before every C and C++ name (``__Z21qRegisterResourceDataiPKhS0_S0_``,
+    ``___cxa_finalize``)."""
+    if any(subject.facts(binary).format == "macho" for binary in pair):
+        return lambda name: name[1:] if name.startswith("_") else name
+    return lambda name: name
 
 
 def _reached_alike(
@@ -174,7 +187,9 @@ def accepting_callees(subject: Subject, pair: Pair) -> list[str]:
     """The registries that take a second registration alike (``ACCEPTING_REGISTRIES``) which
     the pair's initializers of one shape both reach (sorted)."""
     first, second = (_walked(subject, pair, binary) for binary in pair)
-    return sorted(_reached_alike(subject, first, second) & ACCEPTING_REGISTRIES)
+    spelled = _elf_spelling(subject, pair)
+    reached = _reached_alike(subject, first, second)
+    return sorted(name for name in reached if spelled(name) in ACCEPTING_REGISTRIES)
 
 
 NO_REGISTRY: Final = ("_ZNK", "_ZNSt", "_ZSt")
@@ -200,7 +215,26 @@ def name_nothing(subject: Subject, pair: Pair) -> bool:
     counters, which every file including the header runs for itself). Walked whole where a
     read walked them in their own code only: what they hand on is ``content``."""
     mine, theirs = (_shapes(subject, _walked(subject, pair, binary)) for binary in pair)
-    return not any(mine[key].strings or key[1] for key, _other in _copies(mine, theirs))
+    return not any(
+        mine[key].strings or _hand_on_alike(key, mine[key], other, theirs[other])
+        for key, other in _copies(mine, theirs)
+    )
+
+
+def _hand_on_alike(key: _Key, shape: _Shape, other: _Key, other_shape: _Shape) -> bool:
+    """Whether two copies of one initializer code may hand the same on: the same ``content``
+    (the code of the library's functions they call, the data they pass out), or one's not told
+    (a walk cut short). One that hands on something and one walked whole that hands on nothing
+    (it calls only other libraries' functions: VTK's header boilerplate calling
+    ``AddRegistrar_vtkCommonCore`` from libvtkCommonCore in one library, and its own
+    ``AddRegistrar_vtkCommonMath`` in libvtkCommonMath, which Mach-O calls directly) register
+    something else each."""
+    if not key[1] and not other[1]:
+        return False
+    if key[1] == other[1]:
+        return True
+    silent = other_shape if not other[1] else shape
+    return not silent.complete
 
 
 def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
@@ -236,8 +270,7 @@ def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     them, or, when one load context holds both, one both export (unless both bind their own
     calls first, ``-Bsymbolic``), which the second one loaded binds to the first one's copy
     (sorted). Modules the interpreter imports each ``RTLD_LOCAL`` bind their own."""
-    first, second = (_walked(subject, pair, binary) for binary in pair)
-    reached = _shared_reach(subject, first, second)
+    reached = _shared_reach(subject, pair)
     if not reached:
         return []
     found: set[str] = set()
