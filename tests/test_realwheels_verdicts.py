@@ -380,3 +380,28 @@ def test_numba_windows_tbb_layer_is_bt118_too() -> None:
     wheels = (pinned("numba==0.68.1", "win", *options), pinned("llvmlite==0.50.0", "win", *options))
     report = check(*wheels)
     assert {(f.check_id, f.needed) for f in report.findings} == {("BT118", "tbb12.dll")}
+
+
+def test_rusts_bcryptprimitives_dll_is_windows_own() -> None:
+    """cryptography's _rust.pyd imports bcryptprimitives.dll (Rust's standard library does),
+    which every Windows has: BT109 while the system DLLs were a hand-made list."""
+    options = ("--platform", "win_amd64", "--python-version", "3.11")
+    report = check(pinned("cryptography==50.0.2", "win", *options))
+    assert counts(report, "error") == {}
+
+
+def test_a_universal2_wheels_arm64_slices_may_need_macos_11() -> None:
+    """lxml's macosx_10_9_universal2 files: x86_64 slices need 10.9, arm64 slices 11.0, the
+    oldest macOS an arm64 Mac runs: 7 BT151 while arm64 slices were held to the tag's 10.9."""
+    options = ("--platform", "macosx_10_9_universal2", "--python-version", "3.11")
+    report = check(pinned("lxml==6.2.0", "mac", *options))
+    assert counts(report, "error") == {}
+
+
+def test_pyside6_macos_resource_collections_are_no_bt103() -> None:
+    """The macOS wheel's frameworks register their resources with QtCore's
+    qRegisterResourceData, which Mach-O spells with one more underscore than the list of
+    registries that take a collection twice: 536 BT103 while names were compared as spelled."""
+    options = ("--platform", "macosx_14_0_universal2", "--python-version", "3.11")
+    report = check(pinned("PySide6-Essentials==6.12.0", "mac", *options))
+    assert counts(report, "error").get("BT103", 0) == 0
