@@ -18,6 +18,8 @@ from pathlib import Path
 from elftools.elf.elffile import ELFFile
 from elftools.elf.sections import SymbolTableSection
 
+from tools.generated import IMPORTS, wrapped
+
 C_API = re.compile(r"_?Py[A-Z_a-z]")
 
 
@@ -44,11 +46,6 @@ def _release(prefix: Path) -> tuple[str, str, Path]:
     return minor.group(1), prefix.name, found[0]
 
 
-def _wrapped(words: list[str]) -> str:
-    lines = textwrap.wrap(" ".join(words), 86, break_on_hyphens=False)
-    return "\n".join(f'    "{line} "' for line in lines)
-
-
 def render(prefixes: list[Path]) -> str:
     releases = sorted(
         (_release(p) for p in prefixes), key=lambda r: tuple(map(int, r[0].split(".")))
@@ -68,25 +65,21 @@ def render(prefixes: list[Path]) -> str:
         "whole, each later one as the names it adds (``+``) and drops (``-``).",
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
-        "from collections.abc import Mapping",
-        "from typing import Final",
-        "",
+        *IMPORTS,
         "RELEASES: Final = {"
         + ", ".join(f'"{minor}": "{full}"' for minor, full, _ in releases)
         + "}",
         '"""Each minor version -> the release its list was read from."""',
         "",
         f"_OLDEST: Final = (  # CPython {oldest}",
-        _wrapped(sorted(names[oldest])),
+        wrapped(sorted(names[oldest])),
         ")",
         "_CHANGES: Final = {",
     ]
     for (before, _, _), (minor, _, _) in itertools.pairwise(releases):
         added = [f"+{n}" for n in sorted(names[minor] - names[before])]
         dropped = [f"-{n}" for n in sorted(names[before] - names[minor])]
-        parts += [f'    "{minor}": (', textwrap.indent(_wrapped(added + dropped), "    "), "    ),"]
+        parts += [f'    "{minor}": (', textwrap.indent(wrapped(added + dropped), "    "), "    ),"]
     parts += [
         "}",
         "",

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Iterable
 from importlib.metadata import version
+
+from tools.generated import IMPORTS, wrapped
 
 ARCHITECTURES = {"AMD64": "x86_64", "ARM64": "arm64", "I386": "i386"}
 """delvewheel's machine types -> the PE reader's machine names (``binaries.pe.decoder``)."""
@@ -28,11 +29,6 @@ def system_dlls() -> dict[str, frozenset[str]]:
         ARCHITECTURES[machine.name]: frozenset(name.lower() for name in names)
         for machine, names in _dll_list.ignore_names.items()
     }
-
-
-def _wrapped(words: Iterable[str]) -> str:
-    lines = textwrap.wrap(" ".join(words), 86, break_on_hyphens=False)
-    return "\n".join(f'    "{line} "' for line in lines)
 
 
 def render() -> str:
@@ -50,13 +46,9 @@ def render() -> str:
         "whole, the others as the names they add (``+``) and drop (``-``).",
         '"""',
         "",
-        "from __future__ import annotations",
-        "",
-        "from collections.abc import Mapping",
-        "from typing import Final",
-        "",
+        *IMPORTS,
         "_X86_64: Final = (",
-        _wrapped(sorted(base)),
+        wrapped(sorted(base)),
         ")",
         "_CHANGES: Final = {",
     ]
@@ -65,7 +57,7 @@ def render() -> str:
         dropped = [f"-{n}" for n in sorted(base - lists[machine])]
         parts += [
             f'    "{machine}": (',
-            textwrap.indent(_wrapped(added + dropped), "    "),
+            textwrap.indent(wrapped(added + dropped), "    "),
             "    ),",
         ]
     parts += [
