@@ -168,12 +168,13 @@ def speed():
 TEST_FILE = "from pkg.sub import fast  # a test suite may import it outright\n"
 
 
-def _wheel(folder: Path, init: str, at: str = "pkg/sub/") -> Path:
-    """A wheel with ``pkg/sub/__init__.py`` (``init``) and the module ``fast`` in ``at``."""
+def _wheel(folder: Path, init: str, at: str = "pkg/sub/", suffix: str = SUFFIX) -> Path:
+    """A wheel with ``pkg/sub/__init__.py`` (``init``) and the module ``fast`` in ``at``,
+    its file named ``fast`` + ``suffix``."""
     members = {
         "pkg/__init__.py": b"",
         "pkg/sub/__init__.py": init.encode(),
-        f"{at}fast{SUFFIX}": _extension(folder),
+        f"{at}fast{suffix}": _extension(folder),
         "pkg/tests/test_fast.py": TEST_FILE.encode(),
     }
     name = f"pkg-1.0-{TAG}-{TAG}-manylinux_2_28_x86_64.whl"
@@ -305,3 +306,9 @@ def test_a_windows_module_imported_only_inside_a_handler_is_a_warning(tmp_path: 
         report = check(_windows_wheel(folder, init))
         assert ids(report) == {(verdict, "fast.cp311-win_amd64.pyd")}
         assert report.findings[0].needed == "absent.dll"
+
+
+def test_a_module_named_without_an_abi_tag_is_known_by_its_init_function(tmp_path: Path) -> None:
+    wheel = _wheel(tmp_path, GUARDED_INIT, suffix=".so")  # the interpreter imports fast.so too
+    assert _imported(wheel, tmp_path) == "1"
+    assert ids(check(wheel)) == {("BT118", "fast.so")}

@@ -500,8 +500,8 @@ class Subject:
         """Where the package imports ``binary``, when it is an extension module that it
         imports only where a failure to load is caught (``python_imports``); None otherwise,
         or when nothing tells."""
-        name = binary.location.name
-        if not (named_as_extension_module(name) or name.lower().endswith(".pyd")):
+        named = named_as_extension_module(binary.location.name)
+        if not (named or self.defines_module_init(binary)):  # a .pyd, an untagged fast.so
             return None
         if binary.display not in self._module_imports:
             self._module_imports[binary.display] = self.imports_of(binary)
