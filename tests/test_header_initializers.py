@@ -9,8 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import SymbolTableSection
 
-from buildtool.linkage.binaries.read import read_binary_file
+from buildtool.linkage.binaries.read import read_binary_file, read_initializers_again
+from buildtool.linkage.checks.initializer_reach import _callees_alike
 from tests.builders import check, cxx, ids
 
 pytestmark = pytest.mark.integration
@@ -255,3 +258,153 @@ def test_one_header_calling_the_same_own_registrar_in_both_libraries_is_bt103(
     assert "duplicate gemm" in run.stderr
     report = check(tmp_path / "both")
     assert ("BT103", "libtwo.so") in ids(report)
+
+
+TABLES = """#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+struct Entry { const char* name; int (*make)(); };
+extern "C" void registry_add_table(const Entry* table) {
+  static std::set<std::string> names;
+  for (; table->name; ++table) {
+    if (names.insert(table->name).second) continue;
+    std::fprintf(stderr, "duplicate %s\\n", table->name);
+    std::abort();
+  }
+}
+static int users;
+extern "C" void core_attach() { ++users; }
+extern "C" void leaks_attach() { ++users; }
+"""
+"""A registry of tables of classes, keyed by their names: it refuses a name twice."""
+
+REGISTERS_ITS_MODULE = """extern "C" void core_attach(); extern "C" void leaks_attach();
+extern "C" void REGISTRAR();
+namespace {
+struct Boiler {
+  Boiler() { for (int i = 0; i < 4; ++i) { core_attach(); leaks_attach(); } REGISTRAR(); }
+} boiler;
+}  // namespace
+"""
+"""VTK's boilerplate: a header calling the registrar of the module that includes it (the
+compiler is told its name, ``AddRegistrar_<module>``)."""
+
+MODULE_TABLE = """struct Entry { const char* name; int (*make)(); };
+extern "C" void registry_add_table(const Entry*);
+static int make() { return 1; }
+static Entry table[] = {{"CLASS", &make}, {nullptr, nullptr}};
+extern "C" __attribute__((visibility("hidden"))) void REGISTRAR() { registry_add_table(table); }
+"""
+"""A module's registrar, hidden (the boilerplate calls it directly): it hands on a writable
+table of its classes, which no read-only data tells apart."""
+
+
+def _tables_pair(folder: Path, registrars: dict[str, str], classes: dict[str, str]) -> Path:
+    """libone.so and libtwo.so from a wrapper source including ``REGISTERS_ITS_MODULE`` and a
+    registrar source named after ``registrars[library]`` registering ``classes[library]``."""
+    folder.mkdir()
+    cxx(folder, "libcore.so", {"core.cc": TABLES}, "-shared", "-fPIC")
+    (folder / "header.h").write_text(REGISTERS_ITS_MODULE)
+    for name in ("one", "two"):
+        registrar = registrars[name]
+        wrapper = f'#include "header.h"\nextern "C" int {name}() {{ return 1; }}\n'
+        table = MODULE_TABLE.replace("CLASS", classes[name])
+        sources = {f"{name}_wrap.cc": wrapper, f"{registrar}.cc": table}
+        cxx(folder, f"lib{name}.so", sources, "-shared", "-fPIC", f"-DREGISTRAR={registrar}",
+            "-lcore", "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    cxx(folder, "main", {"main.cc": MAIN}, "-Wl,--no-as-needed", "-lone", "-ltwo", "-lcore",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN")  # fmt: skip
+    return folder
+
+
+def _runs(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+def test_one_boilerplate_calling_each_modules_own_registrar_loads_and_is_no_error(
+    tmp_path: Path,
+) -> None:
+    """The registrars' code is alike, and so are the initializers calling them; the symbol
+    table names them ``AddRegistrar_one`` and ``AddRegistrar_two``, which a copy of one object
+    file would not: other registrations. Both load."""
+    registrars = {"one": "AddRegistrar_one", "two": "AddRegistrar_two"}
+    folder = _tables_pair(tmp_path / "apart", registrars, {"one": "One", "two": "Two"})
+    run = _runs(folder)
+    assert run.returncode == 0, run.stderr
+    report = check(folder)
+    assert not ids(report) & {("BT103", "libtwo.so"), ("BT103", "libone.so")}, [
+        f.evidence for f in report.findings
+    ]
+
+
+def test_one_registrar_source_linked_into_both_libraries_is_bt103(tmp_path: Path) -> None:
+    """The same registrar in both (a source listed in two targets): its table's class is
+    registered twice and the program aborts; the function is named alike in both."""
+    registrars = {"one": "add_gemm", "two": "add_gemm"}
+    folder = _tables_pair(tmp_path / "copies", registrars, {"one": "Gemm", "two": "Gemm"})
+    run = _runs(folder)
+    assert run.returncode == -6, run  # SIGABRT: the second registration of "Gemm"
+    assert "duplicate Gemm" in run.stderr
+    report = check(folder)
+    assert ("BT103", "libtwo.so") in ids(report)
+    assert "libcore.so:registry_add_table" in report.findings[0].evidence
+
+
+def test_a_copy_in_a_library_stripped_of_its_symbol_table_is_still_bt103(tmp_path: Path) -> None:
+    """One library stripped: its registrar goes unnamed, which tells nothing apart."""
+    registrars = {"one": "add_gemm", "two": "add_gemm"}
+    folder = _tables_pair(tmp_path / "stripped", registrars, {"one": "Gemm", "two": "Gemm"})
+    subprocess.run(["strip", "--strip-all", folder / "libone.so"], check=True)
+    assert _runs(folder).returncode == -6
+    report = check(folder)
+    assert {("BT103", "libtwo.so"), ("BT103", "libone.so")} & ids(report), [
+        f.evidence for f in report.findings
+    ]
+
+
+def _callees(path: Path) -> set[tuple[frozenset[str], ...]]:
+    data = path.read_bytes()
+    return {init.callees for init in read_initializers_again(data, path.name)}
+
+
+def _defined_functions(path: Path) -> dict[str, int]:
+    """pyelftools' reading of ``.symtab``: each defined function's address, by name."""
+    with path.open("rb") as stream:
+        table = ELFFile(stream).get_section_by_name(".symtab")
+        assert isinstance(table, SymbolTableSection)
+        return {
+            symbol.name: symbol["st_value"]
+            for symbol in table.iter_symbols()
+            if symbol["st_info"]["type"] == "STT_FUNC" and symbol["st_shndx"] != "SHN_UNDEF"
+        }
+
+
+def test_the_functions_an_initializer_calls_are_named_by_the_symbol_table(tmp_path: Path) -> None:
+    """The walk names the registrar the boilerplate calls as pyelftools reads ``.symtab``; a
+    stripped copy names none."""
+    registrars = {"one": "AddRegistrar_one", "two": "AddRegistrar_two"}
+    folder = _tables_pair(tmp_path / "named", registrars, {"one": "One", "two": "Two"})
+    library = folder / "libone.so"
+    assert "AddRegistrar_one" in _defined_functions(library)
+    assert (frozenset({"AddRegistrar_one"}),) in _callees(library)
+    stripped = folder / "stripped.so"
+    subprocess.run(["strip", "--strip-all", "-o", stripped, library], check=True)
+    assert _callees(stripped) == {()}
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "alike"),
+    [
+        ((), (frozenset({"AddRegistrar_one"}),), True),  # a stripped file names none
+        ((frozenset(),), (frozenset({"AddRegistrar_one"}),), True),  # nor this function
+        ((frozenset({"add", "folded"}),), (frozenset({"add"}),), True),  # identical code folded
+        ((frozenset({"AddRegistrar_one"}),), (frozenset({"AddRegistrar_two"}),), False),
+        ((frozenset({"a"}), frozenset({"b"})), (frozenset({"a"}),), False),  # another code
+    ],
+)
+def test_callees_are_alike_where_the_files_both_name_them_alike(
+    first: tuple[frozenset[str], ...], second: tuple[frozenset[str], ...], alike: bool
+) -> None:
+    assert _callees_alike(first, second) is alike
+    assert _callees_alike(second, first) is alike

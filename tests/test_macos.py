@@ -458,3 +458,52 @@ def test_a_registry_that_takes_the_copy_twice_is_recognised_as_mach_o_spells_it(
     errors = _errors_without_recipe(run_cli, refusing)
     assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.dylib")]
     assert "libcore.dylib:__Z16registerOnceDataiPKhS0_S0_" in errors[0][2]
+
+
+# --- one boilerplate calling each dylib's own registrar ------------------------------------------
+
+COUNTER_C = "static int users;\nvoid attach(void) { ++users; }\n"
+
+OWN_REGISTRAR_C = """void registry_add(const char*);
+void attach(void);
+__attribute__((noinline)) void REGISTRAR(void) { registry_add(NAME); }
+__attribute__((constructor)) static void boilerplate(void) {
+  for (int i = 0; i < 4; ++i) attach();
+  REGISTRAR();
+}
+int LIBRARY(void) { return 1; }
+"""
+"""A header's boilerplate calling the registrar of the module including it (VTK's
+``AddRegistrar_<module>``): Mach-O calls a dylib's own function directly, so the walk reads the
+registrar's code, which is alike in every dylib once addresses are left out."""
+
+
+def _registrar_pair(sdk: Path, folder: Path, registrars: tuple[str, str], name: str) -> Path:
+    folder.mkdir()
+    rpath = ("-Wl,-rpath,@loader_path", f"-L{folder}")
+    clang_macos(sdk, "arm64", folder / "libregistry.dylib", REGISTRY_C + COUNTER_C,
+                "-dynamiclib", "-install_name", "@rpath/libregistry.dylib")  # fmt: skip
+    for library, registrar in zip(("one", "two"), registrars, strict=True):
+        source = OWN_REGISTRAR_C.replace("LIBRARY", library).replace("REGISTRAR", registrar)
+        source = source.replace("NAME", f'"{name or library}"')
+        name_flags = ("-install_name", f"@rpath/lib{library}.dylib")
+        clang_macos(sdk, "arm64", folder / f"lib{library}.dylib", source, "-O2", "-dynamiclib",
+                    *name_flags, *rpath, "-lregistry")  # fmt: skip
+    clang_macos(sdk, "arm64", folder / "main", BOTH_DYLIBS, *rpath, "-lone", "-ltwo")
+    return folder
+
+
+def test_one_boilerplate_calling_each_dylibs_own_registrar_is_no_bt103(
+    macos_toolchain: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """Registrars named after their dylibs, registering "one" and "two": other registrations,
+    though their code is alike (vtk's macOS wheel: 113 BT103 while only the code was compared).
+    A registrar of one name in both, registering "gemm" in both, is a copy of one object file's
+    code, which aborts where it runs (its ELF twin in tests/test_header_initializers.py does)."""
+    sdk = macos_toolchain.parent
+    apart = _registrar_pair(sdk, tmp_path / "apart", ("AddRegistrar_one", "AddRegistrar_two"), "")
+    assert _errors_without_recipe(run_cli, apart) == []
+    copies = _registrar_pair(sdk, tmp_path / "copies", ("add_gemm", "add_gemm"), "gemm")
+    errors = _errors_without_recipe(run_cli, copies)
+    assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.dylib")]
+    assert "libregistry.dylib:_registry_add" in errors[0][2]

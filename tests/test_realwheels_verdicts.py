@@ -405,3 +405,12 @@ def test_pyside6_macos_resource_collections_are_no_bt103() -> None:
     options = ("--platform", "macosx_14_0_universal2", "--python-version", "3.11")
     report = check(pinned("PySide6-Essentials==6.12.0", "mac", *options))
     assert counts(report, "error").get("BT103", 0) == 0
+
+
+def test_vtk_macos_module_registrars_are_no_bt103() -> None:
+    """Every wrapper source's boilerplate calls its module's own ``AddRegistrar_<module>``,
+    which Mach-O calls directly: one code in every dylib, calling another function in each.
+    113 BT103 while only the callees' code was compared (503 before the Mach-O spelling)."""
+    options = ("--platform", "macosx_11_0_arm64", "--python-version", "3.11")
+    report = check(pinned("vtk==9.7.2", "mac", *options))
+    assert counts(report, "error") == {}

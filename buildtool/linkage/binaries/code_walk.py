@@ -14,7 +14,8 @@ shape: the name it registers tells its copies from other registrations of the sa
 initializer that names nothing is told by what it hands on (``InitializerReach.content``): the
 code of the functions it calls in the library and the read-only data it passes out of it. Qt's
 resource initializers are one code in every library, each passing its own resource tables to
-``qRegisterResourceData``.
+``qRegisterResourceData``. Where the file's symbol table names the functions it calls, so are
+they (``InitializerReach.callees``): VTK's boilerplate calls each module's own registrar.
 
 ``CodeView`` is what the walk needs, decoded by each format's reader.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, NamedTuple
 
 from buildtool.linkage.binaries.facts import (
@@ -64,6 +65,11 @@ def no_bytes(_address: int, _size: int) -> bytes:
     return b""
 
 
+def no_names(_addresses: frozenset[int]) -> Mapping[int, frozenset[str]]:
+    """A ``CodeView.function_names`` for a format whose functions the walk does not name."""
+    return {}
+
+
 class CodeView(NamedTuple):
     """A library's code, its initializers and its import slots, as the walk sees them."""
 
@@ -90,6 +96,9 @@ class CodeView(NamedTuple):
     relocated: Callable[[int], bool] = nowhere
     """Whether a dynamic relocation row (not a PLT slot's) names the address: the loader
     stores a pointer there, whatever its bytes in the file read as."""
+    function_names: Callable[[frozenset[int]], Mapping[int, frozenset[str]]] = no_names
+    """The symbol table's names of the library's own functions at these addresses (those it
+    names; aliases all), asked once per walk of a file's initializers."""
 
 
 def _capstone(machine: str) -> Any:
@@ -506,7 +515,7 @@ class _Functions:
         function = self.at(target)
         return function if _is_stub(function) else None
 
-    def reach(self, address: int, deep: bool = True) -> InitializerReach:
+    def reach(self, address: int, deep: bool = True) -> _Walk:
         """Breadth first from ``address``: ``MAX_DEPTH`` calls deep, ``MAX_INSTRUCTIONS`` in
         all; the shape is that of the initializer's own function and the branches within it.
         Not ``deep``: its own code only, and the stubs it calls; ``complete`` says whether that
@@ -534,7 +543,8 @@ class _Functions:
                     walk.leave(target, self._stub(target))
         if not walk.complete and walk.untold():
             return self.reach(address)
-        return walk.result(self)
+        walk.settle(self)
+        return walk
 
 
 SHAPE_PREFIX: Final = 64
@@ -569,15 +579,18 @@ class _Walk:
         self.walked: set[int] = set()
         self.outgoing: list[_Function] = []
         """The functions whose calls hand data on: its own and those it calls."""
-        self.called: list[str] = []
-        """The shapes of the library's functions it calls (stubs left out)."""
+        self.called: list[tuple[int, tuple[str, ...]]] = []
+        """The addresses and shapes of the library's functions it calls (stubs left out)."""
+        self.passed: list[tuple[str, bool]] | None = None
+        """What it passes out of the library (``_Functions.passed``), once settled: None when
+        untold."""
 
     def visit(self, address: int, depth: int, function: _Function) -> None:
         self.walked.add(address)
         self.budget -= function.instructions
         self.reaches.update(function.imports)
         if depth == 1 and not _is_stub(function):
-            self.called.extend(function.shape)
+            self.called.append((address, function.shape))
         if depth <= 1:
             self.outgoing.append(function)
 
@@ -609,34 +622,52 @@ class _Walk:
         """Whether its own code, walked whole, is too short to tell a copy and names nothing."""
         return len(self.shape) < MIN_SHAPE_INSTRUCTIONS and not self.strings
 
-    def result(self, functions: _Functions) -> InitializerReach:
-        shape = self.shape
+    def named(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.strings))[:MAX_STRINGS]
+
+    def settle(self, functions: _Functions) -> None:
+        """Work out what it passes on while the library's budget is as its walk left it: a
+        walk the budget cut short may have missed what a copy's code hands on; one that left
+        calls unfollowed has not seen what they hand on."""
+        if not self.named() and functions.left > 0 and self.complete:
+            self.passed = functions.passed(self.outgoing, self.walked)
+
+    def told_callees(self) -> list[int]:
+        """The addresses of the library's functions it calls, where what it hands on tells it."""
+        return [address for address, _shape in self.called] if self.passed is not None else []
+
+    def result(self, names: Mapping[int, frozenset[str]]) -> InitializerReach:
+        """Its reach, with ``names`` of the library's functions (``CodeView.function_names``)."""
+        shape, passed = self.shape, self.passed
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
-        named = tuple(dict.fromkeys(self.strings))[:MAX_STRINGS]
-        # a walk the library's budget cut short may have missed what a copy's code hands on;
-        # one that left calls unfollowed has not seen what they hand on
-        told = not named and functions.left > 0 and self.complete
-        passed = functions.passed(self.outgoing, self.walked) if told else None
         guarded = self.complete and _guarded(shape)  # a guard says nothing of the code not walked
+        callees = tuple(names.get(address, _UNNAMED) for address in self.told_callees())
         return InitializerReach(
             digest,
             min(len(shape), SHAPE_PREFIX) if not self.complete else len(shape),
             frozenset(self.reaches),
             guarded,
-            named,
+            self.named(),
             complete=self.complete,
             content=_content(self.called, passed) if passed is not None else "",
             passed=len(passed) if passed is not None else 0,
+            callees=callees if any(callees) else (),
         )
 
 
-def _content(called: Sequence[str], passed: Sequence[tuple[str, bool]]) -> str:
+_UNNAMED: Final[frozenset[str]] = frozenset()
+
+
+def _content(
+    called: Sequence[tuple[int, tuple[str, ...]]], passed: Sequence[tuple[str, bool]]
+) -> str:
     """``InitializerReach.content``: the shapes of the library's functions an initializer calls
     (stubs left out: the link chose their form), and the data it passes: the strings when there
     are any (an empty string reads as the bytes after it, which are not the object's), else the
     start of each datum; "" for nothing."""
     strings = [key for key, is_string in passed if is_string]
-    kept = [*called, "", *(strings or [key for key, _is_string in passed])]
+    shapes = [line for _address, shape in called for line in shape]
+    kept = [*shapes, "", *(strings or [key for key, _is_string in passed])]
     if len(kept) == 1:
         return ""
     return hashlib.blake2b("\n".join(kept).encode(), digest_size=8).hexdigest()
@@ -740,6 +771,14 @@ def walk_initializers(
         if any(not 0 <= position < len(view.initializers) for position in deep):
             return ()
         whole = _Functions(view)
-        return tuple(whole.reach(view.initializers[position]) for position in deep)
+        return _results(view, [whole.reach(view.initializers[position]) for position in deep])
     functions = _Functions(view) if deep else _Functions(view, SHAPE_PREFIX)
-    return tuple(functions.reach(address, deep) for address in view.initializers)
+    return _results(view, [functions.reach(address, deep) for address in view.initializers])
+
+
+def _results(view: CodeView, walks: Sequence[_Walk]) -> tuple[InitializerReach, ...]:
+    """The walks' reaches, naming the functions they call in one question to the file's
+    symbol table (a big library's holds hundreds of thousands)."""
+    wanted = frozenset(address for walk in walks for address in walk.told_callees())
+    names = view.function_names(wanted) if wanted else {}
+    return tuple(walk.result(names) for walk in walks)

@@ -239,6 +239,13 @@ class InitializerReach:
     passed: int = 0
     """How many read-only data it passes out of the library (``content`` holds them): what it
     registers, which tells its copies as a string does, however short its own code."""
+    callees: tuple[frozenset[str], ...] = ()
+    """Where ``content`` is told: the symbol names of the library's functions it calls, in the
+    walk's order (each function's aliases; none for one the file leaves unnamed); () when the
+    file names none of them.
+    One header's boilerplate calling the registrar of the library it is built into (VTK's
+    ``AddRegistrar_vtkCommonMath``, called directly on Mach-O) is alike in code in every
+    library, yet calls another function in each; a copy of one object file calls the same."""
 
 
 @dataclass(frozen=True)

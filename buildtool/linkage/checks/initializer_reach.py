@@ -97,8 +97,8 @@ class _Shape(NamedTuple):
     """Every one of them walked whole: a ``content`` of "" then says they hand nothing on."""
 
 
-_Key = tuple[str, str]
-"""An initializer's shape and ``InitializerReach.content`` ("" for untold)."""
+_Key = tuple[str, str, tuple[frozenset[str], ...]]
+"""An initializer's shape, ``InitializerReach.content`` ("" for untold) and ``callees``."""
 
 
 def _shapes(subject: Subject, inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
@@ -111,7 +111,7 @@ def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
     """The registering initializers by shape and content."""
     found: dict[_Key, _Shape] = {}
     for init in _registering(inits):
-        key = (init.shape, init.content)
+        key = (init.shape, init.content, init.callees)
         known = found.get(key)
         found[key] = (
             _Shape(init.reaches, init.strings, init.complete)
@@ -125,9 +125,9 @@ def _by_shape(inits: tuple[InitializerReach, ...]) -> dict[_Key, _Shape]:
 
 def _copies(mine: dict[_Key, _Shape], theirs: dict[_Key, _Shape]) -> list[tuple[_Key, _Key]]:
     """The initializers of both files that may be copies: one shape handing on the same, or
-    one of them handing on what is not told (""). One code handing on different functions or
-    data registers something else in each (Qt's resource initializers, each with its own
-    resources)."""
+    one of them handing on what is not told (""), and calling functions of the same names
+    (``_callees_alike``). One code handing on different functions or data registers something
+    else in each (Qt's resource initializers, each with its own resources)."""
     by_shape: dict[str, list[_Key]] = {}
     for other in theirs:
         by_shape.setdefault(other[0], []).append(other)
@@ -135,8 +135,19 @@ def _copies(mine: dict[_Key, _Shape], theirs: dict[_Key, _Shape]) -> list[tuple[
         (key, other)
         for key in mine
         for other in by_shape.get(key[0], ())
-        if key[1] == other[1] or "" in (key[1], other[1])
+        if (key[1] == other[1] or "" in (key[1], other[1])) and _callees_alike(key[2], other[2])
     )
+
+
+def _callees_alike(first: tuple[frozenset[str], ...], second: tuple[frozenset[str], ...]) -> bool:
+    """Whether two initializers may call the same functions of their libraries: the files
+    give each a name in common where both name it (a file stripped of its local symbols names
+    fewer, or none; the functions a copy of one object file calls keep their names, and a
+    linker folding identical code may add aliases)."""
+    if not first or not second:
+        return True
+    pairs = zip(first, second, strict=False)
+    return len(first) == len(second) and all(not a or not b or a & b for a, b in pairs)
 
 
 def told_apart(subject: Subject, pair: Pair) -> bool:

@@ -29,6 +29,7 @@ from buildtool.linkage.binaries.elf.decoder import (
     _Segment,
 )
 from buildtool.linkage.binaries.elf.dynsym import _dynamic_symbol_count
+from buildtool.linkage.binaries.elf.symtab import functions_at
 from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
@@ -283,7 +284,15 @@ def read_code_view(
     def relocated(address: int) -> bool:
         return table.row(address) is not None
 
-    return CodeView(machine, code, targets, slot, data, pointer, read_only, relocated)
+    def function_names(addresses: frozenset[int]) -> Mapping[int, frozenset[str]]:
+        try:
+            return functions_at(img, addresses) or {}
+        except _Bad:
+            return {}  # a damaged section table: the functions go unnamed, as in a stripped file
+
+    return CodeView(
+        machine, code, targets, slot, data, pointer, read_only, relocated, function_names
+    )
 
 
 class _LeftOut(Exception):
@@ -325,11 +334,30 @@ def initializers_unless_left_out(
         read=checked(view.read, True),
         constant=checked(view.constant, False),
         read_only=checked(view.read_only, False),
+        function_names=_names_unless_left_out(img, left_out),
     )
     try:
         return walk_initializers(sparse, deep=False)
     except _LeftOut:
         return None
+
+
+def _names_unless_left_out(
+    img: _Image, left_out: Callable[[int, int], bool]
+) -> Callable[[frozenset[int]], Mapping[int, frozenset[str]]]:
+    """``CodeView.function_names`` for a sparse read: _LeftOut when the tables it reads were
+    left out."""
+
+    def function_names(addresses: frozenset[int]) -> Mapping[int, frozenset[str]]:
+        try:
+            found = functions_at(img, addresses, left_out)
+        except _Bad:
+            return {}
+        if found is None:
+            raise _LeftOut
+        return found
+
+    return function_names
 
 
 MODULE_INIT_PREFIX: Final = "PyInit_"

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import mmap
 import re
+import struct
+import sys
 from array import array
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from itertools import compress, filterfalse, repeat
 from typing import Final, NamedTuple
@@ -30,6 +32,7 @@ from buildtool.linkage.binaries.elf.decoder import (
     _decoded,
     _first,
     _Image,
+    _read_header,
     _Section,
     _sections_only,
     _symbol_count,
@@ -275,3 +278,43 @@ def read_function_names(
     """The ``.symtab`` function names whose digests (``name_digest``) are in ``wanted``, by
     digest."""
     return _decoded(data, display_path, size, file_backed, lambda img: _function_names(img, wanted))
+
+
+def _nowhere(_start: int, _end: int) -> bool:
+    return False
+
+
+_SYM64: Final = struct.Struct("<IBBHQQ")
+
+
+def functions_at(
+    img: _Image, addresses: frozenset[int], left_out: Callable[[int, int], bool] = _nowhere
+) -> dict[int, frozenset[str]] | None:
+    """``CodeView.function_names``: the names of the functions ``.symtab`` defines at each of
+    ``addresses``, by one pass over the table's values; {} without a table, None when
+    ``left_out(start, end)`` holds for the table or its strings (a sparse read)."""
+    header = _read_header(img)
+    if left_out(header.shoff, header.shoff + header.shnum * header.shentsize):
+        return None
+    sections = _sections_only(img)
+    symtab = _first(sections, _SHT_SYMTAB)
+    if symtab is None or img.layout.elf_class != 64:
+        return {}
+    strings = _raw_strings(img, sections, symtab)
+    count = _symbol_count(img, symtab)
+    rows = img.span(symtab.offset, count * _SYM64.size, "symbol table")
+    if left_out(symtab.offset, symtab.offset + len(rows)) or left_out(
+        strings.start, strings.start + strings.size
+    ):
+        return None
+    layout = _SYM64 if img.layout.endian == "<" else struct.Struct(">IBBHQQ")
+    if layout is _SYM64 and sys.byteorder == "little":
+        values: Iterable[int] = rows.cast("Q")[1::3]
+    else:
+        values = (row[4] for row in layout.iter_unpack(rows))
+    found: dict[int, set[str]] = {}
+    for index in compress(range(count), map(addresses.__contains__, values)):
+        name, info, _other, shndx, value, _size = layout.unpack_from(rows, index * layout.size)
+        if shndx and info in _FUNC_INFOS:
+            found.setdefault(value, set()).add(strings.one(name).decode())
+    return {address: frozenset(names) for address, names in found.items()}

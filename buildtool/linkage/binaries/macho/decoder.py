@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 import sys
 from array import array
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import compress
@@ -467,11 +467,46 @@ def read_initializers(
         image, header.order, machine, sections=found.sections, indirect=found.indirect,
         starts=pointers or starts, symbol_name=symbol_name,
         stored=(found.text_address, found.chained_fixups),
+        function_names=_function_names(image, layout, found.symtab, names),
     )  # fmt: skip
     try:
         return walk_initializers(view, deep) if view else ()
     except MalformedMachO:
         return ()  # a damaged table: no reach known, as for a stripped file
+
+
+def _function_names(
+    image: Bounded, layout: struct.Struct, symtab: tuple[int, ...], names: _Names
+) -> Callable[[frozenset[int]], dict[int, frozenset[str]]]:
+    """``CodeView.function_names`` for a thin 64-bit file: one pass over the symbol table's
+    values (libtorch_cpu.dylib's hold 460k), unpacking only the entries at an address asked
+    for; none when the table is damaged."""
+
+    def named(addresses: frozenset[int]) -> dict[int, frozenset[str]]:
+        try:
+            with _table(image, layout, symtab) as raw:
+                return _names_at(raw, layout, addresses, names)
+        except MalformedMachO:
+            return {}
+
+    return named
+
+
+def _names_at(
+    raw: memoryview, layout: struct.Struct, addresses: frozenset[int], names: _Names
+) -> dict[int, frozenset[str]]:
+    """The names of the symbols defined in a section at each of ``addresses``."""
+    count = len(raw) // layout.size
+    if layout.format[0] == "<" and sys.byteorder == "little" and layout.size == 16:
+        values: Iterable[int] = raw.cast("Q")[1::2]
+    else:
+        values = (entry[4] for entry in layout.iter_unpack(raw))
+    found: dict[int, set[str]] = {}
+    for index in compress(range(count), map(addresses.__contains__, values)):
+        strx, n_type, _sect, _desc, value = layout.unpack_from(raw, index * layout.size)
+        if n_type & N_TYPE == N_SECT and not n_type & N_STAB:
+            found.setdefault(value, set()).add(names(strx))
+    return {address: frozenset(known) for address, known in found.items()}
 
 
 def initializer_bytes(sections: Sequence[Section], bits: int) -> int:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import bisect
 import itertools
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from buildtool.linkage.binaries.bounded import Bounded
-from buildtool.linkage.binaries.code_walk import CodeView
+from buildtool.linkage.binaries.code_walk import CodeView, no_names
 
 if TYPE_CHECKING:
     from buildtool.linkage.binaries.macho.sections import Section
@@ -149,6 +149,7 @@ def macho_code_view(
     starts: tuple[int, ...],
     symbol_name: Callable[[int], str],
     stored: tuple[int, bool] = (0, False),
+    function_names: Callable[[frozenset[int]], Mapping[int, frozenset[str]]] = no_names,
 ) -> CodeView | None:
     """The walk's view of a thin 64-bit file; None without initializers or for another
     machine. ``stored``: the image's base address and whether its pointers are chained fixups
@@ -164,4 +165,12 @@ def macho_code_view(
         value = data(address, POINTER)
         return pointer_target(word.unpack(value)[0], *stored) if len(value) == POINTER else None
 
-    return CodeView(WALKED[machine], _reader(image, code), starts, slots, data, pointer)
+    return CodeView(
+        WALKED[machine],
+        _reader(image, code),
+        starts,
+        slots,
+        data,
+        pointer,
+        function_names=function_names,
+    )
