@@ -118,8 +118,31 @@ def _view(
     jump_slot = _SLOTS[machine][1]
     rows = {r["r_offset"] for r in relocations if r["r_info_type"] != jump_slot}
     return CodeView(
-        machine, code, targets, slots.get, constant, pointer, read_only, rows.__contains__
+        machine,
+        code,
+        targets,
+        slots.get,
+        constant,
+        pointer,
+        read_only,
+        rows.__contains__,
+        _function_names(elf),
     )
+
+
+def _function_names(elf: Any) -> Callable[[frozenset[int]], dict[int, frozenset[str]]]:
+    """``CodeView.function_names`` by pyelftools: every defined function of ``.symtab``."""
+
+    def named(addresses: frozenset[int]) -> dict[int, frozenset[str]]:
+        table = elf.get_section_by_name(".symtab")
+        found: dict[int, set[str]] = {}
+        for symbol in table.iter_symbols() if table is not None else ():
+            function = symbol["st_info"]["type"] in ("STT_FUNC", "STT_LOOS")
+            if function and symbol["st_shndx"] != "SHN_UNDEF" and symbol["st_value"] in addresses:
+                found.setdefault(symbol["st_value"], set()).add(symbol.name)
+        return {address: frozenset(names) for address, names in found.items()}
+
+    return named
 
 
 def reference_initializers(
