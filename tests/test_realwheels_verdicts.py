@@ -414,3 +414,19 @@ def test_vtk_macos_module_registrars_are_no_bt103() -> None:
     options = ("--platform", "macosx_11_0_arm64", "--python-version", "3.11")
     report = check(pinned("vtk==9.7.2", "mac", *options))
     assert counts(report, "error") == {}
+
+
+def test_tensorflow_cpu_stream_setup_in_two_libraries_is_no_bt103() -> None:
+    """_pywrap_parallel_device.so and libtensorflow_cc.so.2 hold parallel_device_lib.cc, whose
+    static initializer only sets up the standard streams: BT103 before, now BT124. With the
+    wheel installed, ``import tensorflow`` maps both and a ParallelDevice computes. _xla_ops.so
+    stays BT103: loaded with the libraries it shares code with, it exits, its copy of XLA's
+    flags registered twice (checked the same way, see docs/realwheels.md)."""
+    report = check(pinned("tensorflow-cpu==2.21.0"))
+    device = "tensorflow/python/_pywrap_parallel_device.so"
+    assert ("BT103", device) not in errors(report)
+    (copy,) = [f for f in report.findings if f.check_id == "BT124" and f.path.endswith(device)]
+    assert "_GLOBAL__sub_I_parallel_device_lib.cc" in copy.evidence
+    assert "libtensorflow_cc.so.2" in copy.message
+    xla = "tensorflow/compiler/tf2xla/ops/_xla_ops.so"
+    assert any(check_id == "BT103" and path.endswith(xla) for check_id, path in errors(report))

@@ -9,7 +9,10 @@ with the error it stands beside (the same shape with a registry, which aborts).
 - two stripped libraries exporting one C library's functions (tables' two LZ4 builds): each
   caller binds to the first copy, which works;
 - a second copy of a C library without initializers (tables' two libblosc2);
-- two extension modules of one name in two folders (scipy's ``_zeros``): not copies.
+- two extension modules of one name in two folders (scipy's ``_zeros``): not copies;
+- one source whose static initializer only sets up the standard streams (``#include
+  <iostream>``) in two libraries (tensorflow's _pywrap_parallel_device.so and
+  libtensorflow_cc.so.2).
 """
 
 from __future__ import annotations
@@ -223,3 +226,83 @@ def test_inline_variables_in_every_library_are_no_second_build(tmp_path: Path) -
     assert ids(check(tmp_path / "members")) == set()
     assert _inline_variables(tmp_path / "builds", OWN_BUILD) == ["True", "1", "1"]
     assert ("BT103", "libtwo.so") in ids(check(tmp_path / "builds"))
+
+
+STREAMS_ONLY = """#include <iostream>
+int shared_size() { return 42; }
+int shared_twice() { return 2 * shared_size(); }
+"""
+"""A source whose static initializer only sets up the standard streams."""
+
+EXPORTED_STRING = """#include <iostream>
+#include <string>
+std::string shared_name = "a name long enough to live on the heap, past the small buffer";
+int shared_size() { return static_cast<int>(shared_name.size()); }
+"""
+"""The same, with an exported object its initializer constructs: the loader binds both
+libraries' initializers to one copy, which each constructs and each frees at exit."""
+
+
+def _one_source_twice(folder: Path, source: str) -> subprocess.CompletedProcess[str]:
+    """libone.so and libtwo.so, each built from ``source`` and a file of its own, and a
+    program linked to both; returns the program's run."""
+    folder.mkdir()
+    (folder / "shared.cc").write_text(source)
+    for name in ("one", "two"):
+        (folder / f"{name}.cc").write_text(
+            f'int shared_size();\nextern "C" int {name}() {{ return shared_size() > 0; }}\n'
+        )
+        subprocess.run(["g++", "-O2", "-shared", "-fPIC", "-o", f"lib{name}.so", f"{name}.cc",
+                        "shared.cc"], cwd=folder, check=True)  # fmt: skip
+    (folder / "main.cc").write_text(
+        'extern "C" int one(); extern "C" int two();\n'
+        "int main() { return one() + two() == 2 ? 0 : 1; }\n"
+    )
+    subprocess.run(["g++", "-o", "main", "main.cc", "-L.", "-lone", "-ltwo",
+                    "-Wl,-rpath,$ORIGIN"], cwd=folder, check=True)  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+def test_one_source_setting_up_the_streams_in_two_libraries_is_a_warning(tmp_path: Path) -> None:
+    """Its static initializer and functions are in both; the initializer only sets up the
+    streams on an object of its own: the program runs and exits cleanly. BT124, not BT103."""
+    run = _one_source_twice(tmp_path / "streams", STREAMS_ONLY)
+    assert run.returncode == 0, run.stderr
+    report = check(tmp_path / "streams")
+    assert ids(report) == {("BT124", "libtwo.so")}, [f.evidence for f in report.findings]
+    assert "_GLOBAL__sub_I_shared.cc" in report.findings[0].evidence
+
+
+def test_one_source_constructing_an_exported_object_in_two_libraries_stays_bt103(
+    tmp_path: Path,
+) -> None:
+    """Both initializers construct the one ``shared_name`` the loader binds them to: the
+    program aborts at exit, freeing it twice."""
+    run = _one_source_twice(tmp_path / "string", EXPORTED_STRING)
+    assert run.returncode == -6, run  # SIGABRT
+    assert "double free" in run.stderr
+    report = check(tmp_path / "string")
+    assert ("BT103", "libtwo.so") in ids(report)
+
+
+EXPORTED_GUARD = """#include <iostream>
+struct Guard {
+  volatile bool armed;  // a store the compiler keeps in a destructor
+  Guard() : armed(true) {}
+  ~Guard() { if (!armed) __builtin_trap(); armed = false; }
+};
+Guard shared_guard;
+int shared_size() { return shared_guard.armed ? 42 : 0; }
+"""
+"""An exported object whose construction calls nothing: its initializer calls only what the
+streams' setup does (``__cxa_atexit``), yet on the library's export, which the loader binds to
+one copy: destroyed twice at exit, the second time it traps."""
+
+
+def test_one_source_constructing_an_exported_object_without_calls_stays_bt103(
+    tmp_path: Path,
+) -> None:
+    run = _one_source_twice(tmp_path / "guard", EXPORTED_GUARD)
+    assert run.returncode < 0, run  # the trap at exit
+    report = check(tmp_path / "guard")
+    assert ("BT103", "libtwo.so") in ids(report), [f.evidence for f in report.findings]

@@ -569,6 +569,7 @@ class _Walk:
     """One initializer's walk (``_Functions.reach``)."""
 
     def __init__(self, address: int) -> None:
+        self.start = address
         self.queue: list[tuple[int, int]] = [(address, 0)]
         self.seen = {address}
         self.budget = MAX_INSTRUCTIONS
@@ -581,12 +582,15 @@ class _Walk:
         """The functions whose calls hand data on: its own and those it calls."""
         self.called: list[tuple[int, tuple[str, ...]]] = []
         """The addresses and shapes of the library's functions it calls (stubs left out)."""
+        self.loads: list[int] = []
+        """The addresses of the slots whose pointers the code walked loads."""
         self.passed: list[tuple[str, bool]] | None = None
         """What it passes out of the library (``_Functions.passed``), once settled: None when
         untold."""
 
     def visit(self, address: int, depth: int, function: _Function) -> None:
         self.walked.add(address)
+        self.loads.extend(slot for _index, slot, loaded in function.constants if loaded)
         self.budget -= function.instructions
         self.reaches.update(function.imports)
         if depth == 1 and not _is_stub(function):
@@ -636,7 +640,11 @@ class _Walk:
         """The addresses of the library's functions it calls, where what it hands on tells it."""
         return [address for address, _shape in self.called] if self.passed is not None else []
 
-    def result(self, names: Mapping[int, frozenset[str]]) -> InitializerReach:
+    def shares_data(self, view: CodeView) -> bool:
+        """Whether a slot it loads points at something the library defines."""
+        return any((entry := view.slot(slot)) is not None and entry[1] for slot in self.loads)
+
+    def result(self, view: CodeView, names: Mapping[int, frozenset[str]]) -> InitializerReach:
         """Its reach, with ``names`` of the library's functions (``CodeView.function_names``)."""
         shape, passed = self.shape, self.passed
         digest = hashlib.blake2b("\n".join(shape).encode(), digest_size=8).hexdigest()
@@ -651,6 +659,8 @@ class _Walk:
             complete=self.complete,
             content=_content(self.called, passed) if passed is not None else "",
             passed=len(passed) if passed is not None else 0,
+            address=self.start,
+            shares_data=self.shares_data(view),
             callees=callees if any(callees) else (),
         )
 
@@ -781,4 +791,4 @@ def _results(view: CodeView, walks: Sequence[_Walk]) -> tuple[InitializerReach, 
     symbol table (a big library's holds hundreds of thousands)."""
     wanted = frozenset(address for walk in walks for address in walk.told_callees())
     names = view.function_names(wanted) if wanted else {}
-    return tuple(walk.result(names) for walk in walks)
+    return tuple(walk.result(view, names) for walk in walks)

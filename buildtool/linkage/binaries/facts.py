@@ -239,6 +239,14 @@ class InitializerReach:
     passed: int = 0
     """How many read-only data it passes out of the library (``content`` holds them): what it
     registers, which tells its copies as a string does, however short its own code."""
+    address: int = 0
+    """Where its code starts (the initializer array's entry): what ``BinaryFacts.
+    static_initializer_addresses`` names."""
+    shares_data: bool = False
+    """Whether the code walked loads the address of something the library defines through a
+    slot (a GOT entry): an object of the library's exports, which the loader binds to one copy
+    in a process. Two libraries' initializers of one exported ``std::string`` construct it
+    twice and free it twice at exit."""
     callees: tuple[frozenset[str], ...] = ()
     """Where ``content`` is told: the symbol names of the library's functions it calls, in the
     walk's order (each function's aliases; none for one the file leaves unnamed); () when the
@@ -376,6 +384,9 @@ class BinaryFacts:
     architectures: tuple[str, ...] = ()
     """A fat (universal) Mach-O file's slices by machine, in file order; the facts are those of
     the slice ``machine`` names (see ``binaries.macho``). Empty for a thin file."""
+    static_initializer_addresses: tuple[tuple[str, int], ...] = ()
+    """``(name, address)`` of each of ``static_initializers`` (sorted): which entry of
+    ``initializers`` each one is (``InitializerReach.address``). Empty for PE files."""
 
     @property
     def initializer_reaches(self) -> frozenset[str]:

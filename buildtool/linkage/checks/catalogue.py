@@ -283,9 +283,11 @@ CHECKS: tuple[Check, ...] = (
         "a shared registry library in common (each registers into its own copy of its "
         "registry, like pyarrow's protobuf copies); code that two libraries export both "
         "(stripped, so each binds to the copy loaded first) with no initializer reaching a "
-        "registry (tables' two LZ4 builds); or a second copy of a library (one SONAME) that "
-        "runs no initializers. Both work; the copy costs space. Initializers of both copies "
-        "reaching one registry are BT103.",
+        "registry (tables' two LZ4 builds), or unstripped with static initializers that only "
+        "set up the standard streams on objects of their own (tensorflow's "
+        "_pywrap_parallel_device.so); or a second copy of a library (one SONAME) that runs no "
+        "initializers. Both work; the copy costs space. Initializers of both copies reaching "
+        "one registry, or constructing an object both export, are BT103.",
         "Link the shared code into one library that both need, if the space matters.",
     ),
     Check(

@@ -19,6 +19,7 @@ from buildtool.linkage.checks.common import (
 from buildtool.linkage.checks.initializer_reach import (
     accepting_callees,
     name_nothing,
+    register_nothing,
     registered_strings,
     registry_callees,
     shape_groups,
@@ -193,9 +194,32 @@ def _object_code_finding(
             f"unstripped: static initializers {listed(initializers)}; {counts}; bound inside "
             f"each: {listed(private)}; {_no_registry_in_common(subject, pair)}",
         )
+    quiet = register_nothing(subject, pair, frozenset(initializers))
+    if quiet and not _recipe_registrations(subject, pair):
+        return _setup_only_finding(subject, pair, initializers, functions, counts)
     return _duplicate_finding(
         pair,
         f"unstripped: static initializers {listed(initializers)} and {counts}: {listed(functions)}",
+    )
+
+
+def _setup_only_finding(
+    subject: Subject,
+    pair: Pair,
+    initializers: Iterable[str],
+    functions: Sequence[str],
+    counts: str,
+) -> Finding:
+    """BT124 for object code whose static initializers only set up the standard streams."""
+    return Finding(
+        "BT124",
+        pair[1].display,
+        f"contains object code also in {pair[0].display} whose static initializers register "
+        "nothing: one process binds both libraries' callers to one copy of what both export "
+        f"(about {_wasted(subject, pair, len(functions))} of code twice)",
+        f"unstripped: static initializers {listed(initializers)}, which in both only set up the "
+        f"standard streams (std::ios_base::Init) on an object of their own; {counts}: "
+        f"{listed(functions)}",
     )
 
 

@@ -263,6 +263,32 @@ def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
     return {path: facts for path, facts in found.items() if path not in paths}
 
 
+def register_nothing(subject: Subject, pair: Pair, names: frozenset[str]) -> bool:
+    """Whether the static initializers of ``names`` only set up the standard streams in both
+    files (tensorflow's _pywrap_parallel_device.so and libtensorflow_cc.so.2 hold one source):
+    each found by its address, walked whole in its own code, calling nothing but
+    ``STREAM_SETUP`` and loading no address of an object the library exports (two libraries
+    constructing one exported ``std::string`` free it twice at exit)."""
+    spelled = _elf_spelling(subject, pair)
+    return all(_streams_only(subject, binary, names, spelled) for binary in pair)
+
+
+def _streams_only(
+    subject: Subject, binary: BinaryFile, names: frozenset[str], spelled: Callable[[str], str]
+) -> bool:
+    listed = [(n, a) for n, a in subject.facts(binary).static_initializer_addresses if n in names]
+    starts = {address for _name, address in listed}
+    walked = [init for init in subject.initializers(binary) if init.address in starts]
+    if {name for name, _address in listed} != names or {i.address for i in walked} != starts:
+        return False  # an initializer not named or not walked: nothing known of what it does
+    return all(
+        init.complete
+        and not init.shares_data
+        and all(spelled(name).split("@", 1)[0] in STREAM_SETUP for name in init.reaches)
+        for init in walked
+    )
+
+
 def _walked(subject: Subject, pair: Pair, binary: BinaryFile) -> tuple[InitializerReach, ...]:
     """``binary``'s initializers, walked whole when one of a shape the pair has in common was
     walked in its own code only."""
@@ -360,7 +386,10 @@ STREAM_SETUP: Final = frozenset(
     {"_ZNSt8ios_base4InitC1Ev", "_ZNSt8ios_base4InitD1Ev", "_ZSt21ios_base_library_initv",
      "__cxa_atexit"}
 )  # fmt: skip
-"""What including <iostream> makes every C++ file's initializer call: no state of its own."""
+"""What including <iostream> makes every C++ file's initializer call: no state of its own (the
+streams' setup, and its undoing registered for exit, on an object of the file's own,
+``std::__ioinit``; libstdc++ counts the setups, so a second library holding the file sets the
+streams up once more, harmlessly)."""
 
 
 def initializers_build_state(subject: Subject, binary: BinaryFile) -> bool | None:

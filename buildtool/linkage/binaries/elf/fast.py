@@ -49,8 +49,8 @@ from buildtool.linkage.binaries.elf.initializers import (
     read_module_init,
     walks_module_init,
 )
-from buildtool.linkage.binaries.elf.symtab import _read_static_symbols
-from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, InitializerReach
+from buildtool.linkage.binaries.elf.symtab import NO_STATIC_SYMBOLS, _read_static_symbols
+from buildtool.linkage.binaries.facts import BinaryFacts, InitializerReach
 
 # --- data regions and sizes -----------------------------------------------------------------
 
@@ -140,7 +140,7 @@ def _facts(
     machine = machine_name(st.header.machine, img.layout.elf_class)
     file_type = file_type_name(st.header.e_type, flags.pie, interpreter, soname)
     read_names = read_symtab and file_type not in PROGRAMS
-    initializers, functions = _read_static_symbols(img, sections) if read_names else ((), NO_NAMES)
+    static = _read_static_symbols(img, sections) if read_names else NO_STATIC_SYMBOLS
     has_symtab = _first(sections, _SHT_SYMTAB) is not None
     walk = read_code and not (stripped_walk_only and has_symtab)
     return BinaryFacts(
@@ -165,8 +165,9 @@ def _facts(
         version_needs=symbols.versions.needs,
         init_array_size=_init_array_size(dyn, sections),
         has_symtab=has_symtab,
-        static_initializers=initializers,
-        symtab_functions=functions,
+        static_initializers=static.initializers,
+        static_initializer_addresses=static.addresses,
+        symtab_functions=static.functions,
         registration_strings=_registration_strings(img, _data_regions(sections, segments), names),
         file_size=img.size,
         code_size=_code_size(sections, segments),

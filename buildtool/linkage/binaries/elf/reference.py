@@ -57,8 +57,14 @@ from buildtool.linkage.binaries.elf.reference_initializers import (
     reference_initializers,
     reference_module_init,
 )
-from buildtool.linkage.binaries.elf.symtab import _join_parts, _new_sets
-from buildtool.linkage.binaries.facts import NO_NAMES, BinaryFacts, NameDigests
+from buildtool.linkage.binaries.elf.symtab import (
+    NO_STATIC_SYMBOLS,
+    StaticSymbols,
+    _Initializers,
+    _join_parts,
+    _new_sets,
+)
+from buildtool.linkage.binaries.facts import STATIC_INIT_PREFIX, BinaryFacts
 
 # --------------------------------------------------------------------------------------------
 # reference path: pyelftools, slow but independent; the tests prove both give the same facts
@@ -202,20 +208,24 @@ def _ref_dynamic_symbols(elf: Any, t: _RefTables) -> _DynamicSymbols:
     return _collect_dynamic(source, rows)
 
 
-def _ref_static_symbols(elf: Any, t: _RefTables) -> tuple[tuple[str, ...], NameDigests]:
+def _ref_static_symbols(elf: Any, t: _RefTables) -> StaticSymbols:
     symtab = _ref_first(elf, t, _SHT_SYMTAB)
     if symtab is None:
-        return (), NO_NAMES
+        return NO_STATIC_SYMBOLS
     names: list[bytes] = []
     infos: list[int] = []
+    initializers = _Initializers([], [])
     for sym in symtab.iter_symbols():
-        info, visibility, shndx, _value = _ref_symbol(sym, t)
+        info, visibility, shndx, value = _ref_symbol(sym, t)
         is_function = info & 0xF in (_STT_FUNC, _STT_GNU_IFUNC)
         if shndx != _SHN_UNDEF and is_function and visibility == 0:
             names.append(sym.name.encode("utf-8"))
             infos.append(info)
+            if sym.name.startswith(STATIC_INIT_PREFIX):
+                initializers.names.append(names[-1])
+                initializers.addresses.append(value)
     sets = _new_sets()
-    sets.add(names, bytes(infos))
+    sets.add(names, bytes(infos), initializers)
     return _join_parts([sets.part()])
 
 
@@ -287,7 +297,7 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         _enum_value(elf["e_type"], t.e_type), flags.pie, segs.interpreter, soname
     )
     programs = file_type in PROGRAMS
-    initializers, functions = ((), NO_NAMES) if programs else _ref_static_symbols(elf, t)
+    static = NO_STATIC_SYMBOLS if programs else _ref_static_symbols(elf, t)
     return BinaryFacts(
         path=path,
         elf_class=elf_class,
@@ -312,8 +322,9 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         if init_array is not None
         else sum(s.size for s in sections if s.type == _SHT_INIT_ARRAY),
         has_symtab=any(s.type == _SHT_SYMTAB for s in sections),
-        static_initializers=initializers,
-        symtab_functions=functions,
+        static_initializers=static.initializers,
+        static_initializer_addresses=static.addresses,
+        symtab_functions=static.functions,
         registration_strings=_ref_registration(sections, names),
         file_size=_ref_size(stream),
         code_size=sum(s.size for s in sections if s.flags & _SHF_EXECINSTR)

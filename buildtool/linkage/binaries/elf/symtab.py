@@ -55,10 +55,10 @@ _INIT_PREFIX_BYTES: Final = STATIC_INIT_PREFIX.encode()
 _CRT_BYTES: Final = frozenset(name.encode() for name in CRT_FUNCTIONS)
 
 
-def _initializers(names: Sequence[bytes]) -> Iterator[bytes]:
+def _initializer_mask(names: Sequence[bytes]) -> Iterator[bool]:
     # name tests as method descriptors called by map: no Python-level step per name, which
     # counts at half a million names (methodcaller costs three times as much)
-    return compress(names, map(bytes.startswith, names, repeat(_INIT_PREFIX_BYTES)))
+    return map(bytes.startswith, names, repeat(_INIT_PREFIX_BYTES))
 
 
 _FIND_DOT: Final = re.compile(rb"\.").search
@@ -74,6 +74,8 @@ class SymtabPart:
 
     initializers: tuple[str, ...]
     """Names starting ``_GLOBAL__sub_I_``, as found."""
+    initializer_addresses: tuple[int, ...]
+    """Their values (where their code starts), in the same order."""
     functions: bytes
     """Packed digests of the defined FUNC/IFUNC names without a "." (see
     ``BinaryFacts.symtab_functions``), repeats and the ones in ``excluded`` not yet taken out."""
@@ -86,6 +88,7 @@ class _FunctionSets(NamedTuple):
     """Collects a ``SymtabPart`` chunk by chunk."""
 
     initializers: list[bytes]
+    initializer_addresses: list[int]
     functions: array[int]
     """Digests of every name without a "." (GCC's clones and parts): an array, not a set, as
     filling a set of half a million digests costs more than hashing the names."""
@@ -93,9 +96,11 @@ class _FunctionSets(NamedTuple):
     """Digests of the weak names, then (in ``part``) of the other names that are not code of
     the file alone."""
 
-    def add(self, names: Sequence[bytes], infos: bytes) -> None:
-        """``names`` (UTF-8 as pyelftools decodes them) of defined functions, and their st_info."""
-        self.initializers.extend(_initializers(names))
+    def add(self, names: Sequence[bytes], infos: bytes, initializers: _Initializers) -> None:
+        """``names`` (UTF-8 as pyelftools decodes them) of defined functions, their st_info, and
+        the static initializers among them."""
+        self.initializers.extend(initializers.names)
+        self.initializer_addresses.extend(initializers.addresses)
         # A "." never occurs in a mangled name: names with one are GCC's clones and split parts
         # (.cold, .isra.0, .constprop.0, .part.0) of code, often of inline functions.
         self.functions.extend(map(hash, _without_dot(names)))
@@ -106,23 +111,40 @@ class _FunctionSets(NamedTuple):
         self.excluded.update(hash(name) for name in (*self.initializers, *_CRT_BYTES, b""))
         initializers = tuple(name.decode("utf-8") for name in self.initializers)
         excluded = array("q", self.excluded).tobytes()
-        return SymtabPart(initializers, self.functions.tobytes(), excluded)
+        addresses = tuple(self.initializer_addresses)
+        return SymtabPart(initializers, addresses, self.functions.tobytes(), excluded)
 
 
 def _new_sets() -> _FunctionSets:
-    return _FunctionSets([], array("q"), set())
+    return _FunctionSets([], [], array("q"), set())
 
 
-def _join_parts(parts: Iterable[SymtabPart]) -> tuple[tuple[str, ...], NameDigests]:
+class StaticSymbols(NamedTuple):
+    """What the facts keep of ``.symtab``."""
+
+    initializers: tuple[str, ...]
+    """``BinaryFacts.static_initializers``."""
+    addresses: tuple[tuple[str, int], ...]
+    """``BinaryFacts.static_initializer_addresses``."""
+    functions: NameDigests
+
+
+NO_STATIC_SYMBOLS: Final = StaticSymbols((), (), NO_NAMES)
+
+
+def _join_parts(parts: Iterable[SymtabPart]) -> StaticSymbols:
     """The facts of a whole ``.symtab`` from its parts: concatenated, exclusions applied."""
     initializers: list[str] = []
+    addresses: list[tuple[str, int]] = []
     functions: list[bytes] = []
     excluded: set[int] = set()
     for part in parts:
         initializers += part.initializers
+        addresses += zip(part.initializers, part.initializer_addresses, strict=True)
         functions.append(part.functions)
         excluded.update(memoryview(part.excluded).cast("q"))
-    return tuple(sorted(initializers)), NameDigests(b"".join(functions), frozenset(excluded))
+    digests = NameDigests(b"".join(functions), frozenset(excluded))
+    return StaticSymbols(tuple(sorted(initializers)), tuple(sorted(addresses)), digests)
 
 
 class _RawStrings(NamedTuple):
@@ -172,9 +194,9 @@ def _raw_strings(img: _Image, sections: Sequence[_Section], section: _Section) -
 _FUNCTION_INFO_MASK: Final = bytes(int(info in _FUNC_INFOS) for info in range(256))
 
 
-def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], bytes]:
+def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], bytes, bytes]:
     """(st_name, st_info) of the defined FUNC/IFUNC symbols among ``rows`` of a symbol table,
-    read a column at a time (see ``_columns``)."""
+    read a column at a time (see ``_columns``), and the mask of the rows kept."""
     info = rows[4 if img.layout.elf_class == 64 else 12 :: img.layout.sym_size].tobytes()
     other = rows[5 if img.layout.elf_class == 64 else 13 :: img.layout.sym_size].tobytes()
     undefined = _undefined_mask(*_shndx_bytes(img, rows))
@@ -182,14 +204,37 @@ def _defined_functions(img: _Image, rows: memoryview) -> tuple[list[int], bytes]
     # Hidden (or internal/protected) functions are inline and template code the linker made
     # local: every library that uses them has a copy, so they are no evidence of shared objects.
     keep = _mask_and(keep, other.translate(_EXPORTED_MASK))
-    return list(compress(_name_column(img, rows), keep)), bytes(compress(info, keep))
+    return list(compress(_name_column(img, rows), keep)), bytes(compress(info, keep)), keep
+
+
+class _Initializers(NamedTuple):
+    """The static initializers among a chunk's defined functions."""
+
+    names: list[bytes]
+    addresses: list[int]
+
+
+def _chunk_initializers(
+    img: _Image, rows: memoryview, keep: bytes, names: list[bytes]
+) -> _Initializers:
+    """The static initializers among ``names`` (the kept rows' names) and their values: only
+    their rows are unpacked (a chunk holds a few among thousands)."""
+    found = list(compress(range(len(names)), _initializer_mask(names)))
+    if not found:
+        return _Initializers([], [])
+    kept = list(compress(range(len(keep)), keep))
+    size, at = img.layout.sym_size, 8 if img.layout.elf_class == 64 else 4
+    value = struct.Struct(img.layout.endian + ("Q" if img.layout.elf_class == 64 else "I"))
+    addresses = [value.unpack_from(rows, kept[index] * size + at)[0] for index in found]
+    return _Initializers([names[index] for index in found], addresses)
 
 
 def _symtab_chunks(
     img: _Image, sections: Sequence[_Section], symtab: _Section, part: int = 0, parts: int = 1
-) -> Iterator[tuple[list[bytes], bytes]]:
+) -> Iterator[tuple[list[bytes], bytes, _Initializers]]:
     """(names, st_info) of the defined FUNC/IFUNC symbols in part ``part`` of ``parts`` of
-    ``.symtab``'s rows, a chunk at a time; a mapped file's pages are dropped after each chunk."""
+    ``.symtab``'s rows, and the values of the static initializers among them, a chunk at a
+    time; a mapped file's pages are dropped after each chunk."""
     strings = _raw_strings(img, sections, symtab)
     layout = img.layout
     count = _symbol_count(img, symtab)
@@ -198,8 +243,10 @@ def _symtab_chunks(
     for first in range(rows.start, rows.stop, _SYMTAB_CHUNK_ROWS):
         offset = symtab.offset + first * layout.sym_size
         size = min(_SYMTAB_CHUNK_ROWS, rows.stop - first) * layout.sym_size
-        offsets, infos = _defined_functions(img, img.view[offset : offset + size])
-        yield strings.many(offsets), infos
+        chunk = img.view[offset : offset + size]
+        offsets, infos, keep = _defined_functions(img, chunk)
+        names = strings.many(offsets)
+        yield names, infos, _chunk_initializers(img, chunk, keep, names)
         img.release(offset, size)
         img.release(strings.start, strings.size)
 
@@ -208,17 +255,15 @@ def _read_symtab_rows(
     img: _Image, sections: Sequence[_Section], symtab: _Section, part: int = 0, parts: int = 1
 ) -> SymtabPart:
     sets = _new_sets()
-    for names, infos in _symtab_chunks(img, sections, symtab, part, parts):
-        sets.add(names, infos)
+    for names, infos, initializers in _symtab_chunks(img, sections, symtab, part, parts):
+        sets.add(names, infos, initializers)
     return sets.part()
 
 
-def _read_static_symbols(
-    img: _Image, sections: Sequence[_Section]
-) -> tuple[tuple[str, ...], NameDigests]:
+def _read_static_symbols(img: _Image, sections: Sequence[_Section]) -> StaticSymbols:
     symtab = _first(sections, _SHT_SYMTAB)
     if symtab is None:
-        return (), NO_NAMES
+        return NO_STATIC_SYMBOLS
     return _join_parts([_read_symtab_rows(img, sections, symtab)])
 
 
@@ -226,7 +271,7 @@ def _symtab_part(img: _Image, part: int, parts: int) -> SymtabPart:
     sections = _sections_only(img)
     symtab = _first(sections, _SHT_SYMTAB)
     if symtab is None:
-        return SymtabPart((), b"", b"")
+        return SymtabPart((), (), b"", b"")
     return _read_symtab_rows(img, sections, symtab, part, parts)
 
 
@@ -252,8 +297,13 @@ def with_symtab(facts: BinaryFacts, parts: Iterable[SymtabPart]) -> BinaryFacts:
     (a program's stay empty, as a whole read leaves them: ``PROGRAMS``)."""
     if facts.file_type in PROGRAMS:
         return facts
-    initializers, functions = _join_parts(parts)
-    return replace(facts, static_initializers=initializers, symtab_functions=functions)
+    static = _join_parts(parts)
+    return replace(
+        facts,
+        static_initializers=static.initializers,
+        static_initializer_addresses=static.addresses,
+        symtab_functions=static.functions,
+    )
 
 
 def _function_names(img: _Image, wanted: Collection[int]) -> dict[int, str]:
@@ -262,7 +312,7 @@ def _function_names(img: _Image, wanted: Collection[int]) -> dict[int, str]:
     found: dict[int, bytes] = {}
     if symtab is None or not wanted:
         return {}
-    for names, _infos in _symtab_chunks(img, sections, symtab):
+    for names, _infos, _initializers in _symtab_chunks(img, sections, symtab):
         found.update({digest: name for name in names if (digest := hash(name)) in wanted})
     return {digest: name.decode("utf-8") for digest, name in found.items()}
 

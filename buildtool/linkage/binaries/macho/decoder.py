@@ -284,6 +284,8 @@ class Symbols:
     has_locals: bool = False
     initializer_starts: tuple[int, ...] = ()
     """Addresses of the static initializers' code (their local symbols' values)."""
+    initializer_addresses: tuple[tuple[str, int], ...] = ()
+    """``(name, address)`` of each static initializer, sorted."""
 
 
 def _nlist(header: Header) -> struct.Struct:
@@ -411,6 +413,7 @@ def read_symbols(image: Bounded, header: Header, found: LoadCommands) -> Symbols
         tuple(sorted(initializers)),
         2 in classes,
         tuple(starts),
+        tuple(sorted(zip(initializers, starts, strict=True))),
     )
 
 
@@ -594,6 +597,7 @@ def thin_facts(
         reexported=tuple(name for cmd, name in found.dylibs if cmd == LC_REEXPORT_DYLIB),
         minos=found.minos,
         architectures=architectures,
+        static_initializer_addresses=symbols.initializer_addresses,
     )
 
 
