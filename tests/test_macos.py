@@ -49,6 +49,11 @@ def _otool(*argv: str | Path) -> str:
     return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
 
+def _objdump(*argv: str | Path) -> str:
+    command = ["llvm-objdump", "--macho", *map(str, argv)]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
 def _loads(binary: Path) -> list[str]:
     """``LC_LOAD_DYLIB`` names, in order (otool -L lists the install name first for a dylib)."""
     lines = _otool("-L", binary).splitlines()[1:]
@@ -507,3 +512,77 @@ def test_one_boilerplate_calling_each_dylibs_own_registrar_is_no_bt103(
     errors = _errors_without_recipe(run_cli, copies)
     assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.dylib")]
     assert "libregistry.dylib:_registry_add" in errors[0][2]
+
+
+# --- one static library's code in two dylibs: each calls its own copy -----------------------------
+
+PRIVATE_REGISTRY = {
+    "registry.cc": """extern "C" void abort(void);
+static const char* names[8];
+static int count;
+static int same(const char* a, const char* b) {
+  while (*a && *a == *b) { ++a; ++b; }
+  return *a == *b;
+}
+extern "C" void registry_add(const char* name) {
+  for (int i = 0; i < count; ++i)
+    if (same(names[i], name)) abort();
+  names[count++] = name;
+}
+extern "C" int registry_count(void) { return count; }
+""",
+    "setup.cc": """extern "C" void registry_add(const char*);
+namespace { struct Setup { Setup() { registry_add("gemm"); } } setup; }
+""",
+}
+"""A static library: a registry that refuses a name twice, and a source whose static initializer
+registers "gemm" in it; linked into two libraries, each exporting its functions."""
+
+
+def _private_registries(folder: Path, link: list[str], suffix: str) -> Path:
+    """libone and libtwo (``suffix``), each linked by ``link`` from ``PRIVATE_REGISTRY`` and a
+    source of its own, and the program loading both (``BOTH_DYLIBS``)."""
+    folder.mkdir()
+    for name, text in PRIVATE_REGISTRY.items():
+        (folder / name).write_text(text)
+    for library in ("one", "two"):
+        own = folder / f"{library}.cc"
+        own.write_text(f'extern "C" int registry_count();\nextern "C" int {library}() '
+                       "{ return registry_count(); }\n")  # fmt: skip
+        out = f"lib{library}{suffix}"
+        sources = ["registry.cc", "setup.cc", own.name]
+        subprocess.run([*link, "-o", out, *sources, *(["-install_name", f"@rpath/{out}"]
+                        if suffix == ".dylib" else [])], cwd=folder, check=True,
+                       capture_output=True)  # fmt: skip
+    return folder
+
+
+def test_one_static_library_in_two_dylibs_binds_each_to_its_own_copy(
+    macos_toolchain: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """ld64 calls a dylib's own exported functions directly (``b _registry_add``, no fixup for
+    dyld to bind elsewhere), so each initializer registers "gemm" in its own copy: BT124, not
+    BT103, the shared functions named as Mach-O spells them. The same libraries on ELF bind
+    both initializers to the first copy, and the program aborts: BT103."""
+    clang = ["clang", "--target=arm64-apple-macos11", "-isysroot", str(macos_toolchain.parent),
+             "-fuse-ld=lld", "-O2", "-dynamiclib", "-x", "c++"]  # fmt: skip
+    mach_o = _private_registries(tmp_path / "macho", clang, ".dylib")
+    clang_macos(macos_toolchain.parent, "arm64", mach_o / "main", BOTH_DYLIBS,
+                "-Wl,-rpath,@loader_path", f"-L{mach_o}", "-lone", "-ltwo")  # fmt: skip
+    code = _objdump("-d", mach_o / "libone.dylib")
+    assert re.search(r"\bbl?\s+_registry_add\b", code), code  # a call, or a tail call
+    binds = _objdump("--bind", "--lazy-bind", "--weak-bind", mach_o / "libone.dylib")
+    assert "registry_add" not in binds
+    assert _errors_without_recipe(run_cli, mach_o) == []
+    result = run_cli("verify-linkage", str(mach_o), "--no-recipe", "--format", "json")
+    (copy,) = [f for f in json.loads(result.stdout)["findings"] if f["id"] == "BT124"]
+    assert "_registry_add" in copy["evidence"]
+    assert "#" not in copy["evidence"]  # named, not shown as digests
+
+    elf = _private_registries(tmp_path / "elf", ["g++", "-O2", "-shared", "-fPIC"], ".so")
+    (elf / "main.c").write_text(BOTH_DYLIBS)
+    subprocess.run(["gcc", "-o", "main", "main.c", "-L.", "-lone", "-ltwo",
+                    "-Wl,-rpath,$ORIGIN"], cwd=elf, check=True)  # fmt: skip
+    assert subprocess.run([elf / "main"], check=False).returncode == -6  # SIGABRT
+    errors = _errors_without_recipe(run_cli, elf)
+    assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.so")]

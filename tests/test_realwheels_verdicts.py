@@ -430,3 +430,14 @@ def test_tensorflow_cpu_stream_setup_in_two_libraries_is_no_bt103() -> None:
     assert "libtensorflow_cc.so.2" in copy.message
     xla = "tensorflow/compiler/tf2xla/ops/_xla_ops.so"
     assert any(check_id == "BT103" and path.endswith(xla) for check_id, path in errors(report))
+
+
+def test_pyarrow_macos_static_copies_in_each_dylib_are_private() -> None:
+    """Each of pyarrow's dylibs links its own OpenSSL, abseil, re2 and protobuf: Mach-O calls a
+    dylib's own functions directly, so each uses its copy (BT124), and protobuf's copies take
+    libarrow's ``absl::Mutex``, which keeps no registration: 6 BT103 before."""
+    options = ("--platform", "macosx_12_0_arm64", "--python-version", "3.11")
+    report = check(pinned("pyarrow==26.0.1", "mac", *options))
+    assert counts(report, "error") == {}
+    flight = [f for f in report.findings if f.path.endswith("libarrow_flight.2600.dylib")]
+    assert {f.check_id for f in flight} >= {"BT124"}

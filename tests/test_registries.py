@@ -27,7 +27,7 @@ from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs import decoding, pool
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
-from tests.builders import check, write_wheel
+from tests.builders import check, cxx, write_wheel
 from tests.conftest import PACKAGES, require
 from tests.test_reading import hand_offs_decoded
 
@@ -415,3 +415,84 @@ def test_modules_of_different_packages_are_not_imported_together(
         (folder / package).mkdir(parents=True)
         shutil.copy(pybind11_modules(False) / "pkg" / f"{module}{SUFFIX}", folder / package)
     assert check(folder).findings == ()
+
+
+# --- a lock is no registry ------------------------------------------------------------------------
+
+ABSL_LIKE = """namespace absl { inline namespace lts_20260107 {
+class Mutex { public: void lock(); void unlock(); int held = 0; };
+void Mutex::lock() { ++held; }
+void Mutex::unlock() { --held; }
+} }
+extern "C" void abort(void);
+static const char* names[8];
+static int count;
+static int same(const char* a, const char* b) {
+  while (*a && *a == *b) { ++a; ++b; }
+  return *a == *b;
+}
+extern "C" void shared_registry_add(const char* name) {
+  for (int i = 0; i < count; ++i)
+    if (same(names[i], name)) abort();
+  names[count++] = name;
+}
+"""
+"""A third library holding absl's ``Mutex`` (its mangled names as abseil's release spells
+them) and a registry that refuses a name twice."""
+
+LOCKED_REGISTRY = """namespace absl { inline namespace lts_20260107 {
+class Mutex { public: void lock(); void unlock(); int held = 0; };
+} }
+extern "C" void shared_registry_add(const char* name);
+static absl::Mutex mutex;
+static const char* names[8];
+static int count;
+extern "C" __attribute__((visibility("hidden"))) void registry_add(const char* name) {
+  mutex.lock();
+  ADD;
+  mutex.unlock();
+}
+"""
+"""A registry a static library keeps in each library linking it (hidden), guarded by an absl
+``Mutex``: ``ADD`` keeps the name in its own table, or hands it to the third library's."""
+
+SETUP = """extern "C" void registry_add(const char*);
+namespace { struct Setup { Setup() { registry_add("gemm"); } } setup; }
+"""
+
+OWN_TABLE = "names[count++] = name"
+
+
+def _locked_registries(folder: Path, add: str) -> subprocess.CompletedProcess[str]:
+    folder.mkdir()
+    cxx(folder, "libabsl.so", {"absl.cc": ABSL_LIKE}, "-shared", "-fPIC")
+    for library in ("one", "two"):
+        sources = {
+            "registry.cc": LOCKED_REGISTRY.replace("ADD", add),
+            "setup.cc": SETUP,
+            f"{library}.cc": f'extern "C" int {library}() {{ return 1; }}\n',
+        }
+        cxx(folder, f"lib{library}.so", sources, "-shared", "-fPIC", "-labsl",
+            "-Wl,-rpath,$ORIGIN")  # fmt: skip
+    main = 'extern "C" int one(); extern "C" int two();\nint main() { return one() + two() - 2; }\n'
+    cxx(folder, "main", {"main.cc": main}, "-Wl,--no-as-needed", "-lone", "-ltwo",
+        "-Wl,-rpath,$ORIGIN")  # fmt: skip
+    return subprocess.run([folder / "main"], check=False, capture_output=True, text=True)
+
+
+def test_a_lock_both_copies_take_in_a_third_library_is_no_registry(tmp_path: Path) -> None:
+    """Each library registers "gemm" in its own copy of the registry, under a lock of the
+    third library: the program runs, and no BT103 (pyarrow's macOS dylibs: protobuf's copies
+    registering their descriptors under libarrow's ``absl::Mutex``). The same lock around the
+    third library's registry aborts, and is BT103 through that registry."""
+    own = _locked_registries(tmp_path / "own", OWN_TABLE)
+    assert own.returncode == 0, own.stderr
+    report = check(tmp_path / "own")
+    assert not {f.check_id for f in report.findings} & {"BT103"}, [
+        f.evidence for f in report.findings
+    ]
+    shared = _locked_registries(tmp_path / "shared", "shared_registry_add(name)")
+    assert shared.returncode == -6, shared  # SIGABRT: "gemm" registered twice
+    report = check(tmp_path / "shared")
+    (found,) = [f for f in report.findings if f.check_id == "BT103"]
+    assert "libabsl.so:shared_registry_add" in found.evidence

@@ -76,6 +76,28 @@ def read_binary_file(
         return read_other_format(mapped, display_path, registration_names, decoder=decoder)
 
 
+def read_function_names_again(
+    data: Buffer,
+    display_path: str,
+    digests: Collection[int],
+    *,
+    size: int | None = None,
+    file_backed: bool = False,
+) -> dict[int, str]:
+    """The names of a file's functions (``BinaryFacts.symtab_functions``) whose digests are in
+    ``digests``, by digest: ELF's ``.symtab``, Mach-O's external symbols; none for PE."""
+    kind = binary_format(bytes(data[:HEAD_BYTES]))
+    if kind == "elf":
+        from buildtool.linkage.binaries.elf import read_function_names
+
+        return read_function_names(data, display_path, digests, size=size, file_backed=file_backed)
+    if kind == "macho":
+        from buildtool.linkage.binaries.macho.decoder import read_macho_function_names
+
+        return read_macho_function_names(data, display_path, digests, size=size)
+    return {}
+
+
 def read_initializers_again(
     data: Buffer,
     display_path: str,

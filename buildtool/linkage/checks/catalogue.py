@@ -279,15 +279,16 @@ CHECKS: tuple[Check, ...] = (
         "warning",
         "Two libraries one process loads each hold a private copy of the same object code: a "
         "statically linked library whose functions each library binds to its own copy (hidden, "
-        "or localized by a version script) and whose static initializers reach no function of "
-        "a shared registry library in common (each registers into its own copy of its "
-        "registry, like pyarrow's protobuf copies); code that two libraries export both "
-        "(stripped, so each binds to the copy loaded first) with no initializer reaching a "
-        "registry (tables' two LZ4 builds), or unstripped with static initializers that only "
-        "set up the standard streams on objects of their own (tensorflow's "
-        "_pywrap_parallel_device.so); or a second copy of a library (one SONAME) that runs no "
-        "initializers. Both work; the copy costs space. Initializers of both copies reaching "
-        "one registry, or constructing an object both export, are BT103.",
+        "localized by a version script, or any Mach-O file's, which calls its own functions "
+        "directly) and whose static initializers reach no function of a shared registry "
+        "library in common (each registers into its own copy of its registry, like pyarrow's "
+        "protobuf copies; a lock they both take is no registry); code that two libraries "
+        "export both (stripped, so each binds to the copy loaded first) with no initializer "
+        "reaching a registry (tables' two LZ4 builds), or unstripped with static initializers "
+        "that only set up the standard streams or take locks, on objects of their own "
+        "(tensorflow's _pywrap_parallel_device.so); or a second copy of a library (one SONAME) "
+        "that runs no initializers. Both work; the copy costs space. Initializers of both "
+        "copies reaching one registry, or constructing an object both export, are BT103.",
         "Link the shared code into one library that both need, if the space matters.",
     ),
     Check(

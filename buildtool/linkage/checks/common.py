@@ -32,6 +32,18 @@ def static_inits(facts: BinaryFacts) -> frozenset[str]:
     return frozenset(name.removesuffix(".cold") for name in facts.static_initializers)
 
 
+def binds_own_calls(facts: BinaryFacts) -> bool:
+    """Whether the library's own calls to the functions it exports stay within it, whatever
+    else a process loads: ELF linked ``-Bsymbolic``, and every Mach-O file, whose static linker
+    calls its own (non-weak) functions directly, leaving dyld nothing to bind."""
+    return facts.symbolic or facts.format == "macho"
+
+
+def own_calls_kept_by(facts: BinaryFacts) -> str:
+    """Why ``binds_own_calls`` holds, for the evidence."""
+    return "Mach-O calls its own functions directly" if facts.format == "macho" else "-Bsymbolic"
+
+
 def is_grafted(facts: BinaryFacts) -> bool:
     """A copy a repair tool grafted: by its SONAME (auditwheel), or its file name (delvewheel
     renames the file, not the export directory's name; delocate's ``.dylibs/`` keeps names)."""

@@ -12,14 +12,16 @@ from buildtool.linkage.checks.catalogue import Finding
 from buildtool.linkage.checks.common import (
     GRAFT_SUFFIX,
     base_name,
+    binds_own_calls,
     is_grafted,
     listed,
+    own_calls_kept_by,
     static_inits,
 )
 from buildtool.linkage.checks.initializer_reach import (
     accepting_callees,
+    keeping_nothing,
     name_nothing,
-    register_nothing,
     registered_strings,
     registry_callees,
     shape_groups,
@@ -153,7 +155,10 @@ def _binding(
     """(functions both export, so the loader binds both libraries' callers to one copy;
     functions each binds inside itself; how it was told). Both linked ``-Bsymbolic``: each
     binds its own calls first, exported or not."""
-    if all(subject.facts(binary).symbolic for binary in pair):
+    if all(subject.facts(binary).format == "macho" for binary in pair):
+        # a Mach-O file's symbol table lists its external functions only, each called directly
+        return [], list(functions), "bound inside each library (Mach-O calls its own directly)"
+    if _both_symbolic(subject, pair):
         private = [name for name in functions if _bound_privately(name, frozenset())]
         return [], private, "bound inside each library (both are linked -Bsymbolic)"
     first, second = (_exported_names(subject.facts(binary)) for binary in pair)
@@ -194,32 +199,34 @@ def _object_code_finding(
             f"unstripped: static initializers {listed(initializers)}; {counts}; bound inside "
             f"each: {listed(private)}; {_no_registry_in_common(subject, pair)}",
         )
-    quiet = register_nothing(subject, pair, frozenset(initializers))
-    if quiet and not _recipe_registrations(subject, pair):
-        return _setup_only_finding(subject, pair, initializers, functions, counts)
+    called = keeping_nothing(subject, pair, frozenset(initializers))
+    if called is not None and not _recipe_registrations(subject, pair):
+        return _keeping_nothing_finding(subject, pair, (initializers, called), functions, counts)
     return _duplicate_finding(
         pair,
         f"unstripped: static initializers {listed(initializers)} and {counts}: {listed(functions)}",
     )
 
 
-def _setup_only_finding(
+def _keeping_nothing_finding(
     subject: Subject,
     pair: Pair,
-    initializers: Iterable[str],
+    initializers: tuple[Iterable[str], list[str]],
     functions: Sequence[str],
     counts: str,
 ) -> Finding:
-    """BT124 for object code whose static initializers only set up the standard streams."""
+    """BT124 for object code whose static initializers keep no registration
+    (``keeping_nothing``): (their names, what they call)."""
+    names, called = initializers
+    calls = f"call only {listed(called)}" if called else "call nothing"
     return Finding(
         "BT124",
         pair[1].display,
         f"contains object code also in {pair[0].display} whose static initializers register "
-        "nothing: one process binds both libraries' callers to one copy of what both export "
+        "nothing: each caller binds to one copy of each function "
         f"(about {_wasted(subject, pair, len(functions))} of code twice)",
-        f"unstripped: static initializers {listed(initializers)}, which in both only set up the "
-        f"standard streams (std::ios_base::Init) on an object of their own; {counts}: "
-        f"{listed(functions)}",
+        f"unstripped: static initializers {listed(names)}, which in both {calls}, on objects "
+        f"of their own; {counts}: {listed(functions)}",
     )
 
 
@@ -272,12 +279,13 @@ def _stripped_finding(subject: Subject, pair: Pair, names: Iterable[str]) -> Fin
     if subject.both_plugins(*pair):
         return None  # opened RTLD_LOCAL: each binds its own exports, and nothing is registered
     if _both_symbolic(subject, pair):
+        why = own_calls_kept_by(subject.facts(pair[1]))
         return Finding(
             "BT124",
             pair[1].display,
-            f"exports code that {pair[0].display} exports too; both are linked -Bsymbolic, so "
-            "each binds its own callers to its own copy",
-            f"stripped: exported symbols defined in both: {listed(names)}; DT_SYMBOLIC in both; "
+            f"exports code that {pair[0].display} exports too; each binds its own callers to "
+            f"its own copy ({why})",
+            f"stripped: exported symbols defined in both: {listed(names)}; {why} in both; "
             "their initializers call no function of a third library in common",
         )
     vendored = _both_grafted(subject, pair)
@@ -440,10 +448,10 @@ def _alike_builds(subject: Subject, reported: set[Pair]) -> Iterator[Finding]:
 
 
 def _both_symbolic(subject: Subject, pair: Pair) -> bool:
-    """Both linked ``-Bsymbolic`` (``DT_SYMBOLIC``): each binds its own calls to its own code
-    first, so neither runs the other's (LLVM's static libraries in two such libraries load
-    both ways and work)."""
-    return all(subject.facts(binary).symbolic for binary in pair)
+    """Both bind their own calls to their own code first (``binds_own_calls``: linked
+    ``-Bsymbolic``, or Mach-O), so neither runs the other's (LLVM's static libraries in two
+    such libraries load both ways and work)."""
+    return all(binds_own_calls(subject.facts(binary)) for binary in pair)
 
 
 def _pair_key(pair: tuple[BinaryFile, BinaryFile]) -> tuple[str, str]:

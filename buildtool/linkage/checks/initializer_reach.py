@@ -19,7 +19,7 @@ from buildtool.linkage.binaries import (
     InitializerReach,
     is_toolchain_function,
 )
-from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name
+from buildtool.linkage.checks.common import GRAFT_SUFFIX, base_name, binds_own_calls
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 
@@ -172,6 +172,7 @@ def _shared_reach(subject: Subject, pair: Pair) -> frozenset[str]:
         and spelled(name) not in STARTUP_CALLEES
         and spelled(name) not in ACCEPTING_REGISTRIES
         and not spelled(name).startswith(NO_REGISTRY)
+        and not LOCKS.match(spelled(name))
     )
 
 
@@ -211,6 +212,14 @@ instance every library exports) are what a registry is built from. A registry th
 a second name does so in a function of its own, which the walk reaches (viskores' header-only
 link factory assigns through ``std::unordered_map::operator[]`` in every library that includes
 it, and VTK loads)."""
+
+
+LOCKS: Final = re.compile(r"_ZN4absl(?:\d+lts_\d+)?(?:5Mutex|13base_internal8SpinLock)\d")
+"""abseil's ``Mutex`` and ``SpinLock`` members, in any release's inline namespace
+(``_ZN4absl12lts_202601075Mutex4lockEv``): a lock serializes registrations and keeps none. Two
+copies of a registry, each in its own library, taking one lock of a third library register into
+their own tables (pyarrow's macOS dylibs: protobuf's copies adding their descriptors under
+libarrow's ``absl::Mutex``); a registry of the third library is reached too, and is named."""
 
 
 def registered_strings(subject: Subject, pair: Pair) -> tuple[str, ...]:
@@ -263,30 +272,50 @@ def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
     return {path: facts for path, facts in found.items() if path not in paths}
 
 
-def register_nothing(subject: Subject, pair: Pair, names: frozenset[str]) -> bool:
-    """Whether the static initializers of ``names`` only set up the standard streams in both
-    files (tensorflow's _pywrap_parallel_device.so and libtensorflow_cc.so.2 hold one source):
-    each found by its address, walked whole in its own code, calling nothing but
-    ``STREAM_SETUP`` and loading no address of an object the library exports (two libraries
-    constructing one exported ``std::string`` free it twice at exit)."""
+def keeping_nothing(subject: Subject, pair: Pair, names: frozenset[str]) -> list[str] | None:
+    """What the static initializers of ``names`` call in both files, when that keeps no
+    registration: each found by its address (``BinaryFacts.static_initializer_addresses``),
+    walked whole, calling nothing but the standard streams' setup (``STREAM_SETUP``), locks
+    (``LOCKS``) and the toolchain's startup code, and loading no address of an object the
+    library exports (two libraries constructing one exported ``std::string`` free it twice at
+    exit). None otherwise, or when an initializer is not found. tensorflow's
+    _pywrap_parallel_device.so and libtensorflow_cc.so.2 hold a source whose initializer sets
+    up the streams; pyarrow's dylibs, protobuf's copies registering into their own pools under
+    libarrow's lock."""
     spelled = _elf_spelling(subject, pair)
-    return all(_streams_only(subject, binary, names, spelled) for binary in pair)
+    called: set[str] = set()
+    for binary in pair:
+        walks = _named_walks(subject, binary, names)
+        if walks is None or not all(init.complete and not init.shares_data for init in walks):
+            return None
+        called.update(spelled(name).split("@", 1)[0] for init in walks for name in init.reaches)
+    return sorted(called) if all(map(_keeps_nothing, called)) else None
 
 
-def _streams_only(
-    subject: Subject, binary: BinaryFile, names: frozenset[str], spelled: Callable[[str], str]
-) -> bool:
+def _keeps_nothing(name: str) -> bool:
+    return (
+        name in STREAM_SETUP
+        or name in STARTUP_CALLEES
+        or is_toolchain_function(name)
+        or LOCKS.match(name) is not None
+    )
+
+
+def _named_walks(
+    subject: Subject, binary: BinaryFile, names: frozenset[str]
+) -> list[InitializerReach] | None:
+    """The initializers of ``names`` in ``binary``, walked whole; None when one of the names
+    has no address, or no initializer starts there."""
     listed = [(n, a) for n, a in subject.facts(binary).static_initializer_addresses if n in names]
     starts = {address for _name, address in listed}
-    walked = [init for init in subject.initializers(binary) if init.address in starts]
-    if {name for name, _address in listed} != names or {i.address for i in walked} != starts:
-        return False  # an initializer not named or not walked: nothing known of what it does
-    return all(
-        init.complete
-        and not init.shares_data
-        and all(spelled(name).split("@", 1)[0] in STREAM_SETUP for name in init.reaches)
-        for init in walked
-    )
+    held = [init for init in subject.initializers(binary) if init.address in starts]
+    if {name for name, _address in listed} != names or {i.address for i in held} != starts:
+        return None
+    unwalked = frozenset(init.shape for init in held if not init.complete)
+    if unwalked:
+        deep = subject.deep_initializers(binary, unwalked, unwalked)
+        held = [init for init in deep if init.address in starts]
+    return held
 
 
 def _walked(subject: Subject, pair: Pair, binary: BinaryFile) -> tuple[InitializerReach, ...]:
@@ -305,14 +334,14 @@ def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     """``library:function`` for each function the pair's duplicated initializers both reach that
     binds to one copy in a process loading both: one of a third, non-system library loaded with
     them, or, when one load context holds both, one both export (unless both bind their own
-    calls first, ``-Bsymbolic``), which the second one loaded binds to the first one's copy
+    calls first: ``-Bsymbolic``, Mach-O), which the second one loaded binds to the first one's copy
     (sorted). Modules the interpreter imports each ``RTLD_LOCAL`` bind their own."""
     reached = _shared_reach(subject, pair)
     if not reached:
         return []
     found: set[str] = set()
     facts = [subject.facts(binary) for binary in pair]
-    if not all(f.symbolic for f in facts) and subject.co_loaded(*pair):
+    if not all(binds_own_calls(f) for f in facts) and subject.co_loaded(*pair):
         exported = reached & _names(subject, facts[0]) & _names(subject, facts[1])
         found.update(f"{base_name(pair[0])}:{name} (exported by both)" for name in exported)
     for path, other in sorted(_loaded_with(subject, pair).items()):

@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Final
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import InitializerReach
-from buildtool.linkage.binaries.elf import read_function_names
-from buildtool.linkage.binaries.read import read_initializers_again
+from buildtool.linkage.binaries.read import read_function_names_again, read_initializers_again
 from buildtool.linkage.inputs.decoding import Source, SourceDecoder
 from buildtool.linkage.inputs.python_imports import (
     ImportSite,
@@ -34,8 +33,8 @@ if TYPE_CHECKING:  # the wheel modules load for wheel inputs only
 
 
 class FunctionNameLookup:
-    """Reads the ``.symtab`` function names of files again, for the findings that show them;
-    a wheel is opened once however many of its members are read."""
+    """Reads the function names of files again (ELF's ``.symtab``, Mach-O's symbol table), for
+    the findings that show them; a wheel is opened once however many of its members are read."""
 
     def __init__(self) -> None:
         self._reader = SourceDecoder()
@@ -44,7 +43,7 @@ class FunctionNameLookup:
         """The names whose digests are ``digests``, by digest."""
         found = self._reader.decode(
             source,
-            lambda raw: read_function_names(
+            lambda raw: read_function_names_again(
                 raw.data, source.display, digests, size=raw.size, file_backed=raw.file_backed
             ),
         )

@@ -658,6 +658,28 @@ def read_macho_initializers(
     return read_initializers(image, header, found, starts, deep)
 
 
+def read_macho_function_names(
+    data: Buffer, display_path: str, digests: Collection[int], *, size: int | None = None
+) -> dict[int, str]:
+    """The external code symbols' names (as ``BinaryFacts.symtab_functions`` keeps them) whose
+    digests are in ``digests``, by digest: only the external entries' names are read."""
+    image = _thin_image(data, display_path, size)
+    if image is None:
+        return {}
+    found = load_commands(image, _header(image))
+    if found.symtab is None or not digests:
+        return {}
+    names = _Names(image, found.symtab[2], found.symtab[3])
+    layout = _nlist(_header(image))
+    with _table(image, layout, found.symtab) as raw:
+        classes = raw[4 :: layout.size].tobytes().translate(_CLASSES)
+        externals = compress(range(len(classes)), classes.replace(b"\2", b"\0"))
+        indexes = [layout.unpack_from(raw, index * layout.size)[0] for index in externals]
+    return {
+        digest: name for name in names.many(indexes) if (digest := name_digest(name)) in digests
+    }
+
+
 def read_macho_facts(
     data: Buffer,
     display_path: str,
