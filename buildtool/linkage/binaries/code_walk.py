@@ -582,6 +582,10 @@ class _Walk:
         """The functions whose calls hand data on: its own and those it calls."""
         self.called: list[tuple[int, tuple[str, ...]]] = []
         """The addresses and shapes of the library's functions it calls (stubs left out)."""
+        self.dropped = False
+        """Whether a call past ``MAX_DEPTH`` was left unfollowed."""
+        self.whole = False
+        """Whether every call was followed, once settled (``InitializerReach.whole``)."""
         self.loads: list[int] = []
         """The addresses of the slots whose pointers the code walked loads."""
         self.passed: list[tuple[str, bool]] | None = None
@@ -602,6 +606,8 @@ class _Walk:
         if depth <= MAX_DEPTH:
             self.seen.add(target)
             self.queue.append((target, depth))
+        else:
+            self.dropped = True
 
     def leave(self, target: int, stub: _Function | None) -> None:
         """A call out of the initializer's own code, not followed: a stub's import counts (an
@@ -635,6 +641,7 @@ class _Walk:
         calls unfollowed has not seen what they hand on."""
         if not self.named() and functions.left > 0 and self.complete:
             self.passed = functions.passed(self.outgoing, self.walked)
+        self.whole = self.complete and not self.dropped and not self.queue and functions.left > 0
 
     def told_callees(self) -> list[int]:
         """The addresses of the library's functions it calls, where what it hands on tells it."""
@@ -661,6 +668,7 @@ class _Walk:
             passed=len(passed) if passed is not None else 0,
             address=self.start,
             shares_data=self.shares_data(view),
+            whole=self.whole,
             callees=callees if any(callees) else (),
         )
 

@@ -247,6 +247,10 @@ class InitializerReach:
     slot (a GOT entry): an object of the library's exports, which the loader binds to one copy
     in a process. Two libraries' initializers of one exported ``std::string`` construct it
     twice and free it twice at exit."""
+    whole: bool = False
+    """Whether the walk followed every call to its end: none left past ``MAX_DEPTH``, nor by
+    a budget (``complete`` says only that a read's walk of its own code left none). Only then
+    does ``reaches`` hold everything it can call."""
     callees: tuple[frozenset[str], ...] = ()
     """Where ``content`` is told: the symbol names of the library's functions it calls, in the
     walk's order (each function's aliases; none for one the file leaves unnamed); () when the

@@ -275,18 +275,18 @@ def _loaded_with(subject: Subject, pair: Pair) -> dict[str, BinaryFacts]:
 def keeping_nothing(subject: Subject, pair: Pair, names: frozenset[str]) -> list[str] | None:
     """What the static initializers of ``names`` call in both files, when that keeps no
     registration: each found by its address (``BinaryFacts.static_initializer_addresses``),
-    walked whole, calling nothing but the standard streams' setup (``STREAM_SETUP``), locks
-    (``LOCKS``) and the toolchain's startup code, and loading no address of an object the
-    library exports (two libraries constructing one exported ``std::string`` free it twice at
-    exit). None otherwise, or when an initializer is not found. tensorflow's
+    walked to the end of every call (``InitializerReach.whole``), calling nothing but the
+    standard streams' setup (``STREAM_SETUP``), locks (``LOCKS``) and the toolchain's startup
+    code, and loading no address of an object the library exports (two libraries constructing
+    one exported ``std::string`` free it twice at exit). None otherwise, or when an
+    initializer is not found or a call was left unfollowed. tensorflow's
     _pywrap_parallel_device.so and libtensorflow_cc.so.2 hold a source whose initializer sets
-    up the streams; pyarrow's dylibs, protobuf's copies registering into their own pools under
-    libarrow's lock."""
+    up the streams; protobuf's copies register into their own pools under a lock."""
     spelled = _elf_spelling(subject, pair)
     called: set[str] = set()
     for binary in pair:
         walks = _named_walks(subject, binary, names)
-        if walks is None or not all(init.complete and not init.shares_data for init in walks):
+        if walks is None or not all(init.whole and not init.shares_data for init in walks):
             return None
         called.update(spelled(name).split("@", 1)[0] for init in walks for name in init.reaches)
     return sorted(called) if all(map(_keeps_nothing, called)) else None
