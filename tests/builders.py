@@ -75,3 +75,25 @@ def cxx(folder: Path, out: str, sources: dict[str, str], *flags: str) -> Path:
     command = ["g++", "-O2", "-o", str(folder / out), *sources, f"-L{folder}", *flags]
     subprocess.run(command, cwd=folder, check=True, capture_output=True)
     return folder / out
+
+
+REFUSING_REGISTRY = """extern "C" void abort(void);
+static const char* names[8];
+static int count;
+static int same(const char* a, const char* b) {
+  while (*a && *a == *b) { ++a; ++b; }
+  return *a == *b;
+}
+extern "C" void FUNCTION(const char* name) {
+  for (int i = 0; i < count; ++i)
+    if (same(names[i], name)) abort();
+  names[count++] = name;
+}
+"""
+
+
+def refusing_registry(function: str) -> str:
+    """C++ source of ``extern "C" void <function>(const char*)``, a registry that aborts when a
+    name is registered twice (``count`` holds how many it has); no headers, so any SDK builds
+    it."""
+    return REFUSING_REGISTRY.replace("FUNCTION", function)

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from buildtool.linkage.inputs import decoding, pool
 from buildtool.linkage.inputs.collect import read_wheel
 from buildtool.linkage.inputs.decoding import Source
 from buildtool.linkage.verify import verify_paths
+from tests.builders import refusing_registry
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, REPO, CliRunner, edited_example
 from tests.cross import buildtool_cross_build, cross_build, damaged_copies, elf_only_link_flags
 from tests.macos_sdk import clang_macos, write_sdk
@@ -361,18 +363,33 @@ BOTH_DYLIBS = (
 )
 
 
-def _short_pair(sdk: Path, folder: Path, names: tuple[str, str]) -> Path:
+def _dylib_pair(
+    sdk: Path, folder: Path, core: tuple[str, str], source_of: Callable[[str], str]
+) -> Path:
+    """``core`` (its name and source) as a dylib, libone and libtwo from ``source_of(library)``
+    linked to it, and the program loading both."""
     folder.mkdir()
     rpath = ("-Wl,-rpath,@loader_path", f"-L{folder}")
-    clang_macos(sdk, "arm64", folder / "libregistry.dylib", REGISTRY_C, "-dynamiclib",
-                "-install_name", "@rpath/libregistry.dylib")  # fmt: skip
-    for library, name in zip(("one", "two"), names, strict=True):
-        source = SHORT_CONSTRUCTOR.replace("LIBRARY", library).replace("NAME", f'"{name}"')
-        name_flags = ("-install_name", f"@rpath/lib{library}.dylib")
-        clang_macos(sdk, "arm64", folder / f"lib{library}.dylib", source, "-O2", "-dynamiclib",
-                    *name_flags, *rpath, "-lregistry")  # fmt: skip
+    name, source = core
+    clang_macos(sdk, "arm64", folder / f"lib{name}.dylib", source, "-dynamiclib",
+                "-install_name", f"@rpath/lib{name}.dylib")  # fmt: skip
+    for library in ("one", "two"):
+        clang_macos(sdk, "arm64", folder / f"lib{library}.dylib", source_of(library), "-O2",
+                    "-dynamiclib", "-install_name", f"@rpath/lib{library}.dylib", *rpath,
+                    f"-l{name}")  # fmt: skip
     clang_macos(sdk, "arm64", folder / "main", BOTH_DYLIBS, *rpath, "-lone", "-ltwo")
     return folder
+
+
+def _short_pair(sdk: Path, folder: Path, names: tuple[str, str]) -> Path:
+    registered = dict(zip(("one", "two"), names, strict=True))
+
+    def source_of(library: str) -> str:
+        return SHORT_CONSTRUCTOR.replace("LIBRARY", library).replace(
+            "NAME", f'"{registered[library]}"'
+        )
+
+    return _dylib_pair(sdk, folder, ("registry", REGISTRY_C), source_of)
 
 
 def _errors_without_recipe(run_cli: CliRunner, path: Path) -> list[tuple[str, str, str]]:
@@ -436,17 +453,10 @@ QtDesignerComponents frameworks)."""
 
 
 def _resource_pair(sdk: Path, folder: Path, symbol: str) -> Path:
-    folder.mkdir()
-    rpath = ("-Wl,-rpath,@loader_path", f"-L{folder}")
-    clang_macos(sdk, "arm64", folder / "libcore.dylib", RESOURCE_REGISTRIES_C, "-dynamiclib",
-                "-install_name", "@rpath/libcore.dylib")  # fmt: skip
-    for library in ("one", "two"):
-        source = RESOURCE_INITIALIZER_C.replace("LIBRARY", library).replace("SYMBOL", symbol)
-        name_flags = ("-install_name", f"@rpath/lib{library}.dylib")
-        clang_macos(sdk, "arm64", folder / f"lib{library}.dylib", source, "-O2", "-dynamiclib",
-                    *name_flags, *rpath, "-lcore")  # fmt: skip
-    clang_macos(sdk, "arm64", folder / "main", BOTH_DYLIBS, *rpath, "-lone", "-ltwo")
-    return folder
+    def source_of(library: str) -> str:
+        return RESOURCE_INITIALIZER_C.replace("LIBRARY", library).replace("SYMBOL", symbol)
+
+    return _dylib_pair(sdk, folder, ("core", RESOURCE_REGISTRIES_C), source_of)
 
 
 def test_a_registry_that_takes_the_copy_twice_is_recognised_as_mach_o_spells_it(
@@ -484,18 +494,13 @@ registrar's code, which is alike in every dylib once addresses are left out."""
 
 
 def _registrar_pair(sdk: Path, folder: Path, registrars: tuple[str, str], name: str) -> Path:
-    folder.mkdir()
-    rpath = ("-Wl,-rpath,@loader_path", f"-L{folder}")
-    clang_macos(sdk, "arm64", folder / "libregistry.dylib", REGISTRY_C + COUNTER_C,
-                "-dynamiclib", "-install_name", "@rpath/libregistry.dylib")  # fmt: skip
-    for library, registrar in zip(("one", "two"), registrars, strict=True):
-        source = OWN_REGISTRAR_C.replace("LIBRARY", library).replace("REGISTRAR", registrar)
-        source = source.replace("NAME", f'"{name or library}"')
-        name_flags = ("-install_name", f"@rpath/lib{library}.dylib")
-        clang_macos(sdk, "arm64", folder / f"lib{library}.dylib", source, "-O2", "-dynamiclib",
-                    *name_flags, *rpath, "-lregistry")  # fmt: skip
-    clang_macos(sdk, "arm64", folder / "main", BOTH_DYLIBS, *rpath, "-lone", "-ltwo")
-    return folder
+    named = dict(zip(("one", "two"), registrars, strict=True))
+
+    def source_of(library: str) -> str:
+        source = OWN_REGISTRAR_C.replace("LIBRARY", library).replace("REGISTRAR", named[library])
+        return source.replace("NAME", f'"{name or library}"')
+
+    return _dylib_pair(sdk, folder, ("registry", REGISTRY_C + COUNTER_C), source_of)
 
 
 def test_one_boilerplate_calling_each_dylibs_own_registrar_is_no_bt103(
@@ -517,20 +522,8 @@ def test_one_boilerplate_calling_each_dylibs_own_registrar_is_no_bt103(
 # --- one static library's code in two dylibs: each calls its own copy -----------------------------
 
 PRIVATE_REGISTRY = {
-    "registry.cc": """extern "C" void abort(void);
-static const char* names[8];
-static int count;
-static int same(const char* a, const char* b) {
-  while (*a && *a == *b) { ++a; ++b; }
-  return *a == *b;
-}
-extern "C" void registry_add(const char* name) {
-  for (int i = 0; i < count; ++i)
-    if (same(names[i], name)) abort();
-  names[count++] = name;
-}
-extern "C" int registry_count(void) { return count; }
-""",
+    "registry.cc": refusing_registry("registry_add")
+    + 'extern "C" int registry_count(void) { return count; }\n',
     "setup.cc": """extern "C" void registry_add(const char*);
 namespace { struct Setup { Setup() { registry_add("gemm"); } } setup; }
 """,

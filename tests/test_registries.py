@@ -27,7 +27,7 @@ from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs import decoding, pool
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
-from tests.builders import check, cxx, write_wheel
+from tests.builders import check, cxx, refusing_registry, write_wheel
 from tests.conftest import PACKAGES, require
 from tests.test_reading import hand_offs_decoded
 
@@ -424,19 +424,7 @@ class Mutex { public: void lock(); void unlock(); int held = 0; };
 void Mutex::lock() { ++held; }
 void Mutex::unlock() { --held; }
 } }
-extern "C" void abort(void);
-static const char* names[8];
-static int count;
-static int same(const char* a, const char* b) {
-  while (*a && *a == *b) { ++a; ++b; }
-  return *a == *b;
-}
-extern "C" void shared_registry_add(const char* name) {
-  for (int i = 0; i < count; ++i)
-    if (same(names[i], name)) abort();
-  names[count++] = name;
-}
-"""
+""" + refusing_registry("shared_registry_add")
 """A third library holding absl's ``Mutex`` (its mangled names as abseil's release spells
 them) and a registry that refuses a name twice."""
 
