@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
+import struct
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.loaders.closure import Environment, resolve_closure
@@ -271,6 +273,105 @@ def test_a_glibc_version_beyond_the_tag_is_an_error(tmp_path: Path) -> None:
                       {"t/_threads.so": threads.read_bytes()})  # fmt: skip
     assert ids(check(new)) == set()
     assert ids(check(threads)) == set()  # untagged: nothing promised, nothing judged
+
+
+WEAK_THREADS = """#include <pthread.h>
+#pragma weak pthread_create
+#pragma weak pthread_join
+static void *run(void *arg) { return arg; }
+int start(void) {
+    pthread_t t;
+    if (!pthread_create) return -1;  /* a glibc without them: run without a thread */
+    int r = pthread_create(&t, 0, run, 0); pthread_join(t, 0); return r;
+}
+"""
+"""The same calls, referenced weakly."""
+
+
+def _mark_weak(path: Path, version: str) -> None:
+    """Set ``VER_FLG_WEAK`` on the need for ``version``, as LLD 16 and later link a need that
+    only weak references use (mediapipe's; GNU ld, gold and LLD 14 leave it unmarked)."""
+    data = bytearray(path.read_bytes())
+    with path.open("rb") as stream:
+        elf = ELFFile(stream)
+        section = elf.get_section_by_name(".gnu.version_r")
+        strings = elf.get_section(section["sh_link"])
+        offset, count = section["sh_offset"], section["sh_info"]
+        for _ in range(count):
+            _vn_version, aux_count, _file, aux, following = struct.unpack_from(
+                "<HHIII", data, offset
+            )
+            at = offset + aux
+            for _ in range(aux_count):
+                _hash, flags, _other, name, nxt = struct.unpack_from("<IHHII", data, at)
+                if strings.get_string(name) == version:
+                    struct.pack_into("<H", data, at + 4, flags | 2)
+                at += nxt
+            offset += following
+    path.write_bytes(bytes(data))
+
+
+def _need_flags(path: Path, version: str) -> str:
+    """readelf's line for ``version`` among the file's version needs ("" when none)."""
+    lines = subprocess.run(["readelf", "-V", "-W", str(path)], check=True, capture_output=True,
+                           text=True).stdout.splitlines()  # fmt: skip
+    return next((line for line in lines if f"Name: {version} " in line), "")
+
+
+def test_a_version_only_weak_references_need_is_no_error(tmp_path: Path) -> None:
+    """ld.so loads a file whose need for a missing version is marked weak, and refuses one
+    whose need is not (shown on a library of two versions, old and new); a glibc version
+    beyond the tag that only weak references use is therefore no BT150 (mediapipe's
+    ``_dl_get_tls_static_info@GLIBC_PRIVATE``)."""
+    script = tmp_path / "ver.map"
+    for build, text in (("new", "VER_1 { old_fn; };\nVER_2 { new_fn; } VER_1;\n"),
+                        ("old", "VER_1 { global: old_fn; local: *; };\n")):  # fmt: skip
+        script.write_text(text)
+        source = "int old_fn(void) { return 1; }\n" + (
+            "int new_fn(void) { return 2; }\n" if build == "new" else ""
+        )
+        lib(tmp_path / build, "ver", source, f"-Wl,--version-script={script}")
+    users = {
+        "weak": "int old_fn(void); int new_fn(void) __attribute__((weak));\n"
+        "int use(void) { return new_fn ? new_fn() : old_fn(); }\n",
+        "strong": "int new_fn(void);\nint use(void) { return new_fn(); }\n",
+    }
+    flags = {}
+    for name, source in users.items():
+        user = gcc(tmp_path / "new", tmp_path / "new" / f"lib{name}.so", source, "-lver")
+        if name == "weak":
+            _mark_weak(user, "VER_2")
+        flags[name] = _need_flags(user, "VER_2")
+        shutil.copy(user, tmp_path / "old" / user.name)
+    assert "Flags: WEAK" in flags["weak"]
+    assert "Flags: none" in flags["strong"]
+    old_folder = tmp_path / "old"
+    assert _load_beside(old_folder / "libweak.so", old_folder) == ""
+    assert "version `VER_2' not found" in _load_beside(old_folder / "libstrong.so", old_folder)
+
+    threads = gcc(
+        tmp_path, tmp_path / "_threads.so", WEAK_THREADS, "-pthread", "-Wl,--no-as-needed"
+    )
+    require(_need_flags(threads, "GLIBC_2.34") != "", "this glibc binds pthread_create before 2.34")
+    unmarked = write_wheel(tmp_path / "t-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", "t",
+                           {"t/_threads.so": threads.read_bytes()})  # fmt: skip
+    assert ids(check(unmarked)) == {("BT150", "_threads.so")}  # ld.so insists on the version
+    _mark_weak(threads, "GLIBC_2.34")
+    assert "Flags: WEAK" in _need_flags(threads, "GLIBC_2.34")
+    assert load_error(threads) == ""
+    (tmp_path / "weak").mkdir()
+    marked = write_wheel(tmp_path / "weak" / "t-1.0-cp311-cp311-manylinux_2_17_x86_64.whl", "t",
+                         {"t/_threads.so": threads.read_bytes()})  # fmt: skip
+    assert ids(check(marked)) == set()
+
+
+def _load_beside(path: Path, folder: Path) -> str:
+    """``load_error`` with ``folder`` searched first (its libver.so)."""
+    code = "import ctypes, sys\ntry:\n ctypes.CDLL(sys.argv[1])\nexcept OSError as e:\n print(e)"
+    environment = {"LD_LIBRARY_PATH": str(folder), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run([sys.executable, "-c", code, str(path)], check=False,
+                         capture_output=True, text=True, env=environment)  # fmt: skip
+    return run.stdout.strip()
 
 
 GREET = """#include <string>

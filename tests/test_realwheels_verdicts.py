@@ -441,3 +441,11 @@ def test_pyarrow_macos_static_copies_in_each_dylib_are_private() -> None:
     assert counts(report, "error") == {}
     flight = [f for f in report.findings if f.path.endswith("libarrow_flight.2600.dylib")]
     assert {f.check_id for f in flight} >= {"BT124"}
+
+
+def test_mediapipe_weak_glibc_private_need_is_no_bt150() -> None:
+    """libmediapipe.so references ``_dl_get_tls_static_info@GLIBC_PRIVATE`` weakly, and its
+    link (LLD) marked that version need weak: ld.so loads it whatever the glibc (BT150 before,
+    whose message said ld.so stops)."""
+    report = check(pinned("mediapipe==1.2.3"))
+    assert not [f for f in report.findings if f.check_id == "BT150"]

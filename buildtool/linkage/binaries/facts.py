@@ -388,6 +388,10 @@ class BinaryFacts:
     architectures: tuple[str, ...] = ()
     """A fat (universal) Mach-O file's slices by machine, in file order; the facts are those of
     the slice ``machine`` names (see ``binaries.macho``). Empty for a thin file."""
+    weak_version_needs: tuple[tuple[str, str], ...] = ()
+    """``(file, version)`` of the entries of ``version_needs`` marked ``VER_FLG_WEAK``: ld.so
+    loads the file where the version is missing (GNU ld marks a need so when only weak
+    references use it). Empty for other formats."""
     static_initializer_addresses: tuple[tuple[str, int], ...] = ()
     """``(name, address)`` of each of ``static_initializers`` (sorted): which entry of
     ``initializers`` each one is (``InitializerReach.address``). Empty for PE files."""

@@ -431,7 +431,8 @@ CHECKS: tuple[Check, ...] = (
         "A wheel's binary needs a symbol version (GLIBC_2.34, GLIBCXX_3.4.30, CXXABI_1.3.13, "
         "...) from a library of its platform that the wheel tag's policy does not allow "
         "(manylinux_2_17: GLIBC up to 2.17): pip installs it on systems where ld.so refuses to "
-        'load it ("version `GLIBC_2.34\' not found").',
+        'load it ("version `GLIBC_2.34\' not found"). A need the link marked weak (VER_FLG_WEAK) '
+        "that only weak references use is not one: ld.so loads the file without it.",
         "Build in the tag's manylinux/musllinux image (or with an older toolchain), or tag the "
         "wheel for the newer platform (auditwheel repair --plat picks the right one).",
     ),

@@ -364,7 +364,9 @@ def versions_beyond(
     """``(file, version, symbols)`` that ``facts`` needs from a platform library in a version
     its policy does not allow (``GLIBC_2.34`` under ``manylinux_2_17``): pip installs the wheel
     where that version is missing and ld.so refuses to load it. ``symbols`` are those bound to
-    that version (strong and weak references)."""
+    that version (strong and weak references). A need marked weak that only weak references
+    use is none: ld.so loads the file without the version, and the references read as absent
+    (mediapipe's ``_dl_get_tls_static_info@GLIBC_PRIVATE``)."""
     allowed = platform.policy.symbol_versions
     beyond: list[tuple[str, str, tuple[str, ...]]] = []
     for file, versions in facts.version_needs:
@@ -374,6 +376,9 @@ def versions_beyond(
             prefix, _, number = version.partition("_")
             if prefix in allowed and number not in allowed[prefix]:
                 suffix = f"@{version}"
+                strong = any(key.endswith(suffix) for key in facts.undefined)
+                if not strong and (file, version) in facts.weak_version_needs:
+                    continue  # ld.so loads it, and the weak references read as absent
                 keys = facts.undefined | facts.weak_undefined
                 symbols = tuple(sorted(k[: -len(suffix)] for k in keys if k.endswith(suffix)))
                 beyond.append((file, version, symbols))

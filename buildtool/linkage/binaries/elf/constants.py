@@ -20,6 +20,9 @@ _STB_WEAK, _STB_GNU_UNIQUE = 2, 10
 _STT_OBJECT, _STT_FUNC, _STT_GNU_IFUNC = 1, 2, 10
 _FUNC_INFOS: Final = frozenset(b << 4 | t for b in range(16) for t in (_STT_FUNC, _STT_GNU_IFUNC))
 _VER_FLG_BASE: Final = 0x1
+_VER_FLG_WEAK: Final = 0x2
+"""A version need ld.so does not insist on: GNU ld marks it so when only weak references use
+it."""
 _DT_NULL, _DT_NEEDED, _DT_HASH, _DT_STRTAB, _DT_SYMTAB = 0, 1, 4, 5, 6
 _DT_STRSZ, _DT_SONAME, _DT_RPATH, _DT_SYMBOLIC = 10, 14, 15, 16
 _DT_TEXTREL, _DT_BIND_NOW = 22, 24

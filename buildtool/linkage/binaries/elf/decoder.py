@@ -38,6 +38,7 @@ from buildtool.linkage.binaries.elf.constants import (
     _SHN_XINDEX,
     _SHT_NOBITS,
     _VER_FLG_BASE,
+    _VER_FLG_WEAK,
 )
 from buildtool.linkage.binaries.elf.facts import ElfBuffer, MalformedElf
 
@@ -350,6 +351,8 @@ class _Versions(NamedTuple):
     """Version index -> (name, comes from a definition)."""
     definitions: tuple[str, ...]
     needs: tuple[tuple[str, tuple[str, ...]], ...]
+    weak: tuple[tuple[str, str], ...] = ()
+    """(file, version) of the needs marked ``VER_FLG_WEAK``."""
 
 
 _NO_VERSIONS: Final = _Versions({}, (), ())
@@ -391,14 +394,14 @@ def _read_verdefs(
 
 def _read_vernaux(
     img: _Image, pos: int, end: int, count: int, strings: _StringTable
-) -> list[tuple[int, str]]:
+) -> list[tuple[int, str, int]]:
     fmt = _pick(img, _VERNAUX, _VERNAUX_BE)
-    out: list[tuple[int, str]] = []
+    out: list[tuple[int, str, int]] = []
     for _ in range(min(count, max(end - pos, 0) // fmt.size + 1)):
         if pos + fmt.size > end:
             raise _Bad(pos, "version requirement runs past its table")
-        _hash, _flags, index, name_off, nxt = fmt.unpack_from(img.view, pos)
-        out.append((index, strings.get(name_off)))
+        _hash, flags, index, name_off, nxt = fmt.unpack_from(img.view, pos)
+        out.append((index, strings.get(name_off), flags))
         if nxt == 0:
             break
         pos += nxt
@@ -407,9 +410,9 @@ def _read_vernaux(
 
 def _read_verneeds(
     img: _Image, start: int, end: int, count: int, strings: _StringTable
-) -> list[tuple[str, list[tuple[int, str]]]]:
+) -> list[tuple[str, list[tuple[int, str, int]]]]:
     fmt = _pick(img, _VERNEED, _VERNEED_BE)
-    out: list[tuple[str, list[tuple[int, str]]]] = []
+    out: list[tuple[str, list[tuple[int, str, int]]]] = []
     pos = start
     for _ in range(min(count, max(end - start, 0) // fmt.size)):
         if pos + fmt.size > end:
@@ -423,17 +426,20 @@ def _read_verneeds(
 
 
 def _versions(
-    defs: Sequence[tuple[int, int, str]], needs: Sequence[tuple[str, list[tuple[int, str]]]]
+    defs: Sequence[tuple[int, int, str]], needs: Sequence[tuple[str, list[tuple[int, str, int]]]]
 ) -> _Versions:
     by_index: dict[int, tuple[str, bool]] = {}
     for _file, entries in needs:
-        for index, name in entries:
+        for index, name, _flags in entries:
             by_index[index & 0x7FFF] = (name, False)
     for index, _flags, name in defs:
         by_index[index & 0x7FFF] = (name, True)
     definitions = tuple(name for _i, flags, name in defs if not flags & _VER_FLG_BASE)
-    need_names = tuple((file, tuple(n for _i, n in entries)) for file, entries in needs)
-    return _Versions(by_index, definitions, need_names)
+    need_names = tuple((file, tuple(n for _i, n, _f in entries)) for file, entries in needs)
+    weak = tuple(
+        sorted((file, n) for file, entries in needs for _i, n, f in entries if f & _VER_FLG_WEAK)
+    )
+    return _Versions(by_index, definitions, need_names, weak)
 
 
 class _TableRef(NamedTuple):

@@ -163,6 +163,7 @@ def _facts(
         exported_count=symbols.exported_count,
         version_definitions=symbols.versions.definitions,
         version_needs=symbols.versions.needs,
+        weak_version_needs=symbols.versions.weak,
         init_array_size=_init_array_size(dyn, sections),
         has_symtab=has_symtab,
         static_initializers=static.initializers,

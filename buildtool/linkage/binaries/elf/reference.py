@@ -159,7 +159,7 @@ def _ref_dynamic(elf: Any, t: _RefTables) -> tuple[dict[int, Any], list[str]]:
 
 def _ref_versions(elf: Any, t: _RefTables) -> _Versions:
     defs: list[tuple[int, int, str]] = []
-    needs: list[tuple[str, list[tuple[int, str]]]] = []
+    needs: list[tuple[str, list[tuple[int, str, int]]]] = []
     for section in elf.iter_sections():
         kind = _enum_value(section["sh_type"], t.sh_type)
         if kind == _SHT_GNU_VERDEF and not defs:
@@ -169,7 +169,8 @@ def _ref_versions(elf: Any, t: _RefTables) -> _Versions:
                 defs.append((verdef["vd_ndx"], verdef["vd_flags"], name))
         elif kind == _SHT_GNU_VERNEED and not needs:
             for verneed, aux in section.iter_versions():
-                needs.append((verneed.name, [(a["vna_other"], a.name) for a in aux]))
+                entries = [(a["vna_other"], a.name, a["vna_flags"]) for a in aux]
+                needs.append((verneed.name, entries))
     return _versions(defs, needs)
 
 
@@ -318,6 +319,7 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         exported_count=symbols.exported_count,
         version_definitions=symbols.versions.definitions,
         version_needs=symbols.versions.needs,
+        weak_version_needs=symbols.versions.weak,
         init_array_size=init_array
         if init_array is not None
         else sum(s.size for s in sections if s.type == _SHT_INIT_ARRAY),
