@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
+from elftools.elf.sections import StringTableSection
 
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.loaders.closure import Environment, resolve_closure
@@ -295,7 +296,9 @@ def _mark_weak(path: Path, version: str) -> None:
     with path.open("rb") as stream:
         elf = ELFFile(stream)
         section = elf.get_section_by_name(".gnu.version_r")
+        assert section is not None
         strings = elf.get_section(section["sh_link"])
+        assert isinstance(strings, StringTableSection)
         offset, count = section["sh_offset"], section["sh_info"]
         for _ in range(count):
             _vn_version, aux_count, _file, aux, following = struct.unpack_from(
