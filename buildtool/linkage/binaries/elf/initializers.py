@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import Final
 
-from buildtool.linkage.binaries.code_walk import CodeView, walk_entry, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
 from buildtool.linkage.binaries.elf.constants import (
     _DF_TEXTREL,
     _DT_FLAGS,
@@ -30,6 +30,7 @@ from buildtool.linkage.binaries.elf.decoder import (
 )
 from buildtool.linkage.binaries.elf.dynsym import _dynamic_symbol_count
 from buildtool.linkage.binaries.elf.symtab import functions_at
+from buildtool.linkage.binaries.entry_walk import walk_entry
 from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_PLTRELSZ, _DT_RELA, _DT_RELASZ, _DT_RELAENT, _DT_JMPREL = 2, 7, 8, 9, 23
@@ -389,7 +390,7 @@ def _module_init_address(img: _Image, segments: Sequence[_Segment], dyn: _Dynami
 def read_module_init(
     img: _Image, segments: Sequence[_Segment], dyn: _Dynamic | None, machine: str
 ) -> ModuleInit | None:
-    """A Python extension module's init function, walked (``code_walk.walk_entry``); None
+    """A Python extension module's init function, walked (``entry_walk.walk_entry``); None
     when the file defines none (or the tables it needs are damaged)."""
     try:
         view = read_code_view(img, segments, dyn, machine, entry=True)

@@ -7,8 +7,9 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from buildtool.linkage.binaries.code_walk import CodeView, no_bytes, walk_entry, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, no_bytes, walk_initializers
 from buildtool.linkage.binaries.elf.initializers import init_array_targets
+from buildtool.linkage.binaries.entry_walk import walk_entry
 from buildtool.linkage.binaries.facts import InitializerReach, ModuleInit
 
 _DT_INIT_ARRAY, _DT_INIT_ARRAYSZ, _DT_RELR = 25, 27, 36
