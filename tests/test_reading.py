@@ -25,7 +25,7 @@ from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, NameDigests, name_digest
 from buildtool.linkage.binaries.elf import MalformedElf
 from buildtool.linkage.checks.policy import LinkagePolicy
-from buildtool.linkage.inputs import decoding, pool
+from buildtool.linkage.inputs import decoding, head_start, pool, wheel_archive
 from buildtool.linkage.inputs.collect import read_wheel
 from buildtool.linkage.inputs.decoding import Outcome, Source
 from buildtool.linkage.inputs.lookups import InitializerLookup
@@ -422,3 +422,135 @@ def test_reads_one_after_another_each_use_the_pool(
     first = read_sources(sources, REGISTRATIONS, 2)
     assert read_sources(sources, REGISTRATIONS, 2) == first
     assert len(pool_for_everything) == 2
+
+
+# --- the biggest member inflated from the start (head_start) ----------------------------------
+
+
+class HeadStartLog:
+    """What the reads of a test did with head starts: the events in order, in this process
+    (a head start forked, the wheel's checks run), and what each hand-off's head start gave."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.events: list[str] = []
+        self.results: list[object] = []
+        started, checked, given = (
+            head_start.start,
+            wheel_archive.checked_members,
+            pool._head_started,
+        )
+
+        def start(wheel: Path, member: Any) -> object:
+            self.events.append(f"head start {member.name}")
+            return started(wheel, member)
+
+        def checked_members(*args: Any) -> object:
+            self.events.append("checks")
+            return checked(*args)
+
+        def head_started(*args: Any) -> object:
+            self.results.append(given(*args))
+            return self.results[-1]
+
+        monkeypatch.setattr(head_start, "start", start)
+        monkeypatch.setattr(wheel_archive, "checked_members", checked_members)
+        monkeypatch.setattr(pool, "_head_started", head_started)
+
+
+def no_child_left() -> bool:
+    """Whether this process has no child (the pool's workers waited for first)."""
+    pool.wait_for_workers()
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def library_wheel(build: Path, folder: Path, record: str | None = "auto") -> tuple[Path, str]:
+    """The build's libraries as a wheel, and the name of its biggest member."""
+    libraries = sorted((build / "lib").iterdir())
+    members: list[Member] = [(f"demo/lib/{p.name}", p.read_bytes()) for p in libraries]
+    wheel = write_wheel(folder / "demo-0.1.0-py3-none-any.whl", members, record)
+    return wheel, f"demo/lib/{max(libraries, key=lambda path: path.stat().st_size).name}"
+
+
+@pytest.mark.integration
+def test_the_biggest_member_is_inflated_while_the_wheel_is_checked(
+    good_build: Path,
+    tmp_path: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A child forked before the wheel's checks inflates the biggest member; its digest agrees
+    with RECORD, so no worker inflates it again, and the facts are a serial read's."""
+    wheel, biggest = library_wheel(good_build, tmp_path)
+    log = HeadStartLog(monkeypatch)
+    serial = read_wheel(wheel, REGISTRATIONS, jobs=1).files
+    assert log.events == ["checks"]  # one process: no head start
+    log.events.clear()
+    parallel = read_wheel(wheel, REGISTRATIONS, jobs=2).files
+    assert pool_for_everything
+    assert log.events == [f"head start {biggest}", "checks"]
+    assert [type(result).__name__ for result in log.results] == ["_Inflated"]
+    assert parallel == serial
+    assert no_child_left()
+
+
+@pytest.mark.integration
+def test_a_head_start_that_record_disagrees_with_leaves_the_member_to_a_worker(
+    good_build: Path,
+    tmp_path: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """RECORD's hash of the biggest member is wrong: the head start's digest is not taken,
+    and a worker reads the member again for the finding a serial read gives."""
+    wheel, biggest = library_wheel(good_build, tmp_path, record=None)
+    with zipfile.ZipFile(wheel, "a") as archive:
+        rows = [
+            f"{name},sha256=AAAA,{info.file_size}"
+            if name == biggest
+            else record_line(name, archive.read(name))
+            for info in archive.infolist()
+            if (name := info.filename)
+        ]
+        archive.writestr(RECORD, "\n".join([*rows, f"{RECORD},,"]) + "\n")
+    log = HeadStartLog(monkeypatch)
+
+    def read(jobs: int) -> str:
+        with pytest.raises(InputError) as raised:
+            read_wheel(wheel, REGISTRATIONS, jobs=jobs)
+        return str(raised.value)
+
+    serial, parallel = both_ways(read, pool_for_everything)
+    assert parallel == serial
+    assert f"{biggest}: member's sha256 hash differs from RECORD's" in serial
+    assert log.results == [None]
+    assert no_child_left()
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("pool_for_everything")
+def test_a_wheel_its_checks_refuse_stops_its_head_start(
+    good_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checks refuse a member's name after the head start forked: the error is the one a
+    serial read gives, and the child is stopped and waited for."""
+    wheel, biggest = library_wheel(good_build, tmp_path)
+    with zipfile.ZipFile(wheel, "a") as archive:
+        archive.writestr("demo/../../escape.py", b"")
+    log = HeadStartLog(monkeypatch)
+    ended: list[str] = []
+    end = head_start.HeadStart.end
+
+    def counted_end(self: head_start.HeadStart) -> None:
+        ended.append(self.name)
+        end(self)
+
+    monkeypatch.setattr(head_start.HeadStart, "end", counted_end)
+    with pytest.raises(InputError, match=r"escape\.py: .*'\.\.' component"):
+        read_wheel(wheel, REGISTRATIONS, jobs=2)
+    assert log.events == [f"head start {biggest}", "checks"]
+    assert ended == [biggest]
+    assert no_child_left()

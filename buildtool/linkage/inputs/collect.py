@@ -21,11 +21,12 @@ from buildtool.linkage.binaries import BinaryFacts, Decoder
 from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.inputs.decoding import Source, read_source
 from buildtool.linkage.inputs.dll_directories import dll_directories
-from buildtool.linkage.inputs.pool import read_sources
+from buildtool.linkage.inputs.pool import available_cpus, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
     import zipfile
 
+    from buildtool.linkage.inputs.head_start import HeadStart
     from buildtool.linkage.inputs.wheel_archive import CheckedMember, WheelLimits
 
 WHEEL_SEPARATOR = "!/"
@@ -409,21 +410,32 @@ def _wheel_scripts(
 
 
 def _wheel_sources(
-    path: Path, limits: WheelLimits
+    path: Path, archive: zipfile.ZipFile, limits: WheelLimits
 ) -> tuple[list[Source], Distribution | None, list[tuple[PurePosixPath, str]]]:
     """A source for every member to read, once the headers and RECORD passed; what the
     wheel's ``*.dist-info/METADATA`` says it installs; and its loader scripts."""
-    from buildtool.linkage.inputs.wheel_archive import checked_members, open_wheel
+    from buildtool.linkage.inputs.wheel_archive import checked_members
 
-    with open_wheel(path) as archive:
-        members = checked_members(str(path), archive, limits)
-        distribution = _wheel_distribution(archive, [member.name for member in members])
+    members = checked_members(str(path), archive, limits)
+    distribution = _wheel_distribution(archive, [member.name for member in members])
     scripts = _wheel_scripts(path, members)
     sources = [
         Source(str(path), f"{path}{WHEEL_SEPARATOR}{member.name}", member.span.file_size, member)
         for member in members
     ]
     return sources, distribution, scripts
+
+
+def _head_start(
+    path: Path, archive: zipfile.ZipFile, limits: WheelLimits, jobs: int | None, decoder: Decoder
+) -> HeadStart | None:
+    """The biggest member's inflation, started before the wheel's checks (see ``head_start``)."""
+    from buildtool.linkage.inputs import head_start
+
+    if not head_start.can_fork(available_cpus() if jobs is None else jobs, decoder):
+        return None
+    member = head_start.candidate(path, archive.infolist(), limits)
+    return None if member is None else head_start.start(path, member)
 
 
 _METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
@@ -453,12 +465,17 @@ def read_wheel(
     """Every ELF member of a wheel, checked (see ``wheel_archive``) and decompressed member by
     member (see ``reading``); a non-ELF member named like a shared library is a malformed file.
     ``limits``: default ``wheel_archive.DEFAULT_LIMITS``."""
-    from buildtool.linkage.inputs.wheel_archive import DEFAULT_LIMITS
+    from buildtool.linkage.inputs.wheel_archive import DEFAULT_LIMITS, open_wheel
 
-    sources, distribution, scripts = _wheel_sources(
-        path, DEFAULT_LIMITS if limits is None else limits
-    )
-    outcomes = read_sources(sources, names, jobs, decoder)
+    limits = DEFAULT_LIMITS if limits is None else limits
+    with open_wheel(path) as archive:
+        head = _head_start(path, archive, limits, jobs, decoder)
+        try:
+            sources, distribution, scripts = _wheel_sources(path, archive, limits)
+            outcomes = read_sources(sources, names, jobs, decoder, head)
+        finally:
+            if head is not None:
+                head.end()
     files = [
         binary
         for source, outcome in zip(sources, outcomes, strict=True)

@@ -21,7 +21,7 @@ import os
 import traceback
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Final, Generic, NamedTuple, TypeVar
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, named_as_extension_module
@@ -45,6 +45,7 @@ from buildtool.linkage.binaries.read import read_other_format
 from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory
 
 if TYPE_CHECKING:
+    from buildtool.linkage.inputs.inflate import MemberContent
     from buildtool.linkage.inputs.wheel_archive import CheckedMember
 
 SPARSE_MIN_BYTES: Final = 64 << 20
@@ -223,6 +224,42 @@ class SourceDecoder:
         from buildtool.linkage.inputs.wheel_archive import read_member
 
         mapping = self._wheel(source.path)
+        filled = self._fill(
+            source, sparse, into, lambda sink: read_member(source.path, mapping, member, sink)
+        )
+        head, size = filled.read
+        if binary_format(head) is None or filled.target is None:
+            return None
+        target, left_out = filled.target, filled.left_out
+        return SourceBytes(target, size, file_backed=False, code_left_out=bool(left_out)), left_out
+
+    def inflate_unchecked(
+        self, source: Source, into: Handoff, algorithm: str
+    ) -> tuple[MemberContent, Ranges]:
+        """Inflate a wheel member into ``into`` as ``inflate_only`` does, hashed with
+        ``algorithm`` but not checked: for a member whose RECORD row is not read yet
+        (``head_start``). Its content (head, size, digest) and the ranges left out."""
+        from buildtool.linkage.inputs.inflate import read_span
+
+        assert source.member is not None
+        span, mapping = source.member.span, self._wheel(source.path)
+        filled = self._fill(
+            source,
+            self._sparse(source),
+            into,
+            lambda sink: read_span(mapping, span, algorithm, sink),
+        )
+        return filled.read, filled.left_out
+
+    def _fill(
+        self,
+        source: Source,
+        sparse: bool,
+        into: Handoff | None,
+        read: Callable[[Callable[[bytes], None]], _R],
+    ) -> _Filled[_R]:
+        """``read`` a member chunk by chunk into the buffer (or ``into``), taken once the first
+        chunk shows whether it is ELF, less its code when ``sparse``."""
         target: mmap.mmap | None = None
         view: memoryview | None = None
         left_out: Ranges = ()
@@ -239,13 +276,11 @@ class SourceDecoder:
             filled += len(chunk)
 
         try:
-            head, size = read_member(source.path, mapping, member, sink)
+            result = read(sink)
         finally:
             if view is not None:
                 view.release()
-        if binary_format(head) is None or target is None:
-            return None
-        return SourceBytes(target, size, file_backed=False, code_left_out=bool(left_out)), left_out
+        return _Filled(result, target, left_out)
 
     def _wheel(self, path: str) -> mmap.mmap:
         mapping = self._wheels.get(path)
@@ -314,6 +349,17 @@ def _initializers_checked(result: _T, raw: SourceBytes, left_out: Ranges) -> _T:
 
 
 _T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Filled(Generic[_R]):
+    """What reading a member into memory gave: ``read``'s result, the memory (None when the
+    member had no bytes), and the ranges left out of it."""
+
+    read: _R
+    target: mmap.mmap | None
+    left_out: Ranges
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,7 +47,10 @@ from buildtool.linkage.inputs.decoding import (
 from buildtool.linkage.inputs.memory import shared_memory
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
     from multiprocessing.context import BaseContext
+
+    from buildtool.linkage.inputs.head_start import HeadStart
 
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
@@ -175,6 +178,11 @@ _HANDOFFS: dict[int, Handoff] = {}
 workers it forks)."""
 
 
+_HEAD_STARTS: dict[int, HeadStart] = {}
+"""The hand-offs of the read under way whose inflation a child forked before the wheel's
+checks is doing (``head_start``), by the position of their source."""
+
+
 _WORKERS: dict[int, _Worker] = {}
 """The state of this process when it is a worker (by process id: a forked child must never use
 its parent's)."""
@@ -290,13 +298,18 @@ def _run_parallel(
     try:
         here = [task for task in tasks if _read_here(task)]
         sent = [task for task in tasks if not _read_here(task)]
-        futures = collections.deque((task, pool.submit(_run_task, task)) for task in sent)
+        futures: collections.deque[tuple[_Task, Future[tuple[int, _WorkerResult]] | None]]
+        futures = collections.deque((task, _submitted(pool, task)) for task in sent)
         yield from _run_here(here, sources, names, decoder)
         while futures:
             task, future = futures.popleft()
-            hashed, result = future.result()
-            if hashed != hash(_SAME_HASHES):
-                raise RuntimeError("a worker hashes names unlike this process: not forked")
+            result: _WorkerResult | None = None
+            if future is None:
+                result = _head_started(sources[task.sources[0]], task)
+            if result is None:  # no head start, or a worker must read the member again
+                hashed, result = (future or pool.submit(_run_task, task)).result()
+                if hashed != hash(_SAME_HASHES):
+                    raise RuntimeError("a worker hashes names unlike this process: not forked")
             if isinstance(result, _Inflated):  # the workers read its parts meanwhile
                 parts = _handed_parts(sources, task)
                 futures += [(part, pool.submit(_run_task, part)) for part in parts]
@@ -309,6 +322,22 @@ def _run_parallel(
     # checks run; the next parallel read, or the end of verify_paths, waits for them.
     pool.shutdown(wait=False)
     _RETIRING.extend(set(threading.enumerate()) - threads_before)
+
+
+def _submitted(pool: ProcessPoolExecutor, task: _Task) -> Future[tuple[int, _WorkerResult]] | None:
+    """The task sent to a worker; None for the hand-off a head start inflates."""
+    head_started = task.handoff and task.part is None and task.sources[0] in _HEAD_STARTS
+    return None if head_started else pool.submit(_run_task, task)
+
+
+def _head_started(source: Source, task: _Task) -> _Inflated | None:
+    """The hand-off as its head start inflated it, once the child is done and its digest and
+    size agree with RECORD; None: a worker inflates it again (for the exact finding)."""
+    assert source.member is not None
+    inflated = _HEAD_STARTS[task.sources[0]].result()
+    if inflated is None or not inflated.matches_record(source.member.record):
+        return None
+    return _Inflated(inflated.left_out)
 
 
 def _handed_parts(sources: Sequence[Source], task: _Task) -> list[_Task]:
@@ -395,15 +424,21 @@ def _joined(
     return read_source(source, names)  # corrupt: the finding a whole read gives, exactly
 
 
-def _hand_off(sources: Sequence[Source]) -> int | None:
+def _hand_off(sources: Sequence[Source], head: HeadStart | None = None) -> int | None:
     """The position of the biggest wheel member, when it is big enough for its ``.symtab`` to
     be read here while a worker reads the rest (ELF), or for its bytes to be kept for reading
-    again (Mach-O; ``Handoff``), with its memory made."""
+    again (Mach-O; ``Handoff``), with its memory made: ``head``'s, when it is inflating that
+    member already."""
     members = [(s.size, index) for index, s in enumerate(sources) if s.member is not None]
     size, index = max(members, default=(0, 0))
     kind = _member_format(sources[index]) if size >= SPLIT_MIN_BYTES else None
     if kind not in ("elf", "macho"):
         return None  # only ELF files are read in parts; only Mach-O files are read again
+    member = sources[index].member
+    if head is not None and member is not None and head.name == member.name:
+        _HANDOFFS[index] = Handoff(head.take().memory, keep=kind == "macho")
+        _HEAD_STARTS[index] = head
+        return index
     try:
         memory = shared_memory(size)
     except (OSError, MemoryError, OverflowError):
@@ -440,10 +475,12 @@ def read_sources(
     names: Collection[str],
     jobs: int | None = None,
     decoder: Decoder = "fast",
+    head: HeadStart | None = None,
 ) -> list[Outcome]:
     """Every source's outcome, in order. ``jobs``: processes to use (default: every CPU this
     process may use); 1, a small input, or a system other than Linux (workers are forked)
-    reads in this process. ``decoder``: what decodes the facts."""
+    reads in this process. ``decoder``: what decodes the facts. ``head``: the biggest
+    member's inflation, under way (the caller ends it)."""
     jobs = available_cpus() if jobs is None else jobs
     tasks = _batch_tasks(sources, split=decoder == "fast")
     big = sum(source.size for source in sources) >= PARALLEL_MIN_BYTES
@@ -451,7 +488,7 @@ def read_sources(
     if context is not None:
         from concurrent.futures.process import BrokenProcessPool
 
-        handoff = _hand_off(sources) if decoder == "fast" else None
+        handoff = _hand_off(sources, head) if decoder == "fast" else None
         tasks = _batch_tasks(sources, split=decoder == "fast", handoff=handoff)
         try:
             results = _run_parallel(tasks, sources, tuple(names), jobs, context, decoder=decoder)
@@ -464,6 +501,7 @@ def read_sources(
             for made in _HANDOFFS.values():
                 made.memory.close()
             _HANDOFFS.clear()
+            _HEAD_STARTS.clear()
     reader = SourceDecoder(names, decoder)
     try:
         return [read_outcome(reader, source, names, True) for source in sources]

@@ -145,7 +145,8 @@ def check_names(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> None:
 # --- sizes ----------------------------------------------------------------------------------
 
 
-def _member_size_problem(info: zipfile.ZipInfo, limits: WheelLimits) -> str | None:
+def member_size_problem(info: zipfile.ZipInfo, limits: WheelLimits) -> str | None:
+    """What makes one member's declared sizes a bomb, or None."""
     if info.file_size > limits.max_member_bytes:
         return f"declares {info.file_size} bytes, over the limit of {limits.max_member_bytes}"
     ratio_applies = info.file_size >= limits.ratio_floor_bytes
@@ -169,7 +170,7 @@ def check_sizes(wheel: str, infos: Sequence[zipfile.ZipInfo], limits: WheelLimit
     if len(infos) > limits.max_members:
         raise _fail(wheel, "", f"{len(infos)} members, over the limit of {limits.max_members}")
     for info in infos:
-        problem = _member_size_problem(info, limits)
+        problem = member_size_problem(info, limits)
         if problem:
             raise _fail(wheel, info.filename, f"member {problem}")
     total = sum(info.file_size for info in infos)
@@ -238,6 +239,11 @@ def _unlisted(record_name: str) -> frozenset[str]:
     """RECORD and its signatures: members RECORD cannot list."""
     folder = record_name.rpartition("/")[0]
     return frozenset((record_name, *(f"{folder}/{signature}" for signature in RECORD_SIGNATURES)))
+
+
+def record_digest(raw: bytes) -> str:
+    """A digest as RECORD writes it: urlsafe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def check_against_record(wheel: str, name: str, entry: RecordEntry, size: int, digest: str) -> None:
@@ -331,8 +337,7 @@ def read_member(
         content = read_span(mapping, member.span, entry.algorithm, sink)
     except UnreadableMember as error:
         raise _fail(wheel, member.name, str(error)) from None
-    digest = base64.urlsafe_b64encode(content.digest).rstrip(b"=").decode("ascii")
-    check_against_record(wheel, member.name, entry, content.size, digest)
+    check_against_record(wheel, member.name, entry, content.size, record_digest(content.digest))
     return content.head, content.size
 
 
@@ -355,5 +360,4 @@ def open_wheel(path: Path) -> zipfile.ZipFile:
 
 def record_line(name: str, content: bytes) -> str:
     """A RECORD row for ``content`` (what wheel tools write): for tests and for tools."""
-    digest = base64.urlsafe_b64encode(hashlib.sha256(content).digest()).rstrip(b"=")
-    return f"{name},sha256={digest.decode('ascii')},{len(content)}"
+    return f"{name},sha256={record_digest(hashlib.sha256(content).digest())},{len(content)}"

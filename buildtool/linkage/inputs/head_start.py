@@ -1,0 +1,200 @@
+"""The biggest member of a big wheel, inflated from the start by a forked process.
+
+Before any member is read, this process checks the wheel's names and sizes and reads RECORD:
+work for one CPU (a third of a second for torch's 12k members) while the other CPUs wait. The
+biggest member's inflation is the longest single piece of the read that follows
+(libtorch_cpu.so: 414 MB), so a child forked as soon as the central directory is read inflates
+it meanwhile, into memory the workers forked later share (``Handoff``), and hashes it. Its
+RECORD row is not read yet: the pool checks the digest against it (``matches_record``) where a
+worker would have inflated the member. Anything else (the child failed, the row disagrees or
+names another hash) leaves the member to a worker as if there had been no head start, so a
+broken member gets exactly the finding it always did.
+
+Only where workers are forked (Linux, several CPUs, no threads yet), for a member that the
+bounds of ``check_sizes`` allow, that a worker would be handed (``pool.SPLIT_MIN_BYTES``, ELF or
+Mach-O) and whose facts the fast decoder reads.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import pickle
+import signal
+import sys
+import threading
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from buildtool.linkage.binaries import Decoder
+from buildtool.linkage.binaries.elf import Ranges
+from buildtool.linkage.binaries.magic import binary_format
+from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs.decoding import Handoff, Source, SourceDecoder
+from buildtool.linkage.inputs.inflate import MemberSpan, peek_head
+from buildtool.linkage.inputs.memory import shared_memory
+from buildtool.linkage.inputs.wheel_archive import (
+    CheckedMember,
+    RecordEntry,
+    WheelLimits,
+    member_size_problem,
+    record_digest,
+)
+
+ALGORITHM: Final = "sha256"
+"""The hash the child computes: what RECORD uses in every wheel seen (others fall back)."""
+
+
+class Inflated(NamedTuple):
+    """What the child found: the member's size and digest (urlsafe base64 without padding, as
+    RECORD writes it) and the ranges a sparse read left out of the memory."""
+
+    size: int
+    digest: str
+    left_out: Ranges
+
+    def matches_record(self, entry: RecordEntry | None) -> bool:
+        """Whether the member's RECORD row holds exactly this (else a worker reads it again,
+        for the exact finding)."""
+        if entry is None or entry.algorithm != ALGORITHM or entry.digest != self.digest:
+            return False
+        return entry.size is None or entry.size == self.size
+
+
+class HeadStart:
+    """A child inflating one member into ``handoff``'s memory. Not a value: it owns a process,
+    a pipe and memory, which ``end`` gives back (the memory unless ``take`` handed it on)."""
+
+    def __init__(self, name: str, handoff: Handoff, pid: int, pipe: int) -> None:
+        self.name = name
+        self.handoff = handoff
+        self._pid: int | None = pid
+        self._pipe: int | None = pipe
+        self._taken = False
+        self._inflated: Inflated | None = None
+
+    def take(self) -> Handoff:
+        """The memory, now the caller's to close (or keep)."""
+        self._taken = True
+        return self.handoff
+
+    def result(self) -> Inflated | None:
+        """Wait for the child: what it inflated, or None when it failed."""
+        if self._pipe is not None:
+            payload = _read_all(self._pipe)
+            self._reap(kill=False)
+            self._inflated = _loaded(payload)
+        return self._inflated
+
+    def end(self) -> None:
+        """Stop the child if it still runs; free the memory unless it was taken."""
+        self._reap(kill=True)
+        if not self._taken:
+            self.handoff.memory.close()
+
+    def _reap(self, kill: bool) -> None:
+        if self._pipe is not None:
+            os.close(self._pipe)
+            self._pipe = None
+        if self._pid is not None:
+            if kill:
+                os.kill(self._pid, signal.SIGKILL)
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+
+def _read_all(pipe: int) -> bytes:
+    chunks = []
+    while chunk := os.read(pipe, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _loaded(payload: bytes) -> Inflated | None:
+    try:
+        found = pickle.loads(payload)  # written by this process's own child
+    except (pickle.UnpicklingError, EOFError, ValueError):
+        return None  # the child died before it wrote
+    return found if isinstance(found, Inflated) else None
+
+
+def candidate(
+    wheel: Path, infos: Sequence[zipfile.ZipInfo], limits: WheelLimits
+) -> CheckedMember | None:
+    """The member worth a head start: the biggest, within the bounds ``check_sizes`` sets, ELF
+    or Mach-O by its first bytes, big enough to be handed off (``pool.SPLIT_MIN_BYTES``); its
+    RECORD row is not read yet."""
+    files = [info for info in infos if not info.is_dir()]
+    biggest = max(files, key=lambda info: info.file_size, default=None)
+    if biggest is None or not _within_bounds(biggest, infos, limits):
+        return None
+    span = MemberSpan.of(biggest)
+    try:
+        with (
+            wheel.open("rb") as handle,
+            mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
+        ):
+            head = peek_head(data, span)
+    except (OSError, ValueError):
+        return None  # the wheel is read again, and its problem reported, the usual way
+    if binary_format(head) not in ("elf", "macho"):
+        return None
+    return CheckedMember(biggest.filename, span, None)
+
+
+def _within_bounds(
+    biggest: zipfile.ZipInfo, infos: Sequence[zipfile.ZipInfo], limits: WheelLimits
+) -> bool:
+    """Big enough to be handed off, and nothing ``check_sizes`` will refuse."""
+    if biggest.file_size < pool.SPLIT_MIN_BYTES or len(infos) > limits.max_members:
+        return False
+    if member_size_problem(biggest, limits) is not None:
+        return False
+    return sum(info.file_size for info in infos) <= limits.max_total_bytes
+
+
+def can_fork(jobs: int, decoder: Decoder) -> bool:
+    """Whether a head start may be forked: as ``pool`` forks its workers."""
+    single = threading.active_count() == 1  # a process with threads must not fork
+    return sys.platform.startswith("linux") and jobs > 1 and decoder == "fast" and single
+
+
+def start(wheel: Path, member: CheckedMember) -> HeadStart | None:
+    """Fork the child inflating ``member`` (see ``candidate``); None when no memory or process
+    can be had."""
+    source = Source(str(wheel), member.name, member.span.file_size, member)
+    try:
+        handoff = Handoff(shared_memory(source.size), keep=False)
+    except (OSError, MemoryError, OverflowError):
+        return None
+    try:
+        reading, writing = os.pipe()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+    except OSError:
+        handoff.memory.close()
+        return None
+    if pid == 0:  # the child: never returns
+        os.close(reading)
+        _inflate_and_exit(source, handoff, writing)
+    os.close(writing)
+    return HeadStart(member.name, handoff, pid, reading)
+
+
+def _inflate_and_exit(source: Source, handoff: Handoff, pipe: int) -> None:
+    payload = b""
+    try:
+        reader = SourceDecoder()
+        content, left_out = reader.inflate_unchecked(source, handoff, ALGORITHM)
+        found = Inflated(content.size, record_digest(content.digest), left_out)
+        payload = pickle.dumps(found)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(pipe, view) :]
+    except BaseException:  # nothing written: a worker reads the member the usual way
+        pass
+    finally:
+        os._exit(0)
