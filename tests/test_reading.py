@@ -545,7 +545,7 @@ def test_a_wheel_its_checks_refuse_stops_its_head_start(
     end = head_start.HeadStart.end
 
     def counted_end(self: head_start.HeadStart) -> None:
-        ended.append(self.name)
+        ended.append(self.span.name)
         end(self)
 
     monkeypatch.setattr(head_start.HeadStart, "end", counted_end)

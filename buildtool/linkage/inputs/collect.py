@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder
 from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.inputs import pool
 from buildtool.linkage.inputs.decoding import Source, read_source
 from buildtool.linkage.inputs.dll_directories import dll_directories
 from buildtool.linkage.inputs.pool import available_cpus, read_sources
@@ -427,14 +428,14 @@ def _wheel_sources(
 
 
 def _head_start(
-    path: Path, archive: zipfile.ZipFile, limits: WheelLimits, jobs: int | None, decoder: Decoder
+    path: Path, limits: WheelLimits, jobs: int | None, decoder: Decoder
 ) -> HeadStart | None:
-    """The biggest member's inflation, started before the wheel's checks (see ``head_start``)."""
+    """The biggest member's inflation, started before the wheel is read (see ``head_start``)."""
     from buildtool.linkage.inputs import head_start
 
     if not head_start.can_fork(available_cpus() if jobs is None else jobs, decoder):
         return None
-    member = head_start.candidate(path, archive.infolist(), limits)
+    member = head_start.candidate(path, limits, pool.SPLIT_MIN_BYTES)
     return None if member is None else head_start.start(path, member)
 
 
@@ -468,14 +469,14 @@ def read_wheel(
     from buildtool.linkage.inputs.wheel_archive import DEFAULT_LIMITS, open_wheel
 
     limits = DEFAULT_LIMITS if limits is None else limits
-    with open_wheel(path) as archive:
-        head = _head_start(path, archive, limits, jobs, decoder)
-        try:
+    head = _head_start(path, limits, jobs, decoder)
+    try:
+        with open_wheel(path) as archive:
             sources, distribution, scripts = _wheel_sources(path, archive, limits)
-            outcomes = read_sources(sources, names, jobs, decoder, head)
-        finally:
-            if head is not None:
-                head.end()
+        outcomes = read_sources(sources, names, jobs, decoder, head)
+    finally:
+        if head is not None:
+            head.end()
     files = [
         binary
         for source, outcome in zip(sources, outcomes, strict=True)

@@ -1,17 +1,18 @@
 """The biggest member of a big wheel, inflated from the start by a forked process.
 
-Before any member is read, this process checks the wheel's names and sizes and reads RECORD:
-work for one CPU (a third of a second for torch's 12k members) while the other CPUs wait. The
-biggest member's inflation is the longest single piece of the read that follows
-(libtorch_cpu.so: 414 MB), so a child forked as soon as the central directory is read inflates
-it meanwhile, into memory the workers forked later share (``Handoff``), and hashes it. Its
-RECORD row is not read yet: the pool checks the digest against it (``matches_record``) where a
-worker would have inflated the member. Anything else (the child failed, the row disagrees or
-names another hash) leaves the member to a worker as if there had been no head start, so a
-broken member gets exactly the finding it always did.
+Before any member is read, this process reads the central directory (``zipfile``), checks the
+wheel's names and sizes and reads RECORD: work for one CPU (half a second for torch's 12k
+members) while the other CPUs wait. The biggest member's inflation is the longest single piece
+of the read that follows (libtorch_cpu.so: 414 MB), so a child forked before all that (the
+member found by ``central_directory``) inflates it meanwhile, into memory the workers forked
+later share (``Handoff``), and hashes it. Its RECORD row is not read yet: the pool checks the
+digest against it (``matches_record``) where a worker would have inflated the member. Anything
+else (the child failed, the row disagrees or names another hash, ``zipfile`` places the member
+elsewhere) leaves the member to a worker as if there had been no head start, so a broken member
+gets exactly the finding it always did.
 
 Only where workers are forked (Linux, several CPUs, no threads yet), for a member that the
-bounds of ``check_sizes`` allow, that a worker would be handed (``pool.SPLIT_MIN_BYTES``, ELF or
+bounds of ``check_sizes`` allow, that the pool would hand off (``pool.SPLIT_MIN_BYTES``, ELF or
 Mach-O) and whose facts the fast decoder reads.
 """
 
@@ -23,15 +24,13 @@ import pickle
 import signal
 import sys
 import threading
-import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, NamedTuple
 
 from buildtool.linkage.binaries import Decoder
 from buildtool.linkage.binaries.elf import Ranges
 from buildtool.linkage.binaries.magic import binary_format
-from buildtool.linkage.inputs import pool
+from buildtool.linkage.inputs.central_directory import Directory, read_directory
 from buildtool.linkage.inputs.decoding import Handoff, Source, SourceDecoder
 from buildtool.linkage.inputs.inflate import MemberSpan, peek_head
 from buildtool.linkage.inputs.memory import shared_memory
@@ -67,8 +66,9 @@ class HeadStart:
     """A child inflating one member into ``handoff``'s memory. Not a value: it owns a process,
     a pipe and memory, which ``end`` gives back (the memory unless ``take`` handed it on)."""
 
-    def __init__(self, name: str, handoff: Handoff, pid: int, pipe: int) -> None:
-        self.name = name
+    def __init__(self, span: MemberSpan, handoff: Handoff, pid: int, pipe: int) -> None:
+        self.span = span
+        """Where the member lies in the wheel, as the central directory says."""
         self.handoff = handoff
         self._pid: int | None = pid
         self._pipe: int | None = pipe
@@ -120,39 +120,38 @@ def _loaded(payload: bytes) -> Inflated | None:
     return found if isinstance(found, Inflated) else None
 
 
-def candidate(
-    wheel: Path, infos: Sequence[zipfile.ZipInfo], limits: WheelLimits
-) -> CheckedMember | None:
+def candidate(wheel: Path, limits: WheelLimits, min_bytes: int) -> CheckedMember | None:
     """The member worth a head start: the biggest, within the bounds ``check_sizes`` sets, ELF
-    or Mach-O by its first bytes, big enough to be handed off (``pool.SPLIT_MIN_BYTES``); its
-    RECORD row is not read yet."""
-    files = [info for info in infos if not info.is_dir()]
-    biggest = max(files, key=lambda info: info.file_size, default=None)
-    if biggest is None or not _within_bounds(biggest, infos, limits):
-        return None
-    span = MemberSpan.of(biggest)
+    or Mach-O by its first bytes, of ``min_bytes`` at least (what the pool hands off); found
+    from the central directory before ``zipfile`` reads it, its RECORD row not read yet."""
     try:
         with (
             wheel.open("rb") as handle,
             mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data,
         ):
+            directory = read_directory(data)
+            if directory is None or not _within_bounds(directory, limits, min_bytes):
+                return None
+            assert directory.biggest is not None
+            span = MemberSpan.of(directory.biggest)
             head = peek_head(data, span)
     except (OSError, ValueError):
         return None  # the wheel is read again, and its problem reported, the usual way
     if binary_format(head) not in ("elf", "macho"):
         return None
-    return CheckedMember(biggest.filename, span, None)
+    return CheckedMember(span.name, span, None)
 
 
-def _within_bounds(
-    biggest: zipfile.ZipInfo, infos: Sequence[zipfile.ZipInfo], limits: WheelLimits
-) -> bool:
-    """Big enough to be handed off, and nothing ``check_sizes`` will refuse."""
-    if biggest.file_size < pool.SPLIT_MIN_BYTES or len(infos) > limits.max_members:
+def _within_bounds(directory: Directory, limits: WheelLimits, min_bytes: int) -> bool:
+    """A member big enough, and nothing ``check_sizes`` will refuse."""
+    biggest = directory.biggest
+    if biggest is None or biggest.file_size < min_bytes:
+        return False
+    if directory.entries > limits.max_members:
         return False
     if member_size_problem(biggest, limits) is not None:
         return False
-    return sum(info.file_size for info in infos) <= limits.max_total_bytes
+    return directory.total_bytes <= limits.max_total_bytes
 
 
 def can_fork(jobs: int, decoder: Decoder) -> bool:
@@ -181,7 +180,7 @@ def start(wheel: Path, member: CheckedMember) -> HeadStart | None:
         os.close(reading)
         _inflate_and_exit(source, handoff, writing)
     os.close(writing)
-    return HeadStart(member.name, handoff, pid, reading)
+    return HeadStart(member.span, handoff, pid, reading)
 
 
 def _inflate_and_exit(source: Source, handoff: Handoff, pipe: int) -> None:

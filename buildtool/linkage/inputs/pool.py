@@ -435,7 +435,7 @@ def _hand_off(sources: Sequence[Source], head: HeadStart | None = None) -> int |
     if kind not in ("elf", "macho"):
         return None  # only ELF files are read in parts; only Mach-O files are read again
     member = sources[index].member
-    if head is not None and member is not None and head.name == member.name:
+    if head is not None and member is not None and head.span == member.span:
         _HANDOFFS[index] = Handoff(head.take().memory, keep=kind == "macho")
         _HEAD_STARTS[index] = head
         return index
