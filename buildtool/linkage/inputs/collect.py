@@ -433,6 +433,7 @@ def _head_start(
     """The biggest member's inflation, started before the wheel is read (see ``head_start``)."""
     from buildtool.linkage.inputs import head_start
 
+    pool.wait_for_workers()  # an earlier input's, exiting on threads: none may run at a fork
     if not head_start.can_fork(available_cpus() if jobs is None else jobs, decoder):
         return None
     member = head_start.candidate(path, limits, pool.SPLIT_MIN_BYTES)
