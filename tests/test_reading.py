@@ -554,3 +554,21 @@ def test_a_wheel_its_checks_refuse_stops_its_head_start(
     assert log.events == [f"head start {biggest}", "checks"]
     assert ended == [biggest]
     assert no_child_left()
+
+
+@pytest.mark.integration
+@pytest.mark.usefixtures("pool_for_everything")
+def test_each_wheel_of_a_run_gets_its_head_start(
+    good_build: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first wheel's workers are still exiting when the second is read: its head start
+    waits for them rather than forking beside their threads, or going without."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, biggest = library_wheel(good_build, tmp_path / "a")
+    second, _ = library_wheel(good_build, tmp_path / "b")
+    log = HeadStartLog(monkeypatch)
+    verify_paths([first, second], LinkagePolicy.empty(), jobs=2)
+    assert log.events == [f"head start {biggest}", "checks"] * 2
+    assert [type(result).__name__ for result in log.results] == ["_Inflated"] * 2
+    assert no_child_left()
