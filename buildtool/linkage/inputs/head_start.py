@@ -1,15 +1,15 @@
 """The biggest member of a big wheel, inflated from the start by a forked process.
 
 Before any member is read, this process reads the central directory (``zipfile``), checks the
-wheel's names and sizes and reads RECORD: work for one CPU (half a second for torch's 12k
-members) while the other CPUs wait. The biggest member's inflation is the longest single piece
-of the read that follows (libtorch_cpu.so: 414 MB), so a child forked before all that (the
-member found by ``central_directory``) inflates it meanwhile, into memory the workers forked
-later share (``Handoff``), and hashes it. Its RECORD row is not read yet: the pool checks the
-digest against it (``matches_record``) where a worker would have inflated the member. Anything
-else (the child failed, the row disagrees or names another hash, ``zipfile`` places the member
-elsewhere) leaves the member to a worker as if there had been no head start, so a broken member
-gets exactly the finding it always did.
+wheel's names and sizes and reads RECORD: work for one CPU (for torch's 12k members, a tenth of
+the whole read) while the other CPUs wait. The biggest member's inflation is the longest single
+piece of the read that follows (libtorch_cpu.so: 414 MB), so a child forked before all that
+(the member found by ``central_directory``) inflates it meanwhile, into memory the workers
+forked later share (``Handoff``), and hashes it. Its RECORD row is not read yet: the pool
+checks the digest against it (``matches_record``) where a worker would have inflated the
+member. Anything else (the child failed, the row disagrees or names another hash, ``zipfile``
+places the member elsewhere) leaves the member to a worker as if there had been no head start,
+so a broken member gets exactly the finding it always did.
 
 Only where workers are forked (Linux, several CPUs, no threads yet), for a member that the
 bounds of ``check_sizes`` allow, that the pool would hand off (``pool.SPLIT_MIN_BYTES``, ELF or
