@@ -9,8 +9,9 @@ import os
 import shlex
 import signal
 import subprocess
+import sys
 import sysconfig
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from buildtool.errors import ToolFailed
@@ -212,3 +213,32 @@ def filter_text(
             end_process_group(process)
             raise
     return output if process.returncode == 0 else None
+
+
+def fork_with_pipe(work: Callable[[int], object]) -> tuple[int, int] | None:
+    """Fork a child that shares this process's memory as it is now and runs ``work`` on the
+    write end of a pipe, then exits at once (none of this process's cleanup runs twice); no
+    program is run. The child's pid and the pipe's read end (at end of file once the child is
+    gone), or None when no pipe or process can be had. The caller waits for the child."""
+    try:
+        reading, writing = os.pipe()
+    except OSError:
+        return None
+    sys.stdout.flush()  # what a child would otherwise write a second time
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(reading)
+        os.close(writing)
+        return None
+    if pid == 0:
+        status = 1
+        try:
+            os.close(reading)
+            work(writing)
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(writing)
+    return pid, reading

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -141,3 +142,31 @@ def test_a_quiet_tool_streams_at_debug_and_fails_with_its_tail(
     with caplog.at_level("DEBUG", logger="buildtool"):
         process.run([sys.executable, "-c", "print('chatter')"], output_level=logging.DEBUG)
     assert "  chatter" in [r.getMessage() for r in caplog.records]
+
+
+def _read_all(pipe: int) -> bytes:
+    chunks = []
+    while chunk := os.read(pipe, 4096):
+        chunks.append(chunk)
+    os.close(pipe)
+    return b"".join(chunks)
+
+
+def _fail(_pipe: int) -> None:
+    raise RuntimeError("in the child only")
+
+
+def test_a_forked_child_writes_to_its_pipe_and_exits_without_the_parents_cleanup(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    shared = bytearray(b"as the parent had it")
+    forked = process.fork_with_pipe(lambda pipe: os.write(pipe, bytes(shared)))
+    assert forked is not None
+    pid, pipe = forked
+    assert _read_all(pipe) == b"as the parent had it"
+    assert os.waitpid(pid, 0)[1] == 0
+    failing = process.fork_with_pipe(_fail)
+    assert failing is not None
+    assert _read_all(failing[1]) == b""  # nothing written: the reader sees end of file
+    assert os.waitstatus_to_exitcode(os.waitpid(failing[0], 0)[1]) == 1
+    assert "in the child only" not in capfd.readouterr().err  # no traceback, no pytest teardown

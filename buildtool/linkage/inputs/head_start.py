@@ -41,6 +41,7 @@ from buildtool.linkage.inputs.wheel_archive import (
     member_size_problem,
     record_digest,
 )
+from buildtool.process import fork_with_pipe
 
 ALGORITHM: Final = "sha256"
 """The hash the child computes: what RECORD uses in every wheel seen (others fall back)."""
@@ -168,32 +169,18 @@ def start(wheel: Path, member: CheckedMember) -> HeadStart | None:
         handoff = Handoff(shared_memory(source.size), keep=False)
     except (OSError, MemoryError, OverflowError):
         return None
-    try:
-        reading, writing = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        pid = os.fork()
-    except OSError:
+    forked = fork_with_pipe(lambda pipe: _inflate(source, handoff, pipe))
+    if forked is None:
         handoff.memory.close()
         return None
-    if pid == 0:  # the child: never returns
-        os.close(reading)
-        _inflate_and_exit(source, handoff, writing)
-    os.close(writing)
-    return HeadStart(member.span, handoff, pid, reading)
+    return HeadStart(member.span, handoff, *forked)
 
 
-def _inflate_and_exit(source: Source, handoff: Handoff, pipe: int) -> None:
-    payload = b""
-    try:
-        reader = SourceDecoder()
-        content, left_out = reader.inflate_unchecked(source, handoff, ALGORITHM)
-        found = Inflated(content.size, record_digest(content.digest), left_out)
-        payload = pickle.dumps(found)
-        view = memoryview(payload)
-        while view:
-            view = view[os.write(pipe, view) :]
-    except BaseException:  # nothing written: a worker reads the member the usual way
-        pass
-    finally:
-        os._exit(0)
+def _inflate(source: Source, handoff: Handoff, pipe: int) -> None:
+    """The child's work: nothing is written when it fails, and a worker reads the member the
+    usual way."""
+    reader = SourceDecoder()
+    content, left_out = reader.inflate_unchecked(source, handoff, ALGORITHM)
+    view = memoryview(pickle.dumps(Inflated(content.size, record_digest(content.digest), left_out)))
+    while view:
+        view = view[os.write(pipe, view) :]
