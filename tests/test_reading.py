@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import struct
 import sys
 import zipfile
@@ -571,4 +572,28 @@ def test_each_wheel_of_a_run_gets_its_head_start(
     verify_paths([first, second], LinkagePolicy.empty(), jobs=2)
     assert log.events == [f"head start {biggest}", "checks"] * 2
     assert [type(result).__name__ for result in log.results] == ["_Inflated"] * 2
+    assert no_child_left()
+
+
+@pytest.mark.integration
+def test_a_head_start_ends_quietly_where_the_host_reaps_children(
+    good_build: Path, tmp_path: Path
+) -> None:
+    """With SIGCHLD ignored (a host that reaps its children itself), the child is gone before
+    it is waited for: its result still arrives, and ending it raises nothing."""
+    wheel, biggest = library_wheel(good_build, tmp_path)
+    member = head_start.candidate(wheel, wheel_archive.DEFAULT_LIMITS, 1)
+    assert member is not None
+    assert member.name == biggest
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        started = head_start.start(wheel, member)
+        assert started is not None
+        assert started.result() is not None
+        started.end()
+        waiting = head_start.start(wheel, member)
+        assert waiting is not None
+        waiting.end()  # killed while it may still run
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
     assert no_child_left()

@@ -18,6 +18,7 @@ Mach-O) and whose facts the fast decoder reads.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import pickle
@@ -100,9 +101,11 @@ class HeadStart:
             os.close(self._pipe)
             self._pipe = None
         if self._pid is not None:
-            if kill:
-                os.kill(self._pid, signal.SIGKILL)
-            os.waitpid(self._pid, 0)
+            # gone already where the host reaps children itself (SIGCHLD ignored)
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                if kill:
+                    os.kill(self._pid, signal.SIGKILL)
+                os.waitpid(self._pid, 0)
             self._pid = None
 
 
