@@ -34,6 +34,7 @@ from buildtool.linkage.loaders.glibc import (
 )
 from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.symbols import (
+    DefinitionIndex,
     closure_index,
     index_definitions,
     index_object,
@@ -261,6 +262,27 @@ def test_unresolved_against_each_index_is_the_union(
     union = unresolved_symbols(fake(undefined=frozenset(keys)), index_definitions(objects))
     each = unresolved_against(keys, [index_definitions([defined]) for defined in objects])
     assert each == union
+
+
+_KEY_PARTS = st.text(alphabet="fg@V1_", max_size=6)
+
+
+@given(st.lists(st.sets(_KEY_PARTS, max_size=6), max_size=3))
+def test_the_index_holds_what_split_key_reads_from_each_key(objects: list[set[str]]) -> None:
+    """Keys of any shape ("@" first, last, doubled, tripled) land where ``split_key`` says."""
+    unversioned: set[str] = set()
+    default: set[str] = set()
+    versioned: set[str] = set()
+    for key in set[str]().union(*objects):
+        name, version, is_default = split_key(key)
+        if version is None:
+            unversioned.add(name)
+        else:
+            versioned.add(f"{name}@{version}")
+            if is_default:
+                default.add(name)
+    expected = DefinitionIndex(frozenset(unversioned), frozenset(default), frozenset(versioned))
+    assert index_definitions(objects) == expected
 
 
 def test_one_object_is_indexed_as_if_every_key_were_looked_at() -> None:

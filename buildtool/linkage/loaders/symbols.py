@@ -44,22 +44,22 @@ def index_object(facts: BinaryFacts) -> DefinitionIndex:
 
 
 def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
-    """Index the ``defined`` keys of several objects (e.g. every object in a closure)."""
+    """Index the ``defined`` keys of several objects (e.g. every object in a closure).
+
+    One split of each key at its first "@", and no other copy of it: a library whose version
+    script names every export (tensorflow's 436k keys of about 200 characters, each
+    ``name@@tensorflow``) takes half the time that scanning each key twice took."""
     unversioned: set[str] = set()
     default: set[str] = set()
     versioned: set[str] = set()
     for keys in defined_sets:
-        every = keys if isinstance(keys, (set, frozenset)) else set(keys)
-        if "@" not in "".join(every):  # no versions at all: one C-level pass
-            unversioned.update(every)
-            continue
-        plain = {key for key in every if "@" not in key}
-        unversioned.update(plain)
-        for key in every - plain:
-            at = key.find("@")
-            if key.startswith("@@", at):
-                default.add(key[:at])
-                versioned.add(key[:at] + key[at + 1 :])
+        for key in keys:
+            name, at, version = key.partition("@")
+            if not at:
+                unversioned.add(key)
+            elif version[:1] == "@":  # name@@V: the default version
+                default.add(name)
+                versioned.add(f"{name}@{version[1:]}")
             else:
                 versioned.add(key)
     return DefinitionIndex(frozenset(unversioned), frozenset(default), frozenset(versioned))
