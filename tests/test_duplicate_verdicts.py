@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from buildtool.linkage.binaries import BinaryFacts
+from buildtool.linkage.checks import duplicates
 from tests.builders import check, cxx, ids
 
 pytestmark = pytest.mark.integration
@@ -83,6 +85,26 @@ def test_a_shared_registration_in_two_libraries_stays_bt103(tmp_path: Path) -> N
     report = check(tmp_path / "seed")
     assert ids(report) == {("BT103", "libtwo.so")}
     assert "_GLOBAL__sub_I_shared.cc" in report.findings[0].evidence
+
+
+def test_each_librarys_exports_are_split_once_for_every_pair_and_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exports of a library are worked out once, however many pairs and checks ask
+    (tensorflow's libtensorflow_cc.so.2 splits 436k keys): the finding stays the same."""
+    two_libraries(tmp_path / "seed", SHARED_REGISTRATION)
+    asked: list[int] = []
+    unmemoized = duplicates._exported_names
+
+    def counted(facts: BinaryFacts) -> frozenset[str]:
+        asked.append(id(facts))
+        return unmemoized(facts)
+
+    monkeypatch.setattr(duplicates, "_exported_names", counted)
+    report = check(tmp_path / "seed")
+    assert ids(report) == {("BT103", "libtwo.so")}
+    assert len(asked) >= 3  # the alike-builds scan asks for each library, the finding again
+    assert len(asked) == len(set(asked))
 
 
 @pytest.mark.parametrize(

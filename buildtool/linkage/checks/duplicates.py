@@ -144,6 +144,12 @@ def _exported_names(facts: BinaryFacts) -> frozenset[str]:
     return names
 
 
+def _exported(subject: Subject, binary: BinaryFile) -> frozenset[str]:
+    """``_exported_names``, worked out once per library for every pair it is in (tensorflow's
+    libtensorflow_cc.so.2: 436k versioned keys, split four times before)."""
+    return subject.per_object("exported names", subject.facts(binary), _exported_names)
+
+
 def _via(subject: Subject, pair: Pair, bound: list[str]) -> str:
     """The evidence of a shared registry: its functions, and what the copies register."""
     return through(bound, registered_strings(subject, pair))
@@ -161,7 +167,7 @@ def _binding(
     if _both_symbolic(subject, pair):
         private = [name for name in functions if _bound_privately(name, frozenset())]
         return [], private, "bound inside each library (both are linked -Bsymbolic)"
-    first, second = (_exported_names(subject.facts(binary)) for binary in pair)
+    first, second = (_exported(subject, binary) for binary in pair)
     interposing = [name for name in functions if name in first and name in second]
     exported = first | second
     private = [name for name in functions if _bound_privately(name, exported)]
@@ -405,15 +411,16 @@ leaking a few of its names into a bigger one (tables' LZ4 in libblosc2: 0.2)."""
 ALIKE_NAMES: Final = 3
 
 
-def _exported_functions(facts: BinaryFacts) -> frozenset[str]:
-    return frozenset(filterfalse(is_toolchain_function, _exported_names(facts) - LINKER_GENERATED))
+def _exported_functions(subject: Subject, binary: BinaryFile) -> frozenset[str]:
+    exported = _exported(subject, binary)
+    return frozenset(filterfalse(is_toolchain_function, exported - LINKER_GENERATED))
 
 
 def _alike_candidates(subject: Subject) -> Iterator[tuple[Pair, frozenset[str], int]]:
     """Co-loaded pairs whose export sets could be alike enough (sizes within the ratio), with
     the names both export and the size of their union."""
     sized = sorted(
-        ((b, _exported_functions(subject.facts(b))) for b in subject.shared
+        ((b, _exported_functions(subject, b)) for b in subject.shared
          if subject.facts(b).format == "elf"),
         key=lambda item: len(item[1]),
     )  # fmt: skip
