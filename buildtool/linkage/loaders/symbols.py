@@ -46,9 +46,9 @@ def index_object(facts: BinaryFacts) -> DefinitionIndex:
 def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
     """Index the ``defined`` keys of several objects (e.g. every object in a closure).
 
-    One split of each key at its first "@", and no other copy of it: a library whose version
-    script names every export (tensorflow's 436k keys of about 200 characters, each
-    ``name@@tensorflow``) takes half the time that scanning each key twice took."""
+    Each key is split once, at its first "@": a library whose version script names every
+    export (tensorflow's 436k keys of about 200 characters, each ``name@@tensorflow``) is
+    indexed in three fifths of the time that two scans of each key took."""
     unversioned: set[str] = set()
     default: set[str] = set()
     versioned: set[str] = set()
