@@ -21,10 +21,15 @@ from typing import Any
 
 import pytest
 
+from buildtool.linkage import verify
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.binaries.elf import ElfBuffer, Ranges, code_ranges, read_elf_facts
+from buildtool.linkage.binaries.read import read_initializers_again
+from buildtool.linkage.checks.duplicates import initializers_to_read
 from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs import decoding, pool
+from buildtool.linkage.inputs.collect import BinaryFile
 from buildtool.linkage.report.model import Report
 from buildtool.linkage.verify import verify_paths
 from tests.builders import check, cxx, refusing_registry, write_wheel
@@ -237,6 +242,49 @@ def test_a_registry_in_two_libraries_is_an_error_exactly_when_loading_both_fails
     assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.so")]
     evidence = errors[0][2]
     assert any(name in evidence for name in spec.named), evidence
+
+
+def _read_again_here(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The files whose initializers this process reads again as the facts hold them (not
+    deeper), by file name: a child forked to read them ahead counts in its own copy."""
+    read: list[str] = []
+
+    def counted(data: Any, display: str, **kwargs: Any) -> Any:
+        if kwargs.get("deep") is False:
+            read.append(Path(display).name)
+        return read_initializers_again(data, display, **kwargs)
+
+    monkeypatch.setattr("buildtool.linkage.inputs.lookups.read_initializers_again", counted)
+    return read
+
+
+@pytest.mark.parametrize("registry", list(REGISTRIES))
+def test_the_initializers_a_check_reads_again_are_read_ahead_by_a_child(
+    registry_case: Built, monkeypatch: pytest.MonkeyPatch, registry: str
+) -> None:
+    """Both libraries' initializers are left unread (every file counts as big) and read again
+    for the duplicate-code check: with one process, here, exactly those that
+    ``initializers_to_read`` foretells; with two, by a child while the other checks run, and
+    none here. The report is the same (the verdict is held to the loads' by the test above)."""
+    folder = registry_case(registry, "default", False)
+    monkeypatch.setattr(decoding, "LATE_WALK_MIN_BYTES", 0)
+    read = _read_again_here(monkeypatch)
+    foretold: list[list[str]] = []
+
+    def recorded(subject: Subject) -> list[BinaryFile]:
+        found = initializers_to_read(subject)
+        foretold.append(sorted(binary.location.name for binary in found))
+        return found
+
+    monkeypatch.setattr(verify, "initializers_to_read", recorded)
+    alone = verify_paths([folder], LinkagePolicy.empty(), jobs=1)
+    assert sorted(read) == foretold[0] == ["libone.so", "libtwo.so"]
+    read.clear()
+    ahead = verify_paths([folder], LinkagePolicy.empty(), jobs=2)
+    assert foretold[1] == ["libone.so", "libtwo.so"]
+    assert read == []
+    assert ahead == alone
+    assert [f.check_id for f in ahead.findings if f.severity == "error"] == ["BT103"]
 
 
 # --- extension modules of one package: the interpreter imports them into one process ---------

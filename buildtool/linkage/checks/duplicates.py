@@ -86,15 +86,48 @@ def _duplicate_finding(pair: tuple[BinaryFile, BinaryFile], evidence: str) -> Fi
 Pair = tuple[BinaryFile, BinaryFile]
 
 
-def _shared_functions(subject: Subject, pairs: Iterable[Pair]) -> dict[Pair, list[str]]:
-    """The functions each pair both defines (a digest comparison), by name: the names are read
-    from the smaller file of each pair, once per file."""
+def _initializer_pairs(subject: Subject) -> dict[Pair, set[str]]:
+    """Co-loaded pairs of libraries with static initializers of the same names, and those names
+    (worked out once: ``initializers_to_read`` asks before the check)."""
+    return subject.per_object(
+        "initializer pairs", subject.files, lambda _files: _shared_keys(subject, _project_inits)
+    )
+
+
+def _common_functions(subject: Subject) -> dict[Pair, frozenset[int]]:
+    """The pairs of ``_initializer_pairs`` that define functions in common, and the digests of
+    those functions."""
+
+    def common(_files: object) -> dict[Pair, frozenset[int]]:
+        found: dict[Pair, frozenset[int]] = {}
+        for pair in _initializer_pairs(subject):
+            first, second = (subject.facts(binary).symtab_functions for binary in pair)
+            both = first.common(second)
+            if both:
+                found[pair] = both
+        return found
+
+    return subject.per_object("functions in common", subject.files, common)
+
+
+def initializers_to_read(subject: Subject) -> list[BinaryFile]:
+    """The libraries whose initializers a read left unread (``BinaryFacts.initializers`` None)
+    that ``check_duplicate_object_code`` reads again: those in a pair with static initializers
+    of the same names and functions in common, whose initializers tell a copy from look-alikes
+    (``told_apart``). Told by the digests alone, before any name is read: a pair whose functions
+    in common all turn out to be the toolchain's is read for nothing. Other checks may read
+    more; these are the reads worth starting early (``verify``)."""
+    wanted = (binary for pair in _common_functions(subject) for binary in pair)
+    return list(dict.fromkeys(b for b in wanted if subject.facts(b).initializers is None))
+
+
+def _shared_functions(subject: Subject) -> dict[Pair, list[str]]:
+    """The functions each pair of ``_initializer_pairs`` both defines (a digest comparison), by
+    name: the names are read from the smaller file of each pair, once per file."""
     found: dict[Pair, tuple[BinaryFile, frozenset[int]]] = {}
-    for pair in pairs:
+    for pair, both in _common_functions(subject).items():
         first, second = (subject.facts(binary).symtab_functions for binary in pair)
-        both = first.common(second)
-        if both:
-            found[pair] = (pair[0] if first.stored <= second.stored else pair[1], both)
+        found[pair] = (pair[0] if first.stored <= second.stored else pair[1], both)
     wanted: dict[str, tuple[BinaryFile, set[int]]] = {}
     for named_by, both in found.values():
         wanted.setdefault(named_by.display, (named_by, set()))[1].update(both)
@@ -364,8 +397,8 @@ def _project_inits(facts: BinaryFacts) -> frozenset[str]:
 
 
 def check_duplicate_object_code(subject: Subject) -> Iterator[Finding]:
-    inits = _shared_keys(subject, _project_inits)
-    functions = _shared_functions(subject, inits)
+    inits = _initializer_pairs(subject)
+    functions = _shared_functions(subject)
     reported: set[tuple[BinaryFile, BinaryFile]] = set()
     for pair, names in sorted(inits.items(), key=lambda item: _pair_key(item[0])):
         also = functions.get(pair)

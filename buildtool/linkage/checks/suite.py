@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Final
 
 from buildtool.linkage.checks.binding import check_bound_imports
 from buildtool.linkage.checks.bindings import check_binding_types
@@ -62,8 +63,16 @@ CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
 )
 
 
+RUN_LAST: Final = (check_duplicate_object_code, check_owned_initializers, check_registrations)
+"""The checks that ask for the initializers a child reads ahead (``verify``): the other checks
+run first, while it reads."""
+
+
 def run_checks(subject: Subject) -> tuple[Finding, ...]:
     """Every finding, duplicates removed, in catalogue order then by path; the findings of one
-    cause merged (``causes.one_per_cause``)."""
-    findings = dict.fromkeys(f for check in CHECK_FUNCTIONS for f in check(subject))
+    cause merged (``causes.one_per_cause``). The checks run in another order (``RUN_LAST``);
+    each one's findings are taken in catalogue order all the same."""
+    first = [check for check in CHECK_FUNCTIONS if check not in RUN_LAST]
+    found = {check: list(check(subject)) for check in (*first, *RUN_LAST)}
+    findings = dict.fromkeys(f for check in CHECK_FUNCTIONS for f in found[check])
     return one_per_cause(sorted(findings, key=finding_order))

@@ -18,21 +18,17 @@ Mach-O) and whose facts the fast decoder reads.
 
 from __future__ import annotations
 
-import contextlib
 import mmap
-import os
-import pickle
-import signal
-import sys
-import threading
 from pathlib import Path
 from typing import Final, NamedTuple
 
 from buildtool.linkage.binaries import Decoder
 from buildtool.linkage.binaries.elf import Ranges
 from buildtool.linkage.binaries.magic import binary_format
+from buildtool.linkage.inputs import forked
 from buildtool.linkage.inputs.central_directory import Directory, read_directory
 from buildtool.linkage.inputs.decoding import Handoff, Source, SourceDecoder
+from buildtool.linkage.inputs.forked import Forked
 from buildtool.linkage.inputs.inflate import MemberSpan, peek_head
 from buildtool.linkage.inputs.memory import shared_memory
 from buildtool.linkage.inputs.wheel_archive import (
@@ -42,7 +38,6 @@ from buildtool.linkage.inputs.wheel_archive import (
     member_size_problem,
     record_digest,
 )
-from buildtool.process import fork_with_pipe
 
 ALGORITHM: Final = "sha256"
 """The hash the child computes: what RECORD uses in every wheel seen (others fall back)."""
@@ -65,17 +60,15 @@ class Inflated(NamedTuple):
 
 
 class HeadStart:
-    """A child inflating one member into ``handoff``'s memory. Not a value: it owns a process,
-    a pipe and memory, which ``end`` gives back (the memory unless ``take`` handed it on)."""
+    """A child inflating one member into ``handoff``'s memory. Not a value: it owns a process
+    and memory, which ``end`` gives back (the memory unless ``take`` handed it on)."""
 
-    def __init__(self, span: MemberSpan, handoff: Handoff, pid: int, pipe: int) -> None:
+    def __init__(self, span: MemberSpan, handoff: Handoff, child: Forked[Inflated]) -> None:
         self.span = span
         """Where the member lies in the wheel, as the central directory says."""
         self.handoff = handoff
-        self._pid: int | None = pid
-        self._pipe: int | None = pipe
+        self._child = child
         self._taken = False
-        self._inflated: Inflated | None = None
 
     def take(self) -> Handoff:
         """The memory, now the caller's to close (or keep)."""
@@ -84,44 +77,13 @@ class HeadStart:
 
     def result(self) -> Inflated | None:
         """Wait for the child: what it inflated, or None when it failed."""
-        if self._pipe is not None:
-            payload = _read_all(self._pipe)
-            self._reap(kill=False)
-            self._inflated = _loaded(payload)
-        return self._inflated
+        return self._child.result()
 
     def end(self) -> None:
         """Stop the child if it still runs; free the memory unless it was taken."""
-        self._reap(kill=True)
+        self._child.end()
         if not self._taken:
             self.handoff.memory.close()
-
-    def _reap(self, kill: bool) -> None:
-        if self._pipe is not None:
-            os.close(self._pipe)
-            self._pipe = None
-        if self._pid is not None:
-            # gone already where the host reaps children itself (SIGCHLD ignored)
-            with contextlib.suppress(ProcessLookupError, ChildProcessError):
-                if kill:
-                    os.kill(self._pid, signal.SIGKILL)
-                os.waitpid(self._pid, 0)
-            self._pid = None
-
-
-def _read_all(pipe: int) -> bytes:
-    chunks = []
-    while chunk := os.read(pipe, 1 << 16):
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _loaded(payload: bytes) -> Inflated | None:
-    try:
-        found = pickle.loads(payload)  # written by this process's own child
-    except (pickle.UnpicklingError, EOFError, ValueError):
-        return None  # the child died before it wrote
-    return found if isinstance(found, Inflated) else None
 
 
 def candidate(wheel: Path, limits: WheelLimits, min_bytes: int) -> CheckedMember | None:
@@ -160,8 +122,7 @@ def _within_bounds(directory: Directory, limits: WheelLimits, min_bytes: int) ->
 
 def can_fork(jobs: int, decoder: Decoder) -> bool:
     """Whether a head start may be forked: as ``pool`` forks its workers."""
-    single = threading.active_count() == 1  # a process with threads must not fork
-    return sys.platform.startswith("linux") and jobs > 1 and decoder == "fast" and single
+    return forked.can_fork(jobs) and decoder == "fast"
 
 
 def start(wheel: Path, member: CheckedMember) -> HeadStart | None:
@@ -172,18 +133,16 @@ def start(wheel: Path, member: CheckedMember) -> HeadStart | None:
         handoff = Handoff(shared_memory(source.size), keep=False)
     except (OSError, MemoryError, OverflowError):
         return None
-    forked = fork_with_pipe(lambda pipe: _inflate(source, handoff, pipe))
-    if forked is None:
+    child = Forked.start(lambda: _inflate(source, handoff), Inflated)
+    if child is None:
         handoff.memory.close()
         return None
-    return HeadStart(member.span, handoff, *forked)
+    return HeadStart(member.span, handoff, child)
 
 
-def _inflate(source: Source, handoff: Handoff, pipe: int) -> None:
-    """The child's work: nothing is written when it fails, and a worker reads the member the
+def _inflate(source: Source, handoff: Handoff) -> Inflated:
+    """The child's work: when it fails, nothing is sent, and a worker reads the member the
     usual way."""
     reader = SourceDecoder()
     content, left_out = reader.inflate_unchecked(source, handoff, ALGORITHM)
-    view = memoryview(pickle.dumps(Inflated(content.size, record_digest(content.digest), left_out)))
-    while view:
-        view = view[os.write(pipe, view) :]
+    return Inflated(content.size, record_digest(content.digest), left_out)

@@ -5,6 +5,7 @@ its members are read."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Collection, Sequence
@@ -14,7 +15,9 @@ from typing import TYPE_CHECKING, Final
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import InitializerReach
 from buildtool.linkage.binaries.read import read_function_names_again, read_initializers_again
+from buildtool.linkage.inputs import forked
 from buildtool.linkage.inputs.decoding import Source, SourceDecoder
+from buildtool.linkage.inputs.forked import Forked
 from buildtool.linkage.inputs.python_imports import (
     ImportSite,
     ImportStatement,
@@ -55,16 +58,30 @@ class FunctionNameLookup:
 
 class InitializerLookup:
     """Reads files' initializers again, whole, for the checks that need those a sparse read
-    left unread (``BinaryFacts.initializers`` None)."""
+    left unread (``BinaryFacts.initializers`` None); those of some files read ahead by a child
+    (``read_ahead``)."""
 
     def __init__(self) -> None:
         self._reader = SourceDecoder(whole=True)
+        self._ahead: Forked[dict[str, tuple[InitializerReach, ...]]] | None = None
+        self._read_ahead: frozenset[str] = frozenset()
+
+    def read_ahead(self, sources: Sequence[Source], jobs: int) -> None:
+        """Start reading the initializers of ``sources`` (as the facts hold them) in a forked
+        child while this process goes on: a check asking for one waits for the child. Nothing
+        is read ahead where no child may be forked (``forked.can_fork``)."""
+        if sources and self._ahead is None and forked.can_fork(jobs):
+            self._ahead = Forked.start(lambda: _initializers_of(sources), dict)
+            self._read_ahead = frozenset(source.display for source in sources)
 
     def __call__(
         self, source: Source, deep: Sequence[int] | None = None
     ) -> tuple[InitializerReach, ...]:
         """Each initializer as a read's facts hold it; ``deep``: only those at these positions
         of the initializer array, walked whole, in that order (none when the file has fewer)."""
+        held = self._held_ahead(source) if deep is None else None
+        if held is not None:
+            return held
         found = self._reader.decode(
             source,
             lambda raw: read_initializers_again(
@@ -77,8 +94,32 @@ class InitializerLookup:
         )
         return found or ()
 
+    def _held_ahead(self, source: Source) -> tuple[InitializerReach, ...] | None:
+        """The source's initializers as the child read them ahead; None when it did not (it
+        failed, or the source is unreadable: read here, for the error a read gives)."""
+        if self._ahead is None or source.display not in self._read_ahead:
+            return None
+        found = self._ahead.result()
+        return None if found is None else found.get(source.display)
+
     def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.end()
         self._reader.close()
+
+
+def _initializers_of(sources: Sequence[Source]) -> dict[str, tuple[InitializerReach, ...]]:
+    """A child's work for ``InitializerLookup.read_ahead``: the initializers of each source
+    that can be read, by display path."""
+    lookup = InitializerLookup()
+    found: dict[str, tuple[InitializerReach, ...]] = {}
+    try:
+        for source in sources:
+            with contextlib.suppress(InputError):
+                found[source.display] = lookup(source)
+    finally:
+        lookup.close()
+    return found
 
 
 PYTHON_SOURCE_BYTES: Final = 4 << 20
