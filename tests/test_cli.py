@@ -175,6 +175,26 @@ def test_a_folder_is_checked_without_the_wheel_modules(good_build: Path) -> None
     assert result.stdout.splitlines()[-1] == "0 []"
 
 
+def test_inputs_outside_the_working_folder_are_checked_without_the_recipe_modules(
+    good_build: Path, tmp_path: Path
+) -> None:
+    """No recipe applies to inputs from elsewhere, so none is looked for: the recipe loader (and
+    with it tomllib and the recipe model, 45 ms) never loads."""
+    program = (
+        "import sys\n"
+        "from buildtool.cli import main\n"
+        f"code = main(['-q', 'verify-linkage', {str(good_build)!r}])\n"
+        "recipe = {'buildtool.recipe.load', 'buildtool.recipe.model', 'tomllib'}\n"
+        "print(code, sorted(recipe & set(sys.modules)))\n"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=elsewhere
+    )
+    assert result.stdout.splitlines()[-1] == "0 []"
+
+
 def test_help_lists_every_command(capsys: pytest.CaptureFixture[str]) -> None:
     from buildtool.cli import COMMANDS, main
 

@@ -13,17 +13,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
-
-from buildtool.recipe.load import (
-    DEFAULT_RECIPE_NAME,
-    RECIPES_DIR,
-    LoadedRecipe,
-    find_default_recipe,
-    load_recipe,
-)
-from buildtool.recipe.model import Recipe
+if TYPE_CHECKING:  # loaded once a recipe is looked for: inputs from elsewhere never pay for it
+    from buildtool.recipe.load import LoadedRecipe
+    from buildtool.recipe.model import Recipe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +32,8 @@ class RecipeChoice:
 
 def named_recipe(path: Path) -> RecipeChoice:
     """``--recipe FILE``: applied to every input, whatever it is."""
+    from buildtool.recipe.load import load_recipe
+
     return RecipeChoice(load_recipe(path, str(path)), "named with --recipe")
 
 
@@ -46,6 +42,13 @@ def searched_recipe(paths: Sequence[Path], cwd: Path) -> RecipeChoice:
     top = cwd.resolve()
     if not any(_inside(path, top) for path in paths):
         return RecipeChoice(None, "the inputs lie outside the working folder; --recipe applies one")
+    from buildtool.recipe.load import (
+        DEFAULT_RECIPE_NAME,
+        RECIPES_DIR,
+        find_default_recipe,
+        load_recipe,
+    )
+
     found = find_default_recipe(cwd)  # several candidates: a usage error naming them
     if found is None:
         return RecipeChoice(
@@ -80,6 +83,8 @@ def _shown(path: Path, cwd: Path) -> str:
 
 def _not_the_projects(recipe: Recipe, paths: Sequence[Path], top: Path) -> str:
     """Why the first input that is not the recipe's project's is not, or ""."""
+    from packaging.utils import canonicalize_name
+
     names = distribution_names(recipe)
     ours = {canonicalize_name(name) for name in names}
     for path in paths:
@@ -98,6 +103,8 @@ def _wheel_distribution(path: Path) -> str | None:
     """A ``.whl`` file's (normalized) distribution name; None for anything else."""
     if path.suffix != ".whl":
         return None
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
     try:
         return str(parse_wheel_filename(path.name)[0])
     except InvalidWheelFilename:
@@ -105,6 +112,8 @@ def _wheel_distribution(path: Path) -> str | None:
 
 
 def _how_found(found: Path, cwd: Path) -> str:
+    from buildtool.recipe.load import DEFAULT_RECIPE_NAME, RECIPES_DIR
+
     if found.name == DEFAULT_RECIPE_NAME:
         others = sorted((cwd / RECIPES_DIR).glob("*.toml"))
         shadowed = f", before {_shown(others[0], cwd)}" if len(others) == 1 else ""

@@ -16,8 +16,6 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from buildtool.process import fork_with_pipe
-
 _T = TypeVar("_T")
 
 
@@ -42,6 +40,8 @@ class Forked(Generic[_T]):
     def start(cls, work: Callable[[], _T], kind: type[_T]) -> Forked[_T] | None:
         """Fork a child that runs ``work`` and sends back what it returns (of type ``kind``);
         None when no pipe or process can be had."""
+        from buildtool.process import fork_with_pipe  # with subprocess: only when forking
+
         forked = fork_with_pipe(lambda pipe: _send(pipe, work()))
         return None if forked is None else cls(*forked, kind)
 
