@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Final
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import InitializerReach
 from buildtool.linkage.binaries.read import read_function_names_again, read_initializers_again
-from buildtool.linkage.inputs import forked
 from buildtool.linkage.inputs.decoding import Source, SourceDecoder
-from buildtool.linkage.inputs.forked import Forked
+from buildtool.linkage.inputs.forked import Forked, can_fork
 from buildtool.linkage.inputs.python_imports import (
     ImportSite,
     ImportStatement,
@@ -69,8 +68,8 @@ class InitializerLookup:
     def read_ahead(self, sources: Sequence[Source], jobs: int) -> None:
         """Start reading the initializers of ``sources`` (as the facts hold them) in a forked
         child while this process goes on: a check asking for one waits for the child. Nothing
-        is read ahead where no child may be forked (``forked.can_fork``)."""
-        if sources and self._ahead is None and forked.can_fork(jobs):
+        is read ahead where no child may be forked (``can_fork``)."""
+        if sources and self._ahead is None and can_fork(jobs):
             self._ahead = Forked.start(lambda: _initializers_of(sources), dict)
             self._read_ahead = frozenset(source.display for source in sources)
 
