@@ -190,6 +190,7 @@ def test_versioned_library(built: Built) -> None:
     assert not any(k.startswith("LIBGREET_") for k in facts.defined)  # version-node markers
     assert "greet_v1" not in {k.split("@")[0] for k in facts.defined}  # localized by the script
     assert facts.version_definitions == ("LIBGREET_1.0", "LIBGREET_2.0")
+    assert facts.default_versions == ("LIBGREET_1.0", "LIBGREET_2.0")
     assert facts.version_needs == (("libc.so.6", ("GLIBC_2.2.5",)),)
     assert "puts@GLIBC_2.2.5" in facts.undefined
     assert facts.weak_undefined >= {"optional_hook"}
@@ -328,6 +329,25 @@ def test_no_section_headers_falls_back_to_dynamic(built: Built, name: str) -> No
             "soname", "version_definitions", "version_needs", "registration_strings")  # fmt: skip
     for field in same:
         assert getattr(headerless, field) == getattr(full, field), field
+
+
+@pytest.mark.integration
+def test_a_defined_name_holding_an_at_sign_leaves_the_default_versions_unknown(
+    built: Built, tmp_path: Path
+) -> None:
+    """``newer``, renamed ``n@wer`` in the string tables, makes the key ``n@wer@@V``:
+    not a name and a version without doubt, so ``default_versions`` is None (the symbol checks
+    then split every key), in both decoders. The unpatched library's are known."""
+    data = built["greet"].read_bytes()
+    assert data.count(b"\0newer\0") == 2  # .dynstr and .strtab
+    patched = tmp_path / "libgreet.so.1"
+    patched.write_bytes(data.replace(b"\0newer\0", b"\0n@wer\0"))
+    fast, reference = facts_of(patched), read_elf_facts_pyelftools(patched, "p", REGISTRATIONS)
+    assert "n@wer@@LIBGREET_2.0" in fast.defined
+    assert fast.default_versions is None
+    assert reference is not None
+    assert reference.default_versions is None
+    assert facts_of(built["greet"]).default_versions is not None
 
 
 # --- the fast path equals pyelftools --------------------------------------------------------

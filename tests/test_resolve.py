@@ -10,6 +10,7 @@ import os
 import shutil
 import struct
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from buildtool.linkage.loaders.glibc import (
 from buildtool.linkage.loaders.loaded import Closure
 from buildtool.linkage.loaders.symbols import (
     DefinitionIndex,
+    KeyedDefinitions,
     closure_index,
     index_definitions,
     index_object,
@@ -285,8 +287,27 @@ def test_the_index_holds_what_split_key_reads_from_each_key(objects: list[set[st
     assert index_definitions(objects) == expected
 
 
-def test_one_object_is_indexed_as_if_every_key_were_looked_at() -> None:
-    """``index_object`` trusts ``versioned_definitions`` instead of reading every key."""
+def _questions(defined: Iterable[str]) -> set[str]:
+    """References one could make to these definitions: each name bare and with each version
+    that occurs anywhere, a hidden form, a name defined nowhere, a doubled "@"."""
+    names = {split_key(key)[0] for key in defined}
+    versions = {version for key in defined if (version := split_key(key)[1]) is not None}
+    asked = {*names, "nowhere", "nowhere@V1", *(f"{n}@@{v}" for n in names for v in versions)}
+    asked.update(f"{name}@{version}" for name in names for version in [*versions, "V9"])
+    return asked
+
+
+def _same_answers(facts: BinaryFacts, asked: set[str]) -> None:
+    indexed, looked_up = index_definitions([facts.defined]), index_object(facts)
+    for key in asked:
+        assert is_satisfied(key, looked_up) is is_satisfied(key, indexed), key
+    assert unresolved_against(asked, [looked_up]) == unresolved_against(asked, [indexed])
+
+
+def test_one_object_is_looked_up_as_if_every_key_were_indexed() -> None:
+    """``index_object`` trusts ``versioned_definitions`` and ``default_versions`` instead of
+    splitting every key: the system's libraries (libc's and libstdc++'s many versions) answer
+    every question as the index of all their keys does."""
     libraries = list(system_libraries())
     assert libraries, "no system libraries found"
     facts = [read_elf_file(path) for path in libraries]
@@ -294,8 +315,44 @@ def test_one_object_is_indexed_as_if_every_key_were_looked_at() -> None:
     for one in [*facts, plain]:
         assert one is not None
         assert one.versioned_definitions == any("@" in key for key in one.defined)
-        assert index_object(one) == index_definitions([one.defined])
-    assert any(one is not None and one.versioned_definitions for one in facts)  # libc's are
+        asked = _questions(one.defined) | set(one.undefined)
+        if len(asked) > 20_000:  # libstdc++: every name with every version is millions
+            asked = set(sorted(asked)[::50]) | set(one.defined) | set(one.undefined)
+        _same_answers(one, asked)
+    looked_up = [one for one in facts if one and isinstance(index_object(one), KeyedDefinitions)]
+    assert looked_up, "no versioned library was looked up"  # libc's are
+
+
+_NAME = st.text(alphabet="fg_", min_size=1, max_size=3)
+_VERSION = st.sampled_from(["V1", "V2", "V3"])
+
+
+@given(
+    st.sets(st.tuples(_NAME, st.sampled_from(["", "@", "@@"]), _VERSION), max_size=8),
+    st.sets(st.text(alphabet="fg@V12_", max_size=7), max_size=8),
+)
+def test_keys_looked_up_answer_as_the_index(
+    parts: set[tuple[str, str, str]], asked: set[str]
+) -> None:
+    """Keys that read as a name and a version without doubt (the decoder's ``default_versions``
+    says which): looking them up answers any question (odd ones included) as the index."""
+    defined = frozenset(name + (at + version if at else "") for name, at, version in parts)
+    defaults = tuple(sorted({version for _name, at, version in parts if at == "@@"}))
+    facts = fake(
+        defined=defined,
+        versioned_definitions=any("@" in key for key in defined),
+        default_versions=defaults,
+    )
+    _same_answers(facts, asked | _questions(defined))
+
+
+def test_a_name_holding_an_at_sign_is_indexed_whole() -> None:
+    """A name with an "@" (no compiler makes one) reads two ways: the decoders then leave
+    ``default_versions`` unknown and every key is split, as before."""
+    facts = fake(defined=frozenset({"a@@b@@V1"}), versioned_definitions=True)
+    assert facts.default_versions is None
+    assert isinstance(index_object(facts), DefinitionIndex)
+    assert is_satisfied("a", index_object(facts))
 
 
 # --- /etc/ld.so.cache -----------------------------------------------------------------------

@@ -253,11 +253,135 @@ def _sweep_function(
 
 
 def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
-    def step(after: int, prefixed: str, operands: str) -> str:
-        mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
-        return f"{mnemonic} {_x86_operands(sweep, after, mnemonic, operands)}"
+    """``_sweep_function`` for x86-64, each instruction's text worked out once
+    (``_x86_instruction``): the same texts recur all through a library's code."""
+    shape, held, limit, read = sweep.shape, sweep.held, sweep.limit, sweep.view.read
+    while len(shape) < limit:
+        decoded = 0
+        for at, size, prefixed, operands in cs.disasm_lite(read(address, _CHUNK), address, _BATCH):
+            decoded += size
+            sweep.end = at + size
+            known = _X86_KNOWN.get((prefixed, operands)) or _x86_instruction(prefixed, operands)
+            line, kind, stop, written, copied, number, _out = known
+            if kind == _PLAIN:
+                if number is not None:
+                    sweep.flags.append((len(shape), number))
+                if written:
+                    held.pop(written, None)
+            elif kind == _COPY:
+                if (value := held.get(copied)) is None:
+                    held.pop(written, None)
+                else:
+                    held[written] = value
+            else:
+                _x86_effect(sweep, at + size, known)
+            shape.append(line)
+            if stop or len(shape) >= limit:
+                return
+        if decoded == 0:
+            return
+        address += decoded
 
-    _sweep_function(sweep, cs, address, step, _X86_STOP)
+
+_PLAIN: Final = 0
+"""Neither branches nor addresses data: may write a register (which then holds no address) and
+store a byte into a stack slot (``number``: a bit field of a record built on the stack)."""
+_COPY: Final = 1
+"""``mov`` from one register to another: ``written`` holds what ``copied`` held."""
+_ADDRESSES: Final = 2
+"""Addresses data relative to itself; ``number``: the address's distance from the next
+instruction when the walk keeps it (``lea``), else None."""
+_LOADS: Final = 3
+"""A ``mov`` loading the pointer stored at data addressed relative to itself (``number``)."""
+_BRANCHES: Final = 4
+"""A call or jump to an address (``number``; None through a register)."""
+_THROUGH_SLOT: Final = 5
+"""A call or jump through a slot (``number``: its distance from the next instruction)."""
+
+
+class _X86Instruction(NamedTuple):
+    """What an instruction's text says, wherever it is (``_x86_function``)."""
+
+    line: str
+    """Its shape (addresses left out)."""
+    kind: int
+    stop: bool
+    """Whether the sweep ends with it."""
+    written: str = ""
+    """The register it writes, by its 64-bit name ("" for none)."""
+    copied: str = ""
+    number: int | None = None
+    out: bool = False
+    """A call or ``jmp``: the callee may change every register."""
+
+
+_X86_KNOWN: dict[tuple[str, str], _X86Instruction] = {}
+"""Instruction texts already worked out in this process (``_x86_instruction``)."""
+_X86_KNOWN_MAX: Final = 1 << 18
+"""Texts kept at most (some tens of megabytes); the table starts again past it."""
+
+
+def _x86_instruction(prefixed: str, operands: str) -> _X86Instruction:
+    """An instruction's text worked out, and kept: its shape and what the walk follows."""
+    mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
+    stop = mnemonic.partition(" ")[0] in _X86_STOP
+    first = operands.split(", ", 1)
+    written = _X86_REGISTERS.get(first[0], "") if mnemonic not in _READS_ITS_OPERANDS else ""
+    if mnemonic == "call" or mnemonic[0] == "j":
+        found = _x86_branch(mnemonic, operands, stop)
+    elif "rip" in operands:  # an address relative to the instruction: not the shape
+        found = _x86_addressing(mnemonic, operands, stop, written)
+    else:
+        copied = _X86_REGISTERS.get(first[-1], "") if mnemonic == "mov" and len(first) == 2 else ""
+        line = f"{mnemonic} {operands}"
+        if copied and written:
+            found = _X86Instruction(line, _COPY, stop, written, copied)
+        else:
+            byte = _STACK_BYTE.fullmatch(operands) if mnemonic in ("or", "mov") else None
+            flag = int(byte.group(1), 0) if byte else None
+            found = _X86Instruction(line, _PLAIN, stop, written, number=flag)
+    if len(_X86_KNOWN) >= _X86_KNOWN_MAX:
+        _X86_KNOWN.clear()
+    _X86_KNOWN[(prefixed, operands)] = found
+    return found
+
+
+def _x86_addressing(mnemonic: str, operands: str, stop: bool, written: str) -> _X86Instruction:
+    line = f"{mnemonic} {_RIP_ANY.sub('rip', operands)}"
+    offset = _RIP_OFFSET.search(operands) if mnemonic in ("lea", "mov") else None
+    if offset and (mnemonic == "lea" or operands.startswith(_LOADS_POINTER)):
+        distance = (-1 if offset.group(1) == "-" else 1) * int(offset.group(2), 16)
+        kind = _LOADS if mnemonic == "mov" else _ADDRESSES
+        return _X86Instruction(line, kind, stop, written, number=distance)
+    return _X86Instruction(line, _ADDRESSES, stop, written)
+
+
+def _x86_branch(mnemonic: str, operands: str, stop: bool) -> _X86Instruction:
+    line, out = f"{mnemonic} ", mnemonic in ("call", "jmp")
+    if rip := _RIP.search(operands):
+        return _X86Instruction(line, _THROUGH_SLOT, stop, number=int(rip.group(1), 16), out=out)
+    target = int(immediate.group(1), 16) if (immediate := _IMMEDIATE.fullmatch(operands)) else None
+    return _X86Instruction(line, _BRANCHES, stop, number=target, out=out)
+
+
+def _x86_effect(sweep: _Sweep, after: int, instruction: _X86Instruction) -> None:
+    """Follow an instruction that addresses data or branches (``after``: the address past it).
+    A ``jmp`` leaves the function (a tail call) unless it lands within what was swept."""
+    kind, number = instruction.kind, instruction.number
+    if kind in (_ADDRESSES, _LOADS):
+        address = None if number is None else after + number
+        if address is not None:
+            sweep.addresses(address, loaded=kind == _LOADS)
+        sweep.writes(instruction.written or None, address if kind == _ADDRESSES else None)
+        return
+    target = number
+    if kind == _THROUGH_SLOT and number is not None:
+        sweep.slot(after + number)
+        target = THROUGH_SLOT
+    elif number is not None:
+        sweep.calls.append((number, int(instruction.out)))
+    if instruction.out:
+        sweep.passing(target, _X86_ARGUMENTS)
 
 
 def _x86_aliases() -> dict[str, str]:
@@ -281,30 +405,6 @@ _READS_ITS_OPERANDS: Final = frozenset({"cmp", "test", "push", "bt"})
 """Instructions whose first operand is no destination."""
 
 
-def _x86_operands(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> str:
-    """The operands as the shape keeps them (addresses left out); branches are followed."""
-    if mnemonic == "call" or mnemonic[0] == "j":
-        _x86_branch(sweep, after, mnemonic, operands)
-        return ""
-    first = operands.split(", ", 1)
-    written = _X86_REGISTERS.get(first[0]) if mnemonic not in _READS_ITS_OPERANDS else None
-    if "rip" in operands:  # an address relative to the instruction: not the shape
-        shaped = _RIP_ANY.sub("rip", operands)
-        offset = _RIP_OFFSET.search(operands) if mnemonic in ("lea", "mov") else None
-        address = None
-        if offset and (mnemonic == "lea" or operands.startswith(_LOADS_POINTER)):
-            sign = -1 if offset.group(1) == "-" else 1
-            address = after + sign * int(offset.group(2), 16)
-            sweep.addresses(address, loaded=mnemonic == "mov")
-        sweep.writes(written, address if mnemonic == "lea" else None)
-        return shaped
-    if mnemonic in ("or", "mov") and (byte := _STACK_BYTE.fullmatch(operands)):
-        sweep.flags.append((len(sweep.shape), int(byte.group(1), 0)))
-    copied = _X86_REGISTERS.get(first[-1]) if mnemonic == "mov" and len(first) == 2 else None
-    sweep.writes(written, sweep.held.get(copied) if copied else None)
-    return operands
-
-
 def _literal(data: bytes) -> str | None:
     """The printable string at the start of ``data`` (NUL-terminated, or ``MAX_LITERAL``
     bytes of a longer one), None for anything else: the same code registering another name
@@ -314,22 +414,6 @@ def _literal(data: bytes) -> str | None:
     if not text or not all(0x20 <= byte < 0x7F for byte in text):
         return None
     return text.decode("ascii")
-
-
-def _x86_branch(sweep: _Sweep, after: int, mnemonic: str, operands: str) -> None:
-    out = mnemonic in ("call", "jmp")
-    target: int | None = None
-    rip = _RIP.search(operands)
-    immediate = _IMMEDIATE.fullmatch(operands)
-    if rip:
-        sweep.slot(after + int(rip.group(1), 16))
-        target = THROUGH_SLOT
-    elif immediate:
-        # a jmp leaves the function (a tail call) unless it lands within what was swept
-        target = int(immediate.group(1), 16)
-        sweep.calls.append((target, int(out)))
-    if out:
-        sweep.passing(target, _X86_ARGUMENTS)
 
 
 # capstone writes aarch64 immediates below ten in decimal (``#0``, ``[x16, #8]``)

@@ -395,6 +395,11 @@ class BinaryFacts:
     static_initializer_addresses: tuple[tuple[str, int], ...] = ()
     """``(name, address)`` of each of ``static_initializers`` (sorted): which entry of
     ``initializers`` each one is (``InitializerReach.address``). Empty for PE files."""
+    default_versions: tuple[str, ...] | None = None
+    """The versions of ``defined``'s default keys (``name@@V``), sorted, when every key reads
+    as a name and a version without doubt (no name nor version holds an "@"): the symbol
+    checks then look keys up rather than split each one (``loaders.symbols.KeyedDefinitions``).
+    None when not known (an "@" in a name, or not ELF)."""
 
     @property
     def initializer_reaches(self) -> frozenset[str]:

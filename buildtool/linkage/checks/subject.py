@@ -23,7 +23,7 @@ from buildtool.linkage.inputs.python_imports import ModuleImports
 from buildtool.linkage.loaders.interpreter import is_extension_module
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
 from buildtool.linkage.loaders.platform import Platform
-from buildtool.linkage.loaders.symbols import DefinitionIndex, index_object
+from buildtool.linkage.loaders.symbols import Definitions, index_object
 
 FunctionNames = Callable[[BinaryFile, frozenset[int]], Mapping[int, str]]
 """The names of some of a file's ``.symtab`` functions by digest (see
@@ -464,7 +464,7 @@ class Subject:
     def _preload_cache(self) -> dict[str, tuple[list[Closure], tuple[NeededEdge, ...]]]:
         return {}
 
-    def definitions(self, path: str, facts: BinaryFacts) -> DefinitionIndex:
+    def definitions(self, path: str, facts: BinaryFacts) -> Definitions:
         """The dynamic definitions of one loaded object, indexed once for every closure."""
         index = self._indexes.get(path)
         if index is None:
@@ -472,7 +472,7 @@ class Subject:
         return index
 
     @cached_property
-    def _indexes(self) -> dict[str, DefinitionIndex]:
+    def _indexes(self) -> dict[str, Definitions]:
         return {}
 
     def definition_names(self, facts: BinaryFacts, *, strong: bool = False) -> frozenset[str]:

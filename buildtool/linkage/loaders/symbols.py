@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 from buildtool.linkage.binaries import BinaryFacts
@@ -35,20 +36,74 @@ class DefinitionIndex:
     versioned: frozenset[str]
     """``name@V`` for every versioned definition, default or hidden."""
 
+    def unversioned_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
+        """The ``names`` (none with an "@") defined without a version."""
+        return self.unversioned.intersection(names)
 
-def index_object(facts: BinaryFacts) -> DefinitionIndex:
-    """``index_definitions`` of one object; its keys as they are when none has a version."""
+    def default_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
+        """The ``names`` (none with an "@") with a default version."""
+        return self.default.intersection(names)
+
+    def versioned_among(self, keys: AbstractSet[str]) -> AbstractSet[str]:
+        """The ``name@V`` keys (no "@" in the name) with a definition of that version."""
+        return self.versioned.intersection(keys)
+
+    def satisfies(self, key: str) -> bool:
+        """``is_satisfied``."""
+        name, version, _default = split_key(key)
+        if version is None:
+            return name in self.unversioned or name in self.default
+        return f"{name}@{version}" in self.versioned or name in self.unversioned
+
+
+@dataclass(frozen=True)
+class KeyedDefinitions:
+    """``DefinitionIndex``'s answers, looked up in one object's keys as they are: for keys that
+    each read as a name and a version without doubt (``BinaryFacts.default_versions``). Asking
+    costs what the questions (a file's references) take, not a split of every key:
+    tensorflow's libtensorflow_cc.so.2 defines 436k keys of about 200 characters, each
+    ``name@@tensorflow``, and indexing them took most of a second."""
+
+    keys: frozenset[str]
+    default_versions: tuple[str, ...]
+
+    def unversioned_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
+        return self.keys.intersection(names)  # over the names: the keys are many
+
+    def default_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
+        keys = self.keys
+        suffixes = [f"@@{version}" for version in self.default_versions]
+        return {name for name in names if any(name + suffix in keys for suffix in suffixes)}
+
+    def versioned_among(self, keys: AbstractSet[str]) -> AbstractSet[str]:
+        own = self.keys  # name@V is defined as name@V (hidden) or name@@V (the default)
+        return {key for key in keys if key in own or key.replace("@", "@@", 1) in own}
+
+    def satisfies(self, key: str) -> bool:
+        """``is_satisfied``."""
+        name, version, _default = split_key(key)
+        if version is None:
+            return name in self.keys or bool(self.default_among({name}))
+        return not self.keys.isdisjoint((name, f"{name}@{version}", f"{name}@@{version}"))
+
+
+Definitions = DefinitionIndex | KeyedDefinitions
+
+
+def index_object(facts: BinaryFacts) -> Definitions:
+    """The definitions of one object, arranged for version matching: its keys as they are when
+    none has a version, or when each key reads as a name and a version without doubt."""
     if not facts.versioned_definitions:
         return DefinitionIndex(facts.defined, frozenset(), frozenset())
+    if facts.default_versions is not None:
+        return KeyedDefinitions(facts.defined, facts.default_versions)
     return index_definitions([facts.defined])
 
 
 def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
     """Index the ``defined`` keys of several objects (e.g. every object in a closure).
 
-    Each key is split once, at its first "@": a library whose version script names every
-    export (tensorflow's 436k keys of about 200 characters, each ``name@@tensorflow``) is
-    indexed in three fifths of the time that two scans of each key took."""
+    Each key is split once, at its first "@"."""
     unversioned: set[str] = set()
     default: set[str] = set()
     versioned: set[str] = set()
@@ -65,29 +120,27 @@ def index_definitions(defined_sets: Iterable[Iterable[str]]) -> DefinitionIndex:
     return DefinitionIndex(frozenset(unversioned), frozenset(default), frozenset(versioned))
 
 
-def is_satisfied(key: str, index: DefinitionIndex) -> bool:
+def is_satisfied(key: str, index: Definitions) -> bool:
     """Whether ld.so would bind an undefined ``key`` to one of the indexed definitions.
 
     ``name@V`` binds to ``name@V``/``name@@V`` or to an unversioned ``name``; ``name`` binds to an
     unversioned ``name`` or to the default version ``name@@V``.
     """
-    name, version, _default = split_key(key)
-    if version is None:
-        return name in index.unversioned or name in index.default
-    return f"{name}@{version}" in index.versioned or name in index.unversioned
+    return index.satisfies(key)
 
 
-def unresolved_symbols(facts: BinaryFacts, index: DefinitionIndex) -> frozenset[str]:
+def unresolved_symbols(facts: BinaryFacts, index: Definitions) -> frozenset[str]:
     """Strong undefined keys of ``facts`` that nothing in the index defines."""
     return frozenset(key for key in facts.undefined if not is_satisfied(key, index))
 
 
-def unresolved_against(keys: Iterable[str], indexes: Iterable[DefinitionIndex]) -> frozenset[str]:
+def unresolved_against(keys: Iterable[str], indexes: Iterable[Definitions]) -> frozenset[str]:
     """The ``keys`` that no index satisfies: ``unresolved_symbols`` against the union of the
     indexes without building the union (one index per object, shared by every closure).
 
-    Set differences do the work: an unversioned key is satisfied by ``unversioned`` or
-    ``default``; a ``name@V`` key by ``versioned`` or by ``name`` in ``unversioned``.
+    Set differences do the work: an unversioned key is satisfied by an unversioned or a
+    default definition; a ``name@V`` key by a definition of that version or by an unversioned
+    ``name``.
     """
     plain = {key for key in keys if "@" not in key}
     versioned = {key for key in keys if "@" in key and "@@" not in key}
@@ -98,9 +151,9 @@ def unresolved_against(keys: Iterable[str], indexes: Iterable[DefinitionIndex]) 
     for index in indexes:
         if not (plain or versioned or odd):
             break
-        plain.difference_update(index.unversioned, index.default)
-        versioned.difference_update(index.versioned)
-        for name in index.unversioned.intersection(by_name):
+        plain.difference_update(index.unversioned_among(plain), index.default_among(plain))
+        versioned.difference_update(index.versioned_among(versioned))
+        for name in index.unversioned_among(by_name.keys()):
             versioned.difference_update(by_name.pop(name))
         odd = [key for key in odd if not is_satisfied(key, index)]
     return frozenset(plain | versioned | set(odd))

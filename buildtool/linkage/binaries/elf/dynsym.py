@@ -77,11 +77,32 @@ class _DynamicSymbols(NamedTuple):
     weak_defined: frozenset[str]
     exported_count: int
     versions: _Versions
+    default_versions: tuple[str, ...] | None
+    """``BinaryFacts.default_versions``."""
 
 
 _NO_SYMBOLS: Final = _DynamicSymbols(
-    frozenset(), False, frozenset(), frozenset(), frozenset(), frozenset(), 0, _NO_VERSIONS
+    frozenset(), False, frozenset(), frozenset(), frozenset(), frozenset(), 0, _NO_VERSIONS, ()
 )
+
+
+def _default_versions(
+    versions: _Versions, used: Iterable[int], names_have_at: bool
+) -> tuple[str, ...] | None:
+    """``BinaryFacts.default_versions`` of definitions with the versym values ``used``: the
+    versions their keys name as default ones (``_key_suffixes``), None when a name
+    (``names_have_at``) or a version holds an "@"."""
+    found: set[str] = set()
+    for value in used:
+        index = value & 0x7FFF
+        if index < 2 or index not in versions.by_index:
+            continue  # local or base: unversioned
+        name, from_definition = versions.by_index[index]
+        if "@" in name:
+            return None
+        if from_definition and not value & 0x8000:
+            found.add(name)
+    return None if names_have_at else tuple(sorted(found))
 
 
 def _key_suffixes(versions: _Versions) -> tuple[dict[int, str], dict[int, str]]:
@@ -116,6 +137,8 @@ def _collect_dynamic(
     weak: set[str] = set()
     unique: set[str] = set()
     weak_defined: set[str] = set()
+    used: set[int] = set()
+    names_have_at = False
     exported = 0
     versym: Iterable[int] = source.versym if source.versym is not None else repeat(0)
     # STB_LOCAL symbols (info < 0x10) are never visible to other objects
@@ -133,6 +156,8 @@ def _collect_dynamic(
         if shndx == _SHN_ABS and _is_version_node(name, key, info, value):
             continue  # the linker's marker for a version node, not a symbol anyone binds to
         defined.add(key)
+        used.add(ver)
+        names_have_at = names_have_at or "@" in name
         if info >> 4 == _STB_GNU_UNIQUE:
             unique.add(key)
         elif info >> 4 == _STB_WEAK:
@@ -141,6 +166,7 @@ def _collect_dynamic(
     return _DynamicSymbols(
         frozenset(defined), any("@" in key for key in defined), frozenset(undefined),
         frozenset(weak), frozenset(unique), frozenset(weak_defined), exported, source.versions,
+        _default_versions(source.versions, used, names_have_at),
     )  # fmt: skip
 
 
@@ -342,4 +368,9 @@ def _collect_columns(img: _Image, source: _SymbolSource) -> _DynamicSymbols:
         ),
         exported_count=sum(_mask_and(defs, cols.other.translate(_EXPORTED_MASK))),
         versions=source.versions,
+        default_versions=_default_versions(
+            source.versions,
+            set(compress(cols.versions, defs)),
+            "@" in "".join(compress(cols.names, defs)),
+        ),
     )

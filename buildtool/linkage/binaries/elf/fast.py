@@ -156,6 +156,7 @@ def _facts(
         runpath=_split_path(_dyn_string(dyn, _DT_RUNPATH)) if dyn else None,
         defined=symbols.defined,
         versioned_definitions=symbols.versioned_definitions,
+        default_versions=symbols.default_versions,
         undefined=symbols.undefined,
         weak_undefined=symbols.weak_undefined,
         unique=symbols.unique,

@@ -312,6 +312,7 @@ def _reference_facts(stream: IO[bytes], path: str, names: Collection[str]) -> Bi
         runpath=_split_path(values.get(_DT_RUNPATH)),
         defined=symbols.defined,
         versioned_definitions=symbols.versioned_definitions,
+        default_versions=symbols.default_versions,
         undefined=symbols.undefined,
         weak_undefined=symbols.weak_undefined,
         unique=symbols.unique,
