@@ -26,6 +26,39 @@ def split_key(key: str) -> tuple[str, str | None, bool]:
     return (key[:at], key[at + 1 :], False)
 
 
+class Questions:
+    """The keys a file asks the loaded objects for, sorted by the kind of answer they take
+    (``unresolved_against``), with the keys an object would define for them formed once, the
+    first time an object asks: not once for every object of every closure."""
+
+    def __init__(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self.plain = {key for key in keys if "@" not in key}
+        self.versioned = {key for key in keys if "@" in key and "@@" not in key}
+        """``name@V`` keys; each name is what comes before the "@"."""
+        self.odd = [key for key in keys if "@@" in key]  # never a reference's; kept exact anyway
+        self.by_name: dict[str, set[str]] = {}
+        for key in self.versioned:
+            self.by_name.setdefault(key[: key.find("@")], set()).add(key)
+        self._defaults: dict[str, dict[str, str]] = {}
+        self._doubled: dict[str, str] | None = None
+
+    def left(self) -> bool:
+        return bool(self.plain or self.versioned or self.odd)
+
+    def as_default(self, version: str) -> dict[str, str]:
+        """``name@@version`` -> ``name`` for the plain keys asked (as first asked)."""
+        if version not in self._defaults:
+            self._defaults[version] = {f"{name}@@{version}": name for name in self.plain}
+        return self._defaults[version]
+
+    def doubled(self) -> dict[str, str]:
+        """``name@@V`` -> ``name@V`` for the versioned keys asked (as first asked)."""
+        if self._doubled is None:
+            self._doubled = {key.replace("@", "@@", 1): key for key in self.versioned}
+        return self._doubled
+
+
 @dataclass(frozen=True)
 class DefinitionIndex:
     """The definitions of a set of objects, arranged for ld.so's version matching."""
@@ -37,17 +70,17 @@ class DefinitionIndex:
     versioned: frozenset[str]
     """``name@V`` for every versioned definition, default or hidden."""
 
-    def unversioned_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
-        """The ``names`` (none with an "@") defined without a version."""
-        return self.unversioned.intersection(names)
+    def plain_answered(self, asked: Questions) -> AbstractSet[str]:
+        """The plain keys asked that an unversioned or a default definition satisfies."""
+        return self.unversioned.intersection(asked.plain) | self.default.intersection(asked.plain)
 
-    def default_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
-        """The ``names`` (none with an "@") with a default version."""
-        return self.default.intersection(names)
+    def versioned_answered(self, asked: Questions) -> AbstractSet[str]:
+        """The ``name@V`` keys asked that a definition of that version satisfies."""
+        return self.versioned.intersection(asked.versioned)
 
-    def versioned_among(self, keys: AbstractSet[str]) -> AbstractSet[str]:
-        """The ``name@V`` keys (no "@" in the name) with a definition of that version."""
-        return self.versioned.intersection(keys)
+    def unversioned_names(self, asked: Questions) -> AbstractSet[str]:
+        """The names of the ``name@V`` keys asked defined without a version."""
+        return self.unversioned.intersection(asked.by_name)
 
     def satisfies(self, key: str) -> bool:
         """``is_satisfied``."""
@@ -60,58 +93,61 @@ class DefinitionIndex:
 @dataclass(frozen=True)
 class KeyedDefinitions:
     """``DefinitionIndex``'s answers, looked up in one object's keys as they are: for keys that
-    each read as a name and a version without doubt (``BinaryFacts.default_versions``). Asking
-    costs what the questions (a file's references) take, not a split of every key:
+    each read as a name and a version without doubt (``BinaryFacts.default_versions``). An
+    answer costs what the questions take (a file's references), not a split of every key:
     tensorflow's libtensorflow_cc.so.2 defines 436k keys of about 200 characters, each
-    ``name@@tensorflow``, and indexing them took most of a second."""
+    ``name@@tensorflow``, and indexing them took most of a second. Each intersection runs over
+    the questions, the smaller side."""
 
     keys: frozenset[str]
     default_versions: tuple[str, ...]
 
-    def unversioned_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
-        return self.keys.intersection(names)  # over the names: the keys are many
+    def plain_answered(self, asked: Questions) -> AbstractSet[str]:
+        found = set(self.keys.intersection(asked.plain))
+        for version in self.default_versions:
+            named = asked.as_default(version)
+            found.update(named[key] for key in self.keys.intersection(named))
+        return found
 
-    def default_among(self, names: AbstractSet[str]) -> AbstractSet[str]:
-        keys = self.keys
-        suffixes = [f"@@{version}" for version in self.default_versions]
-        return {name for name in names if any(name + suffix in keys for suffix in suffixes)}
+    def versioned_answered(self, asked: Questions) -> AbstractSet[str]:
+        # name@V is defined as name@V (hidden) or as name@@V (the default)
+        doubled = asked.doubled()
+        found = set(self.keys.intersection(asked.versioned))
+        found.update(doubled[key] for key in self.keys.intersection(doubled))
+        return found
 
-    def versioned_among(self, keys: AbstractSet[str]) -> AbstractSet[str]:
-        own = self.keys  # name@V is defined as name@V (hidden) or name@@V (the default)
-        return {key for key in keys if key in own or key.replace("@", "@@", 1) in own}
+    def unversioned_names(self, asked: Questions) -> AbstractSet[str]:
+        return self.keys.intersection(asked.by_name)
 
     def satisfies(self, key: str) -> bool:
         """``is_satisfied``."""
         name, version, _default = split_key(key)
         if version is None:
-            return name in self.keys or bool(self.default_among({name}))
+            return any(f"{name}{suffix}" in self.keys for suffix in self._suffixes)
         return not self.keys.isdisjoint((name, f"{name}@{version}", f"{name}@@{version}"))
+
+    @property
+    def _suffixes(self) -> tuple[str, ...]:
+        return ("", *(f"@@{version}" for version in self.default_versions))
 
 
 Definitions = DefinitionIndex | KeyedDefinitions
 
 
-LOOKED_UP_MIN_KEYS: Final = 10_000
-"""Keys an object defines from which they are looked up (``KeyedDefinitions``) rather than
-split: below it, splitting them costs less than the questions every file asks."""
 LOOKED_UP_MAX_VERSIONS: Final = 2
-"""Default versions an object's keys name at most for them to be looked up: an unversioned
-question is asked once per version (a version script's library has one for every export;
-libgomp's 417 keys name 22)."""
+"""Default versions an object's keys may name for them to be looked up: each plain key asked
+is formed again for each (a version script's library has one version for every export;
+libgomp's 417 keys name 22, and are indexed)."""
 
 
 def index_object(facts: BinaryFacts) -> Definitions:
     """The definitions of one object, arranged for version matching: its keys as they are when
-    none has a version, or when they are many, name few versions and each reads as a name and
-    a version without doubt (libLLVM's 44k keys, tensorflow's 436k)."""
+    none has a version, or when each reads as a name and a version without doubt and they name
+    few default versions (libLLVM's 44k keys, tensorflow's 436k, copy-relocated definitions)."""
     if not facts.versioned_definitions:
         return DefinitionIndex(facts.defined, frozenset(), frozenset())
     versions = facts.default_versions
-    if (
-        versions is not None
-        and len(versions) <= LOOKED_UP_MAX_VERSIONS
-        and len(facts.defined) >= LOOKED_UP_MIN_KEYS
-    ):
+    if versions is not None and len(versions) <= LOOKED_UP_MAX_VERSIONS:
         return KeyedDefinitions(facts.defined, versions)
     return index_definitions([facts.defined])
 
@@ -158,21 +194,16 @@ def unresolved_against(keys: Iterable[str], indexes: Iterable[Definitions]) -> f
     default definition; a ``name@V`` key by a definition of that version or by an unversioned
     ``name``.
     """
-    plain = {key for key in keys if "@" not in key}
-    versioned = {key for key in keys if "@" in key and "@@" not in key}
-    odd = [key for key in keys if "@@" in key]  # never a reference's key; kept exact anyway
-    by_name: dict[str, set[str]] = {}
-    for key in versioned:  # each has an "@"; the name is what comes before it
-        by_name.setdefault(key[: key.find("@")], set()).add(key)
+    asked = Questions(keys)
     for index in indexes:
-        if not (plain or versioned or odd):
+        if not asked.left():
             break
-        plain.difference_update(index.unversioned_among(plain), index.default_among(plain))
-        versioned.difference_update(index.versioned_among(versioned))
-        for name in index.unversioned_among(by_name.keys()):
-            versioned.difference_update(by_name.pop(name))
-        odd = [key for key in odd if not is_satisfied(key, index)]
-    return frozenset(plain | versioned | set(odd))
+        asked.plain.difference_update(index.plain_answered(asked))
+        asked.versioned.difference_update(index.versioned_answered(asked))
+        for name in index.unversioned_names(asked):
+            asked.versioned.difference_update(asked.by_name.pop(name))
+        asked.odd = [key for key in asked.odd if not is_satisfied(key, index)]
+    return frozenset(asked.plain | asked.versioned | set(asked.odd))
 
 
 def closure_index(closure: Closure) -> DefinitionIndex:
