@@ -21,7 +21,14 @@ import ctypes
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
+
+from buildtool.linkage.binaries.code_walk import FirstReaching
+from buildtool.linkage.inputs import decoding
+from buildtool.linkage.inputs.decoding import Source
+from buildtool.linkage.inputs.lookups import InitializerLookup
 from tests.builders import check, gcc, ids, lib, write_wheel
 
 CATCH_ALL = "Qt_6 { *; };\n"
@@ -306,3 +313,72 @@ def test_one_source_constructing_an_exported_object_without_calls_stays_bt103(
     assert run.returncode < 0, run  # the trap at exit
     report = check(tmp_path / "guard")
     assert ("BT103", "libtwo.so") in ids(report), [f.evidence for f in report.findings]
+
+
+def _copies_with_constructors(tmp_path: Path, registering: bool) -> tuple[Path, Path]:
+    """A library (unstripped, so its initializers are read late) and a grafted copy, from three
+    sources linked in order, each with a constructor: the first registers ``blosc2`` into
+    libregistry's registry when ``registering``, else counts calls of its own."""
+    pkg = tmp_path / "pkg"
+    lib(pkg, "registry", REGISTRY, "-Wl,-soname,libregistry.so")
+    first = "void reg(const char*);\nstatic int calls;\n__attribute__((constructor)) "
+    first += 'static void init(void) { reg("blosc2"); }\n' if registering else "static void "
+    first += "" if registering else "init(void) { ++calls; }\n"
+    sources = [first + "int value(void) { return 1; }\n"]
+    sources += [
+        f"static int n{i};\n__attribute__((constructor)) static void init{i}(void) "
+        f"{{ n{i} += {i}; }}\nint get{i}(void) {{ return n{i}; }}\n"
+        for i in (2, 3)
+    ]
+    paths = []
+    for index, source in enumerate(sources):
+        paths.append(tmp_path / f"part{index}.c")
+        paths[-1].write_text(source)
+    link = [f"-L{pkg}", "-lregistry", "-Wl,-rpath,$ORIGIN:$ORIGIN/../pkg"]
+    made = []
+    for out in (pkg / "libblosc2.so", tmp_path / "pkg.libs" / "libblosc2-a12ec544.so.7"):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        soname = "libblosc2.so.7" if out.parent == pkg else out.name
+        subprocess.run(["gcc", "-shared", "-fPIC", "-O1", f"-Wl,-soname,{soname}", "-o", str(out),
+                        *map(str, paths), *link], check=True)  # fmt: skip
+        made.append(out)
+    return made[0], made[1]
+
+
+def _asked_until(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
+    """(initializers read, initializers in the file) for each read that stops at the first
+    reaching beyond some imports (``code_walk.FirstReaching``)."""
+    asked: list[tuple[int, int]] = []
+    ask = InitializerLookup.__call__
+
+    def counted(self: InitializerLookup, source: Source, deep: Any = None) -> Any:
+        found = ask(self, source, deep)
+        if isinstance(deep, FirstReaching):
+            asked.append((len(found), len(ask(self, source))))
+        return found
+
+    monkeypatch.setattr(InitializerLookup, "__call__", counted)
+    return asked
+
+
+@pytest.mark.parametrize("registering", [True, False])
+def test_a_copys_initializers_read_late_are_read_as_far_as_the_verdict_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registering: bool
+) -> None:
+    """A copy whose initializers a read left unread (a big unstripped library: libtorch_cpu.so
+    in two trees) is judged on its initializers up to the first that calls out of it: one
+    that registers ends the read (BT122: loading both aborts); when none does, every one is
+    read (BT124: both load). The verdict is the one a whole read gives."""
+    first, graft = _copies_with_constructors(tmp_path, registering)
+    code = "import ctypes, sys; [ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL) for p in sys.argv[1:]]"
+    loads = subprocess.run([sys.executable, "-c", code, str(first), str(graft)], check=False)
+    assert (loads.returncode != 0) is registering  # the registry aborts on the second name
+    whole = check(tmp_path)
+    monkeypatch.setattr(decoding, "LATE_WALK_MIN_BYTES", 0)  # every file's initializers late
+    asked = _asked_until(monkeypatch)
+    late = check(tmp_path)
+    assert ids(late) == ids(whole) == {("BT122" if registering else "BT124", graft.name)}
+    assert asked, "the copy's initializers were not read late"
+    read, held = asked[0]
+    assert held >= 4  # the C runtime's frame_dummy and the three constructors
+    assert read == (2 if registering else held)

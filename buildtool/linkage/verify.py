@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
+from buildtool.linkage.binaries.code_walk import FirstReaching
 from buildtool.linkage.binaries.facts import FORMAT_NAMES, MalformedBinary
 from buildtool.linkage.checks.catalogue import Finding, finding_order
 from buildtool.linkage.checks.duplicates import initializers_to_read
@@ -25,10 +26,8 @@ from buildtool.linkage.checks.growth import (
 from buildtool.linkage.checks.plugins import find_plugins
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.checks.subject import (
-    DeepInitializers,
     FunctionNames,
     HostLookup,
-    Initializers,
     Plugin,
     Subject,
     digests_as_names,
@@ -107,47 +106,60 @@ def files_by_format(files: Sequence[BinaryFile]) -> dict[str, int]:
     return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitializers]:
+class _InitializerReads:
     """Initializers as the facts hold them, read again when a sparse read left them unread,
     and with those of some shapes walked whole when the facts hold only their own code (each
-    read once; none when the file cannot be read any more)."""
-    read: dict[str, tuple[InitializerReach, ...]] = {}
-    whole: dict[str, dict[int, InitializerReach]] = {}
+    read once; none when the file cannot be read any more): the shell's ``Initializers``,
+    ``InitializersUntil`` and ``DeepInitializers``."""
 
-    def read_again(
-        binary: BinaryFile, deep: Sequence[int] | None = None
+    def __init__(self, reader: InitializerLookup) -> None:
+        self._reader = reader
+        self._read: dict[str, tuple[InitializerReach, ...]] = {}
+        self._whole: dict[str, dict[int, InitializerReach]] = {}
+        self._answers: dict[tuple[str, frozenset[str]], tuple[InitializerReach, ...]] = {}
+
+    def _again(
+        self, binary: BinaryFile, deep: Sequence[int] | FirstReaching | None = None
     ) -> tuple[InitializerReach, ...]:
         try:
-            return reader(binary.source, deep) if binary.source else ()
+            return self._reader(binary.source, deep) if binary.source else ()
         except InputError:
             return ()
 
-    def initializers(binary: BinaryFile) -> tuple[InitializerReach, ...]:
+    def initializers(self, binary: BinaryFile) -> tuple[InitializerReach, ...]:
         held = binary.facts.initializers if binary.facts is not None else ()
-        if held is None and binary.display not in read:
-            read[binary.display] = read_again(binary)
-        return read.get(binary.display, held or ())
+        if held is None and binary.display not in self._read:
+            self._read[binary.display] = self._again(binary)
+        return self._read.get(binary.display, held or ())
 
-    answers: dict[tuple[str, frozenset[str]], tuple[InitializerReach, ...]] = {}
+    def until(self, binary: BinaryFile, known: frozenset[str]) -> tuple[InitializerReach, ...]:
+        held = binary.facts.initializers if binary.facts is not None else ()
+        if held is not None or binary.display in self._read:
+            return self.initializers(binary)
+        depth = FirstReaching(known)
+        found = self._again(binary, depth)
+        if not any(map(depth.met_by, found)):  # read to the end: what a whole read holds
+            self._read[binary.display] = found
+        return found
 
     def deep(
-        binary: BinaryFile, shapes: frozenset[str], later: frozenset[str]
+        self, binary: BinaryFile, shapes: frozenset[str], later: frozenset[str]
     ) -> tuple[InitializerReach, ...]:
         # one tuple per question, however often asked: the checks derive things from it once
         key = (binary.display, shapes)
-        if key not in answers:
-            answers[key] = walked_whole(binary, shapes, later)
-        return answers[key]
+        if key not in self._answers:
+            self._answers[key] = self._walked_whole(binary, shapes, later)
+        return self._answers[key]
 
-    def walked_whole(
-        binary: BinaryFile, shapes: frozenset[str], later: frozenset[str]
+    def _walked_whole(
+        self, binary: BinaryFile, shapes: frozenset[str], later: frozenset[str]
     ) -> tuple[InitializerReach, ...]:
-        held = initializers(binary)
-        walked = whole.setdefault(binary.display, {})
+        held = self.initializers(binary)
+        walked = self._whole.setdefault(binary.display, {})
         positions = _unwalked(held, shapes)
         if positions - walked.keys():  # read again once, for the shapes asked later too
             missing = sorted((positions | _unwalked(held, later)) - walked.keys())
-            found = read_again(binary, missing)
+            found = self._again(binary, missing)
             if len(found) != len(missing):  # the file changed since: as held
                 found = tuple(held[position] for position in missing)
             walked.update(zip(missing, found, strict=True))
@@ -155,8 +167,6 @@ def _initializers(reader: InitializerLookup) -> tuple[Initializers, DeepInitiali
             walked[position] if position in positions else init
             for position, init in enumerate(held)
         )
-
-    return initializers, deep
 
 
 def _read_ahead(subject: Subject, reader: InitializerLookup, jobs: int | None) -> None:
@@ -422,7 +432,7 @@ def verify_inputs(
     reader = FunctionNameLookup()
     init_reader = InitializerLookup()
     import_reader = ImportLookup()
-    initializers, deep_initializers = _initializers(init_reader)
+    reads = _InitializerReads(init_reader)
     try:
         subject = Subject(
             files=tuple(good),
@@ -432,8 +442,9 @@ def verify_inputs(
             function_names=_function_names(reader),
             sets=relocated,
             platforms=platforms,
-            initializers=initializers,
-            deep_initializers=deep_initializers,
+            initializers=reads.initializers,
+            initializers_until=reads.until,
+            deep_initializers=reads.deep,
             interpreters=_interpreters(relocated, read, envs),
             on_this_machine=_on_this_machine(load_ld_so_cache()),
             plugins=plugins,

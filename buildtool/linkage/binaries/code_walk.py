@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from buildtool.linkage.binaries.facts import (
@@ -792,9 +793,31 @@ def _guarded(shape: Sequence[str]) -> bool:
     return calls > 0
 
 
-def walk_initializers(
-    view: CodeView, deep: bool | Sequence[int] = True
-) -> tuple[InitializerReach, ...]:
+@dataclass(frozen=True)
+class FirstReaching:
+    """A ``walk_initializers`` depth: each initializer as a read walks it (its own code), in
+    order, up to the first that no guard marks whose walk reaches an import outside ``known``
+    (all of them when none does). The walks before it are those of the whole read, so what
+    they say is what the read's initializers say: a question that one such initializer
+    answers (``initializers_build_state``) needs no more of libtorch_cpu.so's 376."""
+
+    known: frozenset[str]
+
+    def met(self, walk: _Walk) -> bool:
+        guarded = walk.complete and _guarded(walk.shape)
+        return not guarded and not walk.reaches <= self.known
+
+    def met_by(self, reach: InitializerReach) -> bool:
+        """``met`` by the walk whose reach this is."""
+        return not reach.guarded and not reach.reaches <= self.known
+
+
+Depth = bool | Sequence[int] | FirstReaching
+"""How far ``walk_initializers`` walks: every initializer whole (True), or its own code
+(False), those at some positions whole, or a prefix (``FirstReaching``)."""
+
+
+def walk_initializers(view: CodeView, deep: Depth = True) -> tuple[InitializerReach, ...]:
     """Each initializer's reach, in the view's order (empty for other machines). Not ``deep``:
     each initializer's own code and the stubs it calls (what its shape and strings need; a
     fraction of the work), ``complete`` False where a call was left unfollowed. Positions in
@@ -802,6 +825,13 @@ def walk_initializers(
     when the array is shorter: the file is not the one read before)."""
     if view.machine not in WALKED_MACHINES or not view.initializers:
         return ()
+    if isinstance(deep, FirstReaching):
+        shallow, walks = _Functions(view, SHAPE_PREFIX), []
+        for address in view.initializers:
+            walks.append(shallow.reach(address, deep=False))
+            if deep.met(walks[-1]):
+                break
+        return _results(view, walks)
     if not isinstance(deep, bool):
         if any(not 0 <= position < len(view.initializers) for position in deep):
             return ()

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from buildtool.linkage.binaries.bounded import Buffer
 from buildtool.linkage.binaries.facts import BinaryFacts, Decoder, InitializerReach
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
+
+if TYPE_CHECKING:
+    from buildtool.linkage.binaries.code_walk import Depth
 
 
 def read_other_format(
@@ -104,7 +108,7 @@ def read_initializers_again(
     *,
     size: int | None = None,
     file_backed: bool = False,
-    deep: bool | Sequence[int] = True,
+    deep: Depth = True,
 ) -> tuple[InitializerReach, ...]:
     """Only a file's initializers, read again (``deep``: as ``code_walk.walk_initializers``
     takes it); none for a format whose facts always hold them whole (PE)."""

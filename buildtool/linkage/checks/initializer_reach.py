@@ -428,7 +428,7 @@ def initializers_build_state(subject: Subject, binary: BinaryFile) -> bool | Non
     second binds to the first's), beyond <iostream>'s setup. False when they call nothing
     imported (blosc2's constructor filling its own CPU dispatch tables); None when nothing was
     read."""
-    inits = subject.initializers(binary)
+    inits = subject.initializers_until(binary, STREAM_SETUP)  # the rest, when one reaches out
     if not inits:
         return None
     reached = frozenset().union(*(i.reaches for i in inits if not i.guarded))

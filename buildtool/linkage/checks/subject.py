@@ -64,6 +64,17 @@ later questions may want walked whole too: a file read again has those walked in
 (a big member is inflated once, not once per pair it is in)."""
 
 
+InitializersUntil = Callable[[BinaryFile, frozenset[str]], tuple[InitializerReach, ...]]
+"""``Initializers``, or those up to the first that no guard marks whose reach goes beyond the
+imports named (``code_walk.FirstReaching``): what a question one such initializer answers
+needs, read again by the shell when a sparse read left them unread."""
+
+
+def until_as_read(binary: BinaryFile, _known: frozenset[str]) -> tuple[InitializerReach, ...]:
+    """An ``InitializersUntil`` that reads nothing: those the facts hold."""
+    return initializers_as_read(binary)
+
+
 def deep_as_read(
     binary: BinaryFile, _shapes: frozenset[str], _later: frozenset[str]
 ) -> tuple[InitializerReach, ...]:
@@ -127,6 +138,8 @@ class Subject:
     without a tag; absent when no policy data describes it."""
     initializers: Initializers = initializers_as_read
     """How the duplicate-code checks learn what a file's initializers reach."""
+    initializers_until: InitializersUntil = until_as_read
+    """The same, read no further than the first initializer reaching beyond some imports."""
     deep_initializers: DeepInitializers = deep_as_read
     """The same, the initializers of some shapes walked as deep as the walk goes: what a pair
     whose initializers share a shape needs."""

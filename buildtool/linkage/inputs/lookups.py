@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import InitializerReach
+from buildtool.linkage.binaries.code_walk import Depth, FirstReaching
 from buildtool.linkage.binaries.read import read_function_names_again, read_initializers_again
 from buildtool.linkage.inputs.decoding import Source, SourceDecoder
 from buildtool.linkage.inputs.forked import Forked, can_fork
@@ -74,21 +75,23 @@ class InitializerLookup:
             self._read_ahead = frozenset(source.display for source in sources)
 
     def __call__(
-        self, source: Source, deep: Sequence[int] | None = None
+        self, source: Source, deep: Sequence[int] | FirstReaching | None = None
     ) -> tuple[InitializerReach, ...]:
         """Each initializer as a read's facts hold it; ``deep``: only those at these positions
-        of the initializer array, walked whole, in that order (none when the file has fewer)."""
-        held = self._held_ahead(source) if deep is None else None
+        of the initializer array, walked whole, in that order (none when the file has fewer),
+        or those up to the first that reaches beyond some imports (all of them when read
+        ahead)."""
+        shallow = deep is None or isinstance(deep, FirstReaching)
+        held = self._held_ahead(source) if shallow else None
         if held is not None:
             return held
+        depth: Depth = deep if isinstance(deep, FirstReaching) else False
+        if deep is not None and not isinstance(deep, FirstReaching):
+            depth = tuple(deep)
         found = self._reader.decode(
             source,
             lambda raw: read_initializers_again(
-                raw.data,
-                source.display,
-                size=raw.size,
-                file_backed=raw.file_backed,
-                deep=tuple(deep) if deep is not None else False,
+                raw.data, source.display, size=raw.size, file_backed=raw.file_backed, deep=depth
             ),
         )
         return found or ()

@@ -7,6 +7,7 @@ import os
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
+from buildtool.linkage.binaries.code_walk import Depth
 from buildtool.linkage.binaries.elf.constants import (
     _DT_INIT_ARRAYSZ,
     _DT_RPATH,
@@ -272,7 +273,7 @@ def read_elf_initializers(
     *,
     size: int | None = None,
     file_backed: bool = False,
-    deep: bool | Sequence[int] = True,
+    deep: Depth = True,
 ) -> tuple[InitializerReach, ...]:
     """Only the initializers' reach (``BinaryFacts.initializers``), read from the whole file;
     ``deep``: the whole walk, or that of the initializers at these positions of the array (what

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import Final
 
-from buildtool.linkage.binaries.code_walk import CodeView, walk_initializers
+from buildtool.linkage.binaries.code_walk import CodeView, Depth, walk_initializers
 from buildtool.linkage.binaries.elf.constants import (
     _DF_TEXTREL,
     _DT_FLAGS,
@@ -405,7 +405,7 @@ def read_initializers(
     segments: Sequence[_Segment],
     dyn: _Dynamic | None,
     machine: str,
-    deep: bool | Sequence[int] = False,
+    deep: Depth = False,
 ) -> tuple[InitializerReach, ...]:
     """Each initializer's reach (``code_walk.walk_initializers``; ``deep``: the whole walk, or
     that of the initializers at these positions only; else each initializer's own code, which

@@ -28,7 +28,7 @@ from itertools import compress
 from typing import Final
 
 from buildtool.linkage.binaries.bounded import Bounded, Buffer, find_names
-from buildtool.linkage.binaries.code_walk import walk_initializers
+from buildtool.linkage.binaries.code_walk import Depth, walk_initializers
 from buildtool.linkage.binaries.facts import (
     NO_NAMES,
     STATIC_INIT_PREFIX,
@@ -445,7 +445,7 @@ def read_initializers(
     header: Header,
     found: LoadCommands,
     starts: tuple[int, ...],
-    deep: bool | Sequence[int] = False,
+    deep: Depth = False,
 ) -> tuple[InitializerReach, ...]:
     """Each static initializer's reach (``binaries.code_walk``; ``deep`` as there: a read's
     facts hold each walked in its own code); none for a 32-bit file, one without a symbol
@@ -640,7 +640,7 @@ def _thin_image(data: Buffer, display_path: str, size: int | None) -> Bounded | 
 
 
 def read_macho_initializers(
-    data: Buffer, display_path: str, *, size: int | None = None, deep: bool | Sequence[int] = True
+    data: Buffer, display_path: str, *, size: int | None = None, deep: Depth = True
 ) -> tuple[InitializerReach, ...]:
     """Only a Mach-O file's initializers (``BinaryFacts.initializers``), read again: ``deep``
     as ``code_walk.walk_initializers`` takes it."""
