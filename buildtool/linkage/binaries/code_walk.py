@@ -318,8 +318,9 @@ class _X86Instruction(NamedTuple):
 
 _X86_KNOWN: dict[tuple[str, str], _X86Instruction] = {}
 """Instruction texts already worked out in this process (``_x86_instruction``)."""
-_X86_KNOWN_MAX: Final = 1 << 18
-"""Texts kept at most (some tens of megabytes); the table starts again past it."""
+_X86_KNOWN_MAX: Final = 1 << 16
+"""Texts kept at most (about 24 MB: tensorflow's 70 extension modules hold 69k, 25 MB); the
+table starts again past it."""
 
 
 def _x86_instruction(prefixed: str, operands: str) -> _X86Instruction:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import compress, repeat
-from operator import add
+from operator import add, contains
 from typing import Final, NamedTuple
 
 from buildtool.linkage.binaries.elf.columns import (
@@ -371,6 +371,6 @@ def _collect_columns(img: _Image, source: _SymbolSource) -> _DynamicSymbols:
         default_versions=_default_versions(
             source.versions,
             set(compress(cols.versions, defs)),
-            "@" in "".join(compress(cols.names, defs)),
+            any(map(contains, compress(cols.names, defs), repeat("@"))),  # no joined copy
         ),
     )
