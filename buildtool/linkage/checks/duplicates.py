@@ -375,8 +375,9 @@ def _named_apart(subject: Subject, pair: Pair) -> bool:
     ``vtkDebugLeaksManager`` counters and ``AddRegistrar_*`` calls in every wrapper source),
     which every library runs for itself, not copies. Unless they name what they register: a
     header's registration of one name (a string, data handed on) collides all the same."""
-    names = [_project_inits(subject.facts(binary)) for binary in pair]
-    unstripped = all(subject.facts(binary).has_symtab for binary in pair)
+    facts = [subject.facts(binary) for binary in pair]
+    names = [subject.per_object("project initializers", f, _project_inits) for f in facts]
+    unstripped = all(f.has_symtab for f in facts)
     return unstripped and all(names) and not names[0] & names[1] and name_nothing(subject, pair)
 
 
