@@ -237,7 +237,8 @@ def _sweep_function(
 ) -> None:
     """Decode from ``address`` to the first instruction whose shape starts with one of
     ``stops`` (or ``sweep.limit`` instructions); ``step(after, mnemonic, operands)`` follows
-    each instruction and gives its shape."""
+    each instruction and gives its shape. aarch64's sweep; x86-64's, the walk's bulk, is this
+    loop with each step looked up (``_x86_function``)."""
     while len(sweep.shape) < sweep.limit:
         decoded = 0
         code = sweep.view.read(address, _CHUNK)
