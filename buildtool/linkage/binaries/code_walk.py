@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
+from buildtool.linkage.binaries import x86_text
 from buildtool.linkage.binaries.facts import (
     MIN_SHAPE_INSTRUCTIONS,
     InitializerReach,
@@ -108,33 +109,12 @@ def _capstone(machine: str) -> Any:
     return capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
 
 
-_RIP = re.compile(r"\[rip \+ (0x[0-9a-f]+)\]")
-_RIP_OFFSET = re.compile(r"\[rip ([+-]) (0x[0-9a-f]+)\]")
 MAX_LITERAL: Final = 64
 """Bytes of a string literal the shape keeps (its start tells two registrations apart)."""
 MAX_STRINGS: Final = 8
 """Strings an initializer's reach lists (``InitializerReach.strings``)."""
 POINTER_WORDS: Final = 4
 """Pointers at the start of an addressed structure the shape looks through for a string."""
-_RIP_ANY = re.compile(r"rip [+-] 0x[0-9a-f]+")
-_IMMEDIATE = re.compile(r"#?(0x[0-9a-f]+)$")
-_LOADS_POINTER: Final = tuple(
-    f"{register}, qword ptr [rip"
-    for register in (
-        "rax",
-        "rbx",
-        "rcx",
-        "rdx",
-        "rsi",
-        "rdi",
-        "rbp",
-        *(f"r{n}" for n in range(8, 16)),
-    )
-)
-"""``mov`` forms that load a pointer (a GOT entry's: the address of data another library, or
-this one's export, defines)."""
-_STACK_BYTE = re.compile(r"byte ptr \[rsp(?: \+ 0x[0-9a-f]+)?\], (0x[0-9a-f]+|[0-9]+)")
-_X86_STOP: Final = frozenset({"ret", "hlt", "ud2", "int3", "jmp"})
 _ARM_STOP: Final = frozenset({"ret", "br", "b", "brk", "udf"})
 
 
@@ -256,21 +236,23 @@ def _sweep_function(
 
 def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
     """``_sweep_function`` for x86-64, each instruction's text worked out once
-    (``_x86_instruction``): the same texts recur all through a library's code."""
+    (``x86_text.instruction``): the same texts recur all through a library's code."""
     shape, held, limit, read = sweep.shape, sweep.held, sweep.limit, sweep.view.read
+    known_texts, work_out = x86_text.KNOWN, x86_text.instruction
+    plain, copy = x86_text.PLAIN, x86_text.COPY
     while len(shape) < limit:
         decoded = 0
         for at, size, prefixed, operands in cs.disasm_lite(read(address, _CHUNK), address, _BATCH):
             decoded += size
             sweep.end = at + size
-            known = _X86_KNOWN.get((prefixed, operands)) or _x86_instruction(prefixed, operands)
+            known = known_texts.get((prefixed, operands)) or work_out(prefixed, operands)
             line, kind, stop, written, copied, number, _out = known
-            if kind == _PLAIN:
+            if kind == plain:
                 if number is not None:
                     sweep.flags.append((len(shape), number))
                 if written:
                     held.pop(written, None)
-            elif kind == _COPY:
+            elif kind == copy:
                 if (value := held.get(copied)) is None:
                     held.pop(written, None)
                 else:
@@ -285,100 +267,18 @@ def _x86_function(sweep: _Sweep, cs: Any, address: int) -> None:
         address += decoded
 
 
-_PLAIN: Final = 0
-"""Neither branches nor addresses data: may write a register (which then holds no address) and
-store a byte into a stack slot (``number``: a bit field of a record built on the stack)."""
-_COPY: Final = 1
-"""``mov`` from one register to another: ``written`` holds what ``copied`` held."""
-_ADDRESSES: Final = 2
-"""Addresses data relative to itself; ``number``: the address's distance from the next
-instruction when the walk keeps it (``lea``), else None."""
-_LOADS: Final = 3
-"""A ``mov`` loading the pointer stored at data addressed relative to itself (``number``)."""
-_BRANCHES: Final = 4
-"""A call or jump to an address (``number``; None through a register)."""
-_THROUGH_SLOT: Final = 5
-"""A call or jump through a slot (``number``: its distance from the next instruction)."""
-
-
-class _X86Instruction(NamedTuple):
-    """What an instruction's text says, wherever it is (``_x86_function``)."""
-
-    line: str
-    """Its shape (addresses left out)."""
-    kind: int
-    stop: bool
-    """Whether the sweep ends with it."""
-    written: str = ""
-    """The register it writes, by its 64-bit name ("" for none)."""
-    copied: str = ""
-    number: int | None = None
-    out: bool = False
-    """A call or ``jmp``: the callee may change every register."""
-
-
-_X86_KNOWN: dict[tuple[str, str], _X86Instruction] = {}
-"""Instruction texts already worked out in this process (``_x86_instruction``)."""
-_X86_KNOWN_MAX: Final = 1 << 16
-"""Texts kept at most (about 24 MB: tensorflow's 70 extension modules hold 69k, 25 MB); the
-table starts again past it."""
-
-
-def _x86_instruction(prefixed: str, operands: str) -> _X86Instruction:
-    """An instruction's text worked out, and kept: its shape and what the walk follows."""
-    mnemonic = prefixed.removeprefix("notrack ").removeprefix("bnd ")
-    stop = mnemonic.partition(" ")[0] in _X86_STOP
-    first = operands.split(", ", 1)
-    written = _X86_REGISTERS.get(first[0], "") if mnemonic not in _READS_ITS_OPERANDS else ""
-    if mnemonic == "call" or mnemonic[0] == "j":
-        found = _x86_branch(mnemonic, operands, stop)
-    elif "rip" in operands:  # an address relative to the instruction: not the shape
-        found = _x86_addressing(mnemonic, operands, stop, written)
-    else:
-        copied = _X86_REGISTERS.get(first[-1], "") if mnemonic == "mov" and len(first) == 2 else ""
-        line = f"{mnemonic} {operands}"
-        if copied and written:
-            found = _X86Instruction(line, _COPY, stop, written, copied)
-        else:
-            byte = _STACK_BYTE.fullmatch(operands) if mnemonic in ("or", "mov") else None
-            flag = int(byte.group(1), 0) if byte else None
-            found = _X86Instruction(line, _PLAIN, stop, written, number=flag)
-    if len(_X86_KNOWN) >= _X86_KNOWN_MAX:
-        _X86_KNOWN.clear()
-    _X86_KNOWN[(prefixed, operands)] = found
-    return found
-
-
-def _x86_addressing(mnemonic: str, operands: str, stop: bool, written: str) -> _X86Instruction:
-    line = f"{mnemonic} {_RIP_ANY.sub('rip', operands)}"
-    offset = _RIP_OFFSET.search(operands) if mnemonic in ("lea", "mov") else None
-    if offset and (mnemonic == "lea" or operands.startswith(_LOADS_POINTER)):
-        distance = (-1 if offset.group(1) == "-" else 1) * int(offset.group(2), 16)
-        kind = _LOADS if mnemonic == "mov" else _ADDRESSES
-        return _X86Instruction(line, kind, stop, written, number=distance)
-    return _X86Instruction(line, _ADDRESSES, stop, written)
-
-
-def _x86_branch(mnemonic: str, operands: str, stop: bool) -> _X86Instruction:
-    line, out = f"{mnemonic} ", mnemonic in ("call", "jmp")
-    if rip := _RIP.search(operands):
-        return _X86Instruction(line, _THROUGH_SLOT, stop, number=int(rip.group(1), 16), out=out)
-    target = int(immediate.group(1), 16) if (immediate := _IMMEDIATE.fullmatch(operands)) else None
-    return _X86Instruction(line, _BRANCHES, stop, number=target, out=out)
-
-
-def _x86_effect(sweep: _Sweep, after: int, instruction: _X86Instruction) -> None:
+def _x86_effect(sweep: _Sweep, after: int, instruction: x86_text.X86Instruction) -> None:
     """Follow an instruction that addresses data or branches (``after``: the address past it).
     A ``jmp`` leaves the function (a tail call) unless it lands within what was swept."""
     kind, number = instruction.kind, instruction.number
-    if kind in (_ADDRESSES, _LOADS):
+    if kind in (x86_text.ADDRESSES, x86_text.LOADS):
         address = None if number is None else after + number
         if address is not None:
-            sweep.addresses(address, loaded=kind == _LOADS)
-        sweep.writes(instruction.written or None, address if kind == _ADDRESSES else None)
+            sweep.addresses(address, loaded=kind == x86_text.LOADS)
+        sweep.writes(instruction.written or None, address if kind == x86_text.ADDRESSES else None)
         return
     target = number
-    if kind == _THROUGH_SLOT and number is not None:
+    if kind == x86_text.THROUGH_SLOT and number is not None:
         sweep.slot(after + number)
         target = THROUGH_SLOT
     elif number is not None:
@@ -387,25 +287,8 @@ def _x86_effect(sweep: _Sweep, after: int, instruction: _X86Instruction) -> None
         sweep.passing(target, _X86_ARGUMENTS)
 
 
-def _x86_aliases() -> dict[str, str]:
-    """Every name of a general-purpose register's parts -> the register's 64-bit name."""
-    found: dict[str, str] = {}
-    for letter in "abcd":
-        legacy = (f"r{letter}x", f"e{letter}x", f"{letter}x", f"{letter}l", f"{letter}h")
-        found.update(dict.fromkeys(legacy, f"r{letter}x"))
-    for name in ("si", "di", "bp"):
-        found.update(dict.fromkeys((f"r{name}", f"e{name}", name, f"{name}l"), f"r{name}"))
-    for number in range(8, 16):
-        numbered = (f"r{number}", f"r{number}d", f"r{number}w", f"r{number}b")
-        found.update(dict.fromkeys(numbered, f"r{number}"))
-    return found
-
-
-_X86_REGISTERS: Final = _x86_aliases()
 _X86_ARGUMENTS: Final = ("rdi", "rsi", "rdx", "rcx", "r8", "r9")
 """The System V x86-64 ABI's integer argument registers, in order."""
-_READS_ITS_OPERANDS: Final = frozenset({"cmp", "test", "push", "bt"})
-"""Instructions whose first operand is no destination."""
 
 
 def _literal(data: bytes) -> str | None:
@@ -490,7 +373,7 @@ def _arm_branch(sweep: _Sweep, mnemonic: str, operands: str, loaded: dict[str, i
         if operands in loaded:
             sweep.slot(loaded[operands])
             target = THROUGH_SLOT
-    elif immediate := _IMMEDIATE.search(operands):
+    elif immediate := x86_text.IMMEDIATE.search(operands):
         target = int(immediate.group(1), 16)
         sweep.calls.append((target, int(mnemonic in ("bl", "b"))))
     if mnemonic in ("br", "blr", "bl", "b"):
