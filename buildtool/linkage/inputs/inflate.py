@@ -133,12 +133,15 @@ def _data_offset(data: mmap.mmap | bytes, span: MemberSpan) -> int:
     if span.header_offset < 0 or end > len(data):
         raise UnreadableMember(f"member's local header at {span.header_offset} is past the end")
     fields = _LOCAL_HEADER.unpack_from(data, span.header_offset)
-    signature, flags = fields[0], int(fields[2])
-    name_length, extra_length = int(fields[9]), int(fields[10])
-    if signature != _LOCAL_SIGNATURE:
+    name_length: int = fields[9]
+    extra_length: int = fields[10]
+    if fields[0] != _LOCAL_SIGNATURE:
         raise UnreadableMember(f"member has no local header at offset {span.header_offset}")
-    raw_name = bytes(data[end : end + name_length])
-    name = raw_name.decode("utf-8" if flags & _UTF8_NAME_FLAG else "cp437", "replace")
+    raw_name = data[end : end + name_length]  # a copy (bytes) from a mapping too
+    if raw_name.isascii():  # both encodings agree on ASCII, the common case, decoded fastest
+        name = raw_name.decode("ascii")
+    else:
+        name = raw_name.decode("utf-8" if fields[2] & _UTF8_NAME_FLAG else "cp437", "replace")
     if name != span.name:
         raise UnreadableMember(f"member's local header names {name!r} (the wheel changed?)")
     start = end + name_length + extra_length
@@ -309,6 +312,38 @@ def member_bytes(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
     except INFLATE_ERRORS:
         return None
     return content if len(content) == span.file_size else None
+
+
+def plain_content(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
+    """A small member's bytes in one step when they pass every check ``read_span`` makes and
+    are no binary (``binary_format``): most of a wheel's members, and the read they need
+    least. None for anything else, which ``read_span`` reads (for the exact error, or to keep
+    a binary's bytes)."""
+    if span.file_size > WHOLE_MEMBER_BYTES:
+        return None
+    try:
+        start = _data_offset(data, span)
+    except UnreadableMember:
+        return None
+    content = _whole_content(data[start : start + span.compress_size], span)
+    if content is None or binary_format(content[:HEAD_BYTES]) is not None:
+        return None
+    return content
+
+
+def _whole_content(compressed: bytes, span: MemberSpan) -> bytes | None:
+    """``compressed`` inflated (or as stored) when it gives exactly the declared bytes."""
+    content: bytes | None = compressed
+    if span.compress_type == zipfile.ZIP_DEFLATED:
+        inflater = new_inflater()
+        try:
+            content = inflater.decompress(compressed, span.file_size + 1)  # 0 would be no limit
+        except INFLATE_ERRORS:
+            return None
+        content = content if inflater.eof else None
+    elif span.compress_type != zipfile.ZIP_STORED:
+        return None
+    return content if content is not None and len(content) == span.file_size else None
 
 
 def read_span(

@@ -28,7 +28,13 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from buildtool.errors import InputError
-from buildtool.linkage.inputs.inflate import MemberSpan, Sink, UnreadableMember, read_span
+from buildtool.linkage.inputs.inflate import (
+    MemberSpan,
+    Sink,
+    UnreadableMember,
+    plain_content,
+    read_span,
+)
 
 ALLOWED_COMPRESSION = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 """What wheel tools write, and what ``inflate`` reads in bounded steps."""
@@ -339,6 +345,20 @@ def read_member(
         raise _fail(wheel, member.name, str(error)) from None
     check_against_record(wheel, member.name, entry, content.size, record_digest(content.digest))
     return content.head, content.size
+
+
+def plain_member(mapping: mmap.mmap, member: CheckedMember) -> bool:
+    """Whether a member of ``checked_members`` is small, no binary, and passes every check
+    ``read_member`` makes, read in one step (a wheel's thousands of headers, sources and data
+    files: half of the time per member). False for anything else, which ``read_member`` reads,
+    for the exact error or to keep a binary's bytes."""
+    entry = member.record
+    if entry is None or entry.algorithm != "sha256" or not entry.digest:
+        return False
+    content = plain_content(mapping, member.span)
+    if content is None or (entry.size is not None and entry.size != len(content)):
+        return False
+    return record_digest(hashlib.sha256(content).digest()) == entry.digest
 
 
 def map_wheel(path: Path) -> mmap.mmap:
