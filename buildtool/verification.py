@@ -22,11 +22,10 @@ from buildtool.linkage.checks.policy import (
     PluginRule,
 )
 from buildtool.linkage.inputs.collect import normalized
-from buildtool.linkage.report.model import Report, renamed_inputs
-from buildtool.linkage.report.text import render_text
 from buildtool.linkage.verify import verify_paths
 
 if TYPE_CHECKING:
+    from buildtool.linkage.report.model import Report
     from buildtool.plan import ExecutablePlan, LibraryPlan, LinkPlan, PluginPlan
     from buildtool.recipe.load import LoadedRecipe
     from buildtool.recipe.model import VerifySettings
@@ -39,6 +38,8 @@ class WheelsRejected(ChecksFailed):
     """verify-linkage found errors in the staged wheels; nothing was published."""
 
     def __init__(self, report: Report) -> None:
+        from buildtool.linkage.report.text import render_text  # with the checks: see verify
+
         super().__init__("verify-linkage failed on the wheels:\n" + render_text(report))
         self.report = report
 
@@ -187,6 +188,8 @@ def wheel_verifier(
             source_reason="the recipe the wheels were built from",
         )
         report = verify_paths(wheels, policy, with_graph=with_graph)
+        from buildtool.linkage.report.model import renamed_inputs  # imported by the checks
+
         names = {str(old): str(new) for old, new in zip(wheels, published, strict=False)}
         report = renamed_inputs(report, names)
         on_report(report)

@@ -1,4 +1,4 @@
-"""Initializers read again after the read (``verify._InitializerReads``): a file whose
+"""Initializers read again after the read (``checking._InitializerReads``): a file whose
 initializers some pairs want walked whole is read again once, for every shape a pair it is in
 may ask, and each question gets what it asked for, as if asked alone; a read that stops at the
 first initializer reaching out stands for the whole read only when it read them all."""
@@ -11,9 +11,9 @@ from pathlib import PurePosixPath
 
 from buildtool.linkage.binaries import InitializerReach
 from buildtool.linkage.binaries.code_walk import FirstReaching
+from buildtool.linkage.checking import _InitializerReads
 from buildtool.linkage.inputs.collect import BinaryFile
 from buildtool.linkage.inputs.decoding import Source
-from buildtool.linkage.verify import _InitializerReads
 from tests.test_resolve import fake
 
 SHALLOW = (

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from buildtool.linkage import verify
+from buildtool.linkage import checking
 from buildtool.linkage.binaries import BinaryFacts
 from buildtool.linkage.binaries.elf import ElfBuffer, Ranges, code_ranges, read_elf_facts
 from buildtool.linkage.binaries.read import read_initializers_again
@@ -279,7 +279,7 @@ def test_the_initializers_a_check_reads_again_are_read_ahead_by_a_child(
         foretold.append(sorted(binary.location.name for binary in found))
         return found
 
-    monkeypatch.setattr(verify, "initializers_to_read", recorded)
+    monkeypatch.setattr(checking, "initializers_to_read", recorded)
     alone = verify_paths([folder], LinkagePolicy.empty(), jobs=1)
     assert sorted(read) == foretold[0] == ["libone.so", "libtwo.so"]
     read.clear()

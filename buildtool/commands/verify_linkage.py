@@ -14,14 +14,11 @@ from buildtool.console import paint, use_colour
 from buildtool.errors import ChecksFailed, UsageError
 from buildtool.fsutil import write_atomic
 from buildtool.linkage.binaries import DECODERS
-from buildtool.linkage.report.github import render_github, render_markdown
-from buildtool.linkage.report.json_report import render_json
-from buildtool.linkage.report.model import Report
-from buildtool.linkage.report.text import readable_report, render_text
 from buildtool.linkage.verify import verify_paths
 from buildtool.verification import policy_for_recipe
 
 if TYPE_CHECKING:
+    from buildtool.linkage.report.model import Report
     from buildtool.recipe.load import LoadedRecipe
 
 log = logging.getLogger("buildtool")
@@ -118,6 +115,11 @@ def _option_values(paths: list[Path], loaded: LoadedRecipe | None) -> dict[str, 
 def _render(report: Report, output_format: str, colour: bool, sizes: bool) -> str:
     """``report`` as ``output_format``; all but JSON get it with its C++ names demangled (JSON
     keeps them as ``nm`` and the linker print them)."""
+    # The report modules come with the checks (``verify`` imports them while the read runs).
+    from buildtool.linkage.report.github import render_github
+    from buildtool.linkage.report.json_report import render_json
+    from buildtool.linkage.report.text import render_text
+
     if output_format == "json":
         return render_json(report)
     if output_format == "github":
@@ -150,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
         baseline=baseline,
         with_graph=args.format == "html",
     )
+    from buildtool.linkage.report.github import render_markdown
+    from buildtool.linkage.report.text import readable_report
+
     shown = report if args.format == "json" else readable_report(report)  # one c++filt run
     if args.format == "github":
         append_step_summary(render_markdown(shown))

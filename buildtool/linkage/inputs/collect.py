@@ -22,7 +22,7 @@ from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.inputs import pool
 from buildtool.linkage.inputs.decoding import Source, read_source
 from buildtool.linkage.inputs.dll_directories import dll_directories
-from buildtool.linkage.inputs.pool import available_cpus, read_sources
+from buildtool.linkage.inputs.pool import available_cpus, nothing, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
     import zipfile
@@ -256,16 +256,21 @@ def _nothing_to_check(path: Path, kind: str, objects: int) -> InputError:
 
 
 def read_folder(
-    path: Path, names: Collection[str], jobs: int | None = None, decoder: Decoder = "fast"
+    path: Path,
+    names: Collection[str],
+    jobs: int | None = None,
+    decoder: Decoder = "fast",
+    *,
+    meanwhile: Callable[[], object] = nothing,
 ) -> InputSet:
     """Every binary under a folder (symlinks recorded as aliases, not read twice); a build tree
     is searched whole, less what is not its output (``_not_build_output``). A folder without
-    one is an ``InputError``."""
+    one is an ``InputError``. ``meanwhile``: see ``read_sources``."""
     kind, roots = _folder_roots(path)
     skipped = _not_build_output if kind == "build-tree" else _not_output
     candidates, aliases = _folder_candidates(roots, skipped)
     sources = [Source(str(candidate), str(candidate), size) for candidate, size in candidates]
-    outcomes = read_sources(sources, names, jobs, decoder)
+    outcomes = read_sources(sources, names, jobs, decoder, meanwhile=meanwhile)
     files = tuple(
         _binary(source, _disk_location(Path(source.path)), outcome)
         for source, outcome in zip(sources, outcomes, strict=True)
@@ -463,10 +468,12 @@ def read_wheel(
     limits: WheelLimits | None = None,
     jobs: int | None = None,
     decoder: Decoder = "fast",
+    *,
+    meanwhile: Callable[[], object] = nothing,
 ) -> InputSet:
     """Every ELF member of a wheel, checked (see ``wheel_archive``) and decompressed member by
     member (see ``reading``); a non-ELF member named like a shared library is a malformed file.
-    ``limits``: default ``wheel_archive.DEFAULT_LIMITS``."""
+    ``limits``: default ``wheel_archive.DEFAULT_LIMITS``. ``meanwhile``: see ``read_sources``."""
     from buildtool.linkage.inputs.wheel_archive import DEFAULT_LIMITS, open_wheel
 
     limits = DEFAULT_LIMITS if limits is None else limits
@@ -474,7 +481,7 @@ def read_wheel(
     try:
         with open_wheel(path) as archive:
             sources, distribution, scripts = _wheel_sources(path, archive, limits)
-        outcomes = read_sources(sources, names, jobs, decoder, head)
+        outcomes = read_sources(sources, names, jobs, decoder, head, meanwhile=meanwhile)
     finally:
         if head is not None:
             head.end()
@@ -507,19 +514,25 @@ def binary_free_wheel(entry: InputSet) -> InputError:
 
 
 def read_input(
-    path: Path, names: Collection[str], jobs: int | None = None, decoder: Decoder = "fast"
+    path: Path,
+    names: Collection[str],
+    jobs: int | None = None,
+    decoder: Decoder = "fast",
+    *,
+    meanwhile: Callable[[], object] = nothing,
 ) -> InputSet:
     """One PATH argument: a ``.whl``, a folder, or a single file. ``jobs``: processes that may
-    read, ``decoder``: what decodes the facts (see ``reading.read_sources``)."""
+    read, ``decoder``: what decodes the facts, ``meanwhile``: the caller's work for this
+    process while workers read (see ``pool.read_sources``)."""
     if path.is_dir():
-        return read_folder(path, names, jobs, decoder)
+        return read_folder(path, names, jobs, decoder, meanwhile=meanwhile)
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     if not path.is_file():
         # a FIFO would block the read forever; a device is no binary
         raise InputError(f"{path}: not a regular file, a folder or a wheel")
     if path.suffix == ".whl":
-        return read_wheel(path, names, jobs=jobs, decoder=decoder)
+        return read_wheel(path, names, jobs=jobs, decoder=decoder, meanwhile=meanwhile)
     binary = read_disk_file(path, str(path), names, decoder)
     if binary is None:
         raise InputError(

@@ -43,7 +43,6 @@ from buildtool.linkage.binaries.facts import MalformedBinary
 from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
 from buildtool.linkage.binaries.read import read_other_format
 from buildtool.linkage.inputs.memory import copy_outside, populate, private_memory
-from buildtool.linkage.inputs.wheel_archive import plain_member
 
 if TYPE_CHECKING:
     from buildtool.linkage.inputs.inflate import MemberContent
@@ -166,6 +165,8 @@ class SourceDecoder:
     ) -> _T | None:
         """A big member is read without its code first; when a fact may come from what was
         left out (or the file looks corrupt), it is read again whole."""
+        from buildtool.linkage.inputs.wheel_archive import plain_member
+
         if into is None and plain_member(self._wheel(source.path), member):
             return None  # no binary, and it checks out against RECORD: read the short way
         read = self._inflate(source, member, sparse=self._sparse(source), into=into)

@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
@@ -277,6 +277,10 @@ def _run_here(
         reader.close()
 
 
+def nothing() -> None:
+    """No work (``meanwhile``'s default)."""
+
+
 def _run_parallel(
     tasks: Sequence[_Task],
     sources: Sequence[Source],
@@ -285,6 +289,7 @@ def _run_parallel(
     context: BaseContext,
     *,
     decoder: Decoder = "fast",
+    meanwhile: Callable[[], object] = nothing,
 ) -> Iterator[tuple[_Task, _TaskResult]]:
     from concurrent.futures import ProcessPoolExecutor
 
@@ -301,6 +306,7 @@ def _run_parallel(
         futures: collections.deque[tuple[_Task, Future[tuple[int, _WorkerResult]] | None]]
         futures = collections.deque((task, _submitted(pool, task)) for task in sent)
         yield from _run_here(here, sources, names, decoder)
+        meanwhile()  # the workers are busy: this process would only wait for them
         while futures:
             task, future = futures.popleft()
             result: _WorkerResult | None = None
@@ -476,11 +482,14 @@ def read_sources(
     jobs: int | None = None,
     decoder: Decoder = "fast",
     head: HeadStart | None = None,
+    *,
+    meanwhile: Callable[[], object] = nothing,
 ) -> list[Outcome]:
     """Every source's outcome, in order. ``jobs``: processes to use (default: every CPU this
     process may use); 1, a small input, or a system other than Linux (workers are forked)
     reads in this process. ``decoder``: what decodes the facts. ``head``: the biggest
-    member's inflation, under way (the caller ends it)."""
+    member's inflation, under way (the caller ends it). ``meanwhile``: the caller's work for
+    this process while workers read, called once they are busy (never without workers)."""
     jobs = available_cpus() if jobs is None else jobs
     tasks = _batch_tasks(sources, split=decoder == "fast")
     big = sum(source.size for source in sources) >= PARALLEL_MIN_BYTES
@@ -491,7 +500,9 @@ def read_sources(
         handoff = _hand_off(sources, head) if decoder == "fast" else None
         tasks = _batch_tasks(sources, split=decoder == "fast", handoff=handoff)
         try:
-            results = _run_parallel(tasks, sources, tuple(names), jobs, context, decoder=decoder)
+            results = _run_parallel(
+                tasks, sources, tuple(names), jobs, context, decoder=decoder, meanwhile=meanwhile
+            )
             outcomes = _assemble(sources, results, names)
             _keep_handed(sources, outcomes)
             return outcomes
