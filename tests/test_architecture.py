@@ -149,7 +149,8 @@ LINKAGE_ROOMS: dict[str, set[str]] = {
     "loaders": {"binaries", "loaders"},
     "checks": {"binaries", "inputs", "loaders", "checks"},
     "report": {"binaries", "inputs", "loaders", "checks", "report"},
-    "verify": {"binaries", "inputs", "loaders", "checks", "report", "verify"},
+    "checking": {"binaries", "inputs", "loaders", "checks", "report", "checking"},
+    "verify": {"binaries", "inputs", "loaders", "checks", "report", "checking", "verify"},
     "__init__": set(),
 }
 """Inside ``linkage/``: each room imports only the rooms before it (docs/architecture.md)."""

@@ -125,7 +125,7 @@ def test_huge_size_claims_allocate_nothing(
     world: World, name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = load_ld_so_cache()  # read once, outside tracing: it is not the file's doing
-    monkeypatch.setattr("buildtool.linkage.verify.load_ld_so_cache", lambda: cache)
+    monkeypatch.setattr("buildtool.linkage.checking.load_ld_so_cache", lambda: cache)
     seed = next(s for s in world.seeds if s.name == name)
     allowed = _peak(tmp_path, seed.data)[0] + 4 * len(seed.data)
     for field, value in _claims(seed):
