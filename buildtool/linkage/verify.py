@@ -89,7 +89,9 @@ def _read_and_verify(
 
 
 def _import_checking() -> None:
-    importlib.import_module(_CHECKING)  # once: a module imported already is looked up
+    """What checks the read, imported while its workers are busy (``read_input``'s
+    ``meanwhile``); a second input's read finds it imported already."""
+    importlib.import_module(_CHECKING)
 
 
 @contextlib.contextmanager
