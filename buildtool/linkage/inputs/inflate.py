@@ -300,18 +300,9 @@ def member_bytes(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
     its headers or data are broken."""
     try:
         start = _data_offset(data, span)
-        compressed = data[start : start + span.compress_size]
-        if span.compress_type == zipfile.ZIP_STORED:
-            content = compressed
-        elif span.compress_type == zipfile.ZIP_DEFLATED:
-            content = new_inflater().decompress(compressed, span.file_size + 1)
-        else:
-            return None
     except UnreadableMember:
         return None
-    except INFLATE_ERRORS:
-        return None
-    return content if len(content) == span.file_size else None
+    return _whole_content(data[start : start + span.compress_size], span)
 
 
 def plain_content(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
@@ -319,13 +310,7 @@ def plain_content(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
     are no binary (``binary_format``): most of a wheel's members, and the read they need
     least. None for anything else, which ``read_span`` reads (for the exact error, or to keep
     a binary's bytes)."""
-    if span.file_size > WHOLE_MEMBER_BYTES:
-        return None
-    try:
-        start = _data_offset(data, span)
-    except UnreadableMember:
-        return None
-    content = _whole_content(data[start : start + span.compress_size], span)
+    content = member_bytes(data, span) if span.file_size <= WHOLE_MEMBER_BYTES else None
     if content is None or binary_format(content[:HEAD_BYTES]) is not None:
         return None
     return content
