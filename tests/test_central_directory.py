@@ -1,17 +1,26 @@
-"""The central directory read for a head start (``central_directory``) agrees with ``zipfile``
-on every archive it answers for, and answers nothing, never raising, on the ones it cannot read
-plainly."""
+"""The central directory read without ``zipfile`` (``central_directory``: the head start's
+answer, and a plain directory's entries) agrees with ``zipfile`` on every archive it answers
+for, and answers nothing, never raising, on the ones it cannot read plainly."""
 
 from __future__ import annotations
 
 import io
 import struct
 import zipfile
+import zlib
+from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from buildtool.linkage.inputs.central_directory import Directory, read_directory
+from buildtool.linkage.inputs.central_directory import (
+    Directory,
+    Listing,
+    plain_listing,
+    read_directory,
+)
 from buildtool.linkage.inputs.inflate import MemberSpan
 
 Entry = tuple[str, bytes, int, bool]
@@ -124,3 +133,124 @@ def test_agrees_with_zipfile_on_zip64_entry_fields() -> None:
     assert expected.biggest is not None
     assert expected.biggest.file_size == 400
     assert same(read_directory(data), expected)
+
+
+# --- a plain directory's entries ----------------------------------------------------------------
+
+INFO_FIELDS = (
+    "filename",
+    "orig_filename",
+    "create_version",
+    "create_system",
+    "extract_version",
+    "reserved",
+    "flag_bits",
+    "compress_type",
+    "CRC",
+    "compress_size",
+    "file_size",
+    "volume",
+    "internal_attr",
+    "external_attr",
+    "header_offset",
+)
+
+
+def as_listed(entries: Sequence[object]) -> list[tuple[object, ...]]:
+    return [
+        (*(getattr(entry, field) for field in INFO_FIELDS), entry.is_dir())  # type: ignore[attr-defined]
+        for entry in entries
+    ]
+
+
+def zipfile_listing(data: bytes) -> tuple[list[tuple[object, ...]], int]:
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        return as_listed(archive.infolist()), archive.start_dir
+
+
+def agrees(found: Listing, data: bytes) -> bool:
+    return (as_listed(found.entries), found.directory_offset) == zipfile_listing(data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ENTRIES)
+def test_a_plain_directory_is_listed_as_zipfile_lists_it(entries: list[Entry]) -> None:
+    data = archive_of(entries)
+    found = plain_listing(data)
+    assert found is not None
+    assert agrees(found, data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(ENTRIES, st.integers(min_value=0), st.binary(min_size=1, max_size=8))
+def test_a_damaged_directory_is_listed_as_zipfile_lists_it_or_left_to_it(
+    entries: list[Entry], where: int, garbage: bytes
+) -> None:
+    """Bytes overwritten anywhere: a listing only where ``zipfile`` lists the same."""
+    data = bytearray(archive_of(entries))
+    at = where % len(data)
+    data[at : at + len(garbage)] = garbage
+    found = plain_listing(bytes(data))
+    if found is not None:
+        assert agrees(found, bytes(data))
+
+
+def _entry_at(data: bytes) -> tuple[int, list[Any]]:
+    """The last central directory record of ``data`` and its fields."""
+    at = data.rindex(b"PK\x01\x02", 0, data.rindex(b"PK\x05\x06"))
+    return at, list(struct.unpack_from("<4s4B4HL2L5H2L", data, at))
+
+
+def with_entry_fields(data: bytes, **changes: int) -> bytes:
+    at, fields = _entry_at(data)
+    for index, value in changes.items():
+        fields[int(index.removeprefix("f"))] = value
+    return data[:at] + struct.pack("<4s4B4HL2L5H2L", *fields) + data[at + 46 :]
+
+
+def with_extra(data: bytes, extra: bytes) -> bytes:
+    """The last record of a one-member ``data`` with ``extra`` as its extra field."""
+    at, fields = _entry_at(data)
+    name = data[at + 46 : at + 46 + fields[12]]
+    fields[13], fields[14] = len(extra), 0
+    record = struct.pack("<4s4B4HL2L5H2L", *fields) + name + extra
+    end = data.rindex(b"PK\x05\x06")
+    trailer = list(struct.unpack_from("<4s4H2LH", data, end))
+    trailer[5] = len(record)
+    return data[:at] + record + struct.pack("<4s4H2LH", *trailer)
+
+
+ONE = [("m/lib.so", b"\x7fELF" * 100, zipfile.ZIP_DEFLATED, False)]
+UNIX_TIMES = struct.pack("<2HB", 0x5455, 1, 0)
+
+
+def test_what_zipfile_reads_otherwise_is_left_to_it() -> None:
+    """Each of these ``zipfile`` lists (or refuses) otherwise than a plain record says, in
+    some version (3.13 takes a unicode path field's name): the listing leaves them to it."""
+    plain = archive_of(ONE)
+    nul_name = plain.replace(b"m/lib.so", b"m/l\0b.so")
+    unicode_path = struct.pack("<2HBL", 0x7075, 5 + 3, 1, zlib.crc32(b"m/lib.so")) + b"x.so"
+    left_to_zipfile = {
+        "an archive comment": archive_of(ONE, b"signed"),
+        "a prefix": b"#!/bin/sh\n" + plain,
+        "zip64 entry fields": with_zip64_fields(plain),
+        "a NUL in a name": nul_name,
+        "a backslash in a name": plain.replace(b"m/lib.so", b"m\\lib.so"),
+        "a newer version": with_entry_fields(plain, f3=64),
+        "a unicode path field": with_extra(plain, unicode_path),
+        "a cut extra field": with_extra(plain, struct.pack("<2H", 0x5455, 9) + bytes(5)),
+        "a bad signature": plain.replace(b"PK\x01\x02", b"PK\x01\x03"),
+        "a name not UTF-8": with_entry_fields(plain.replace(b"m/lib.so", b"m/l\xffb.so"), f5=0x800),
+    }
+    for what, data in left_to_zipfile.items():
+        assert plain_listing(data) is None, what
+    assert zipfile_listing(nul_name)[0][0][0] == "m/l"  # what zipfile makes of it
+    with pytest.raises(zipfile.BadZipFile, match="Corrupt extra field"):
+        zipfile.ZipFile(io.BytesIO(left_to_zipfile["a cut extra field"]))
+
+
+def test_a_whole_extra_field_is_plain() -> None:
+    data = with_extra(archive_of(ONE), UNIX_TIMES)
+    found = plain_listing(data)
+    assert found is not None
+    assert agrees(found, data)

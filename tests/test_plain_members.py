@@ -21,6 +21,7 @@ from buildtool.linkage.inputs.wheel_archive import (
     DEFAULT_LIMITS,
     CheckedMember,
     checked_members,
+    open_wheel,
     plain_member,
     read_member,
     record_digest,
@@ -52,7 +53,7 @@ def _write(path: Path, members: dict[str, tuple[bytes, int]], rows: dict[str, st
 
 
 def _members(path: Path) -> dict[str, CheckedMember]:
-    with zipfile.ZipFile(path) as archive:
+    with open_wheel(path) as archive:
         found = checked_members(str(path), archive, DEFAULT_LIMITS)
     return {member.name: member for member in found}
 

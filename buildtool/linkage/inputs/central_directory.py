@@ -1,8 +1,13 @@
-"""A wheel's central directory read for one answer: its biggest member, its count of entries and
-their declared bytes, before ``zipfile`` reads it (in a seventh of the time: no object is made
-per entry). What a head start picks (``head_start``); the wheel is read and checked the usual
-way afterwards, so anything unusual here (a prefix before the archive, a broken record) gives
-no answer rather than an error.
+"""A wheel's central directory, read without ``zipfile``, for two answers.
+
+``read_directory``: its biggest member, its count of entries and their declared bytes, in a
+seventh of the time ``zipfile`` takes (no object is made per entry). What a head start picks
+(``head_start``); the wheel is read and checked the usual way afterwards, so anything unusual
+here (a prefix before the archive, a broken record) gives no answer rather than an error.
+
+``plain_listing``: every entry, as ``zipfile`` lists it, in a fifth of its time, when the
+directory is plain (what wheel tools write); None for anything else, which ``zipfile`` lists
+then, with its own errors.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ _ENTRY_SIGNATURE: Final = b"PK\x01\x02"
 _ZIP64_EXTRA: Final = 1
 _UTF8_FLAG: Final = 0x800
 _MAX_COMMENT: Final = 0xFFFF
+_EXTRA_HEADER: Final = struct.Struct("<2H")
+_UNICODE_PATH_EXTRA: Final = 0x7075
+_MAX_EXTRACT_VERSION: Final = 63
+"""The highest version ``zipfile`` reads (it refuses a record that needs more)."""
 
 
 class Directory(NamedTuple):
@@ -123,3 +132,115 @@ def _entry(data: Buffer, at: int) -> zipfile.ZipInfo:
     info.file_size = file_size
     info.header_offset = offset
     return info
+
+
+class Entry(NamedTuple):
+    """One record of a plain central directory: its name and its fields as the format gives
+    them, under the names ``zipfile.ZipInfo`` gives them (the ones the wheel's checks read)."""
+
+    filename: str
+    signature: bytes
+    create_version: int
+    create_system: int
+    extract_version: int
+    reserved: int
+    flag_bits: int
+    compress_type: int
+    time: int
+    date: int
+    CRC: int
+    compress_size: int
+    file_size: int
+    name_length: int
+    extra_length: int
+    comment_length: int
+    volume: int
+    internal_attr: int
+    external_attr: int
+    header_offset: int
+
+    @property
+    def orig_filename(self) -> str:
+        """The name as the record spells it: ``filename``, as a plain name is never cut."""
+        return self.filename
+
+    def is_dir(self) -> bool:
+        return self.filename.endswith("/")
+
+
+ArchiveEntry = Entry | zipfile.ZipInfo
+"""A wheel's entry, from a plain listing or from ``zipfile``: the same fields either way."""
+
+
+class Listing(NamedTuple):
+    entries: list[Entry]
+    directory_offset: int
+    """Where the directory starts: no member's bytes run past it."""
+
+
+def plain_listing(data: Buffer) -> Listing | None:
+    """Every record of the directory, as ``zipfile`` (3.10 to 3.13) lists them, when it is
+    plain; else None: an archive comment, a zip64 end record, a prefix before the archive
+    (``zipfile`` shifts the offsets), or records that ``_plain_entries`` leaves to ``zipfile``."""
+    end = len(data) - _END.size
+    if end < 0:
+        return None
+    fields = _END.unpack_from(data, end)
+    if fields[0] != _END_SIGNATURE or fields[7] != 0:
+        return None
+    locator = end - _END64_LOCATOR.size
+    if locator >= 0 and data[locator : locator + 4] == _END64_LOCATOR_SIGNATURE:
+        return None
+    size, offset = fields[5], fields[6]
+    if offset + size != end:
+        return None
+    try:
+        entries = _plain_entries(data, offset, end)
+    except (struct.error, UnicodeDecodeError):  # zipfile refuses a truncated record, a name
+        return None
+    return None if entries is None or not _plain(entries) else Listing(entries, offset)
+
+
+def _plain_entries(data: Buffer, at: int, end: int) -> list[Entry] | None:
+    """The records from ``at`` on, filling the directory up to ``end`` exactly; None when they
+    do not, or an extra field is one that ``zipfile`` reads (zip64, unicode path) or refuses
+    (malformed). Written as one loop: it runs once per member."""
+    entries: list[Entry] = []
+    unpack, fixed, new = _ENTRY.unpack_from, _ENTRY.size, tuple.__new__
+    while at < end:
+        fields = unpack(data, at)
+        name_end = at + fixed + fields[12]
+        extra_end = name_end + fields[13]
+        if extra_end > name_end and not _plain_extra(data, name_end, extra_end):
+            return None
+        raw = data[at + fixed : name_end]
+        # ASCII, the common case, reads alike in both encodings
+        encoding = "utf-8" if fields[5] & _UTF8_FLAG else "cp437"
+        name = raw.decode("ascii" if raw.isascii() else encoding)
+        entries.append(new(Entry, (name, *fields)))
+        at = extra_end + fields[14]
+    return entries if at == end else None
+
+
+def _plain(entries: list[Entry]) -> bool:
+    """Whether ``zipfile`` reads every record as its fields say: each is signed, of a version
+    it reads, with its sizes and offset in place (not in a zip64 extra field), and a name
+    without a NUL or a backslash (which it cuts or rewrites). A pass per field, for speed."""
+    names = "".join(entry.filename for entry in entries)
+    return (
+        "\0" not in names
+        and "\\" not in names
+        and all(entry.signature == _ENTRY_SIGNATURE for entry in entries)
+        and max((entry.extract_version for entry in entries), default=0) <= _MAX_EXTRACT_VERSION
+        and not any(0xFFFFFFFF in (e.compress_size, e.file_size, e.header_offset) for e in entries)
+    )
+
+
+def _plain_extra(data: Buffer, at: int, end: int) -> bool:
+    """Whether the extra field's blocks are whole and none is one ``zipfile`` reads."""
+    while end - at >= _EXTRA_HEADER.size:
+        kind, length = _EXTRA_HEADER.unpack_from(data, at)
+        at += _EXTRA_HEADER.size + length
+        if at > end or kind in (_ZIP64_EXTRA, _UNICODE_PATH_EXTRA):
+            return False
+    return True

@@ -25,8 +25,7 @@ from buildtool.linkage.inputs.dll_directories import dll_directories
 from buildtool.linkage.inputs.pool import available_cpus, nothing, read_sources
 
 if TYPE_CHECKING:  # the wheel modules (zipfile, hashlib, ISA-L) load for wheel inputs only
-    import zipfile
-
+    from buildtool.linkage.inputs.archive import WheelArchive
     from buildtool.linkage.inputs.head_start import HeadStart
     from buildtool.linkage.inputs.wheel_archive import CheckedMember, WheelLimits
 
@@ -416,14 +415,14 @@ def _wheel_scripts(
 
 
 def _wheel_sources(
-    path: Path, archive: zipfile.ZipFile, limits: WheelLimits
+    path: Path, archive: WheelArchive, limits: WheelLimits
 ) -> tuple[list[Source], Distribution | None, list[tuple[PurePosixPath, str]]]:
     """A source for every member to read, once the headers and RECORD passed; what the
     wheel's ``*.dist-info/METADATA`` says it installs; and its loader scripts."""
     from buildtool.linkage.inputs.wheel_archive import checked_members
 
     members = checked_members(str(path), archive, limits)
-    distribution = _wheel_distribution(archive, [member.name for member in members])
+    distribution = _wheel_distribution(archive, members)
     scripts = _wheel_scripts(path, members)
     sources = [
         Source(str(path), f"{path}{WHEEL_SEPARATOR}{member.name}", member.span.file_size, member)
@@ -448,11 +447,14 @@ def _head_start(
 _METADATA = re.compile(r"[^/]+\.dist-info/METADATA")
 
 
-def _wheel_distribution(archive: zipfile.ZipFile, names: list[str]) -> Distribution | None:
+def _wheel_distribution(
+    archive: WheelArchive, members: Collection[CheckedMember]
+) -> Distribution | None:
     """The one top-level ``*.dist-info/METADATA`` (its size already checked with every member)."""
     from buildtool.linkage.inputs.wheel_archive import ZIP_ERRORS
 
-    found = [name for name in names if _METADATA.fullmatch(name)]
+    names = {member.name for member in members if _METADATA.fullmatch(member.name)}
+    found = [info for info in archive.infolist() if info.filename in names]
     if len(found) != 1:
         return None
     try:

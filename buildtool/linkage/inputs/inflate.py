@@ -27,6 +27,8 @@ from buildtool.linkage.binaries.magic import HEAD_BYTES, binary_format
 if TYPE_CHECKING:
     import mmap
 
+    from buildtool.linkage.inputs.central_directory import ArchiveEntry
+
 Sink = Callable[[bytes], object]
 
 
@@ -108,7 +110,7 @@ class MemberSpan(NamedTuple):
     file_size: int
 
     @classmethod
-    def of(cls, info: zipfile.ZipInfo) -> MemberSpan:
+    def of(cls, info: ArchiveEntry) -> MemberSpan:
         return cls(
             info.orig_filename,
             info.header_offset,
@@ -303,6 +305,22 @@ def member_bytes(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
     except UnreadableMember:
         return None
     return _whole_content(data[start : start + span.compress_size], span)
+
+
+def checked_member_bytes(
+    data: mmap.mmap | bytes, span: MemberSpan, crc: int, bound: int
+) -> bytes | None:
+    """A member's bytes in one step, as ``zipfile`` reads them when they pass its checks: the
+    headers agree, the data ends by ``bound``, inflates to exactly the declared size and has
+    the declared CRC-32; None otherwise."""
+    try:
+        start = _data_offset(data, span)
+    except UnreadableMember:
+        return None
+    if start + span.compress_size > bound:
+        return None
+    content = _whole_content(data[start : start + span.compress_size], span)
+    return content if content is not None and zlib.crc32(content) == crc else None
 
 
 def plain_content(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:

@@ -28,6 +28,8 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from buildtool.errors import InputError
+from buildtool.linkage.inputs.archive import WheelArchive
+from buildtool.linkage.inputs.central_directory import ArchiveEntry
 from buildtool.linkage.inputs.inflate import (
     MemberSpan,
     Sink,
@@ -105,7 +107,7 @@ def _name_problem(name: str) -> str | None:
 _EMPTY_OR_DOT: Final = frozenset({"", "."})
 
 
-def _mode_problem(info: zipfile.ZipInfo) -> str | None:
+def _mode_problem(info: ArchiveEntry) -> str | None:
     if info.flag_bits & 0x1:
         return "encrypted"
     if info.compress_type not in ALLOWED_COMPRESSION:
@@ -127,7 +129,7 @@ def _add_folders(folders: set[str], name: str) -> None:
         folder = folder.rpartition("/")[0]
 
 
-def check_names(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> None:
+def check_names(wheel: str, infos: Sequence[ArchiveEntry]) -> None:
     """Refuse unsafe names, symlinks, special files, duplicates and file/folder clashes."""
     files: set[str] = set()
     listed_folders: set[str] = set()
@@ -151,7 +153,7 @@ def check_names(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> None:
 # --- sizes ----------------------------------------------------------------------------------
 
 
-def member_size_problem(info: zipfile.ZipInfo, limits: WheelLimits) -> str | None:
+def member_size_problem(info: ArchiveEntry, limits: WheelLimits) -> str | None:
     """What makes one member's declared sizes a bomb, or None."""
     if info.file_size > limits.max_member_bytes:
         return f"declares {info.file_size} bytes, over the limit of {limits.max_member_bytes}"
@@ -162,7 +164,7 @@ def member_size_problem(info: zipfile.ZipInfo, limits: WheelLimits) -> str | Non
     return None
 
 
-def _overlap(infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo | None:
+def _overlap(infos: Sequence[ArchiveEntry]) -> ArchiveEntry | None:
     """A member whose compressed bytes run into the next member's (one block counted twice)."""
     ordered = sorted(infos, key=lambda info: info.header_offset)
     for first, second in itertools.pairwise(ordered):
@@ -171,7 +173,7 @@ def _overlap(infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo | None:
     return None
 
 
-def check_sizes(wheel: str, infos: Sequence[zipfile.ZipInfo], limits: WheelLimits) -> None:
+def check_sizes(wheel: str, infos: Sequence[ArchiveEntry], limits: WheelLimits) -> None:
     """Refuse what the headers already show to be a bomb, before decompressing anything."""
     if len(infos) > limits.max_members:
         raise _fail(wheel, "", f"{len(infos)} members, over the limit of {limits.max_members}")
@@ -192,7 +194,7 @@ def check_sizes(wheel: str, infos: Sequence[zipfile.ZipInfo], limits: WheelLimit
 # --- RECORD ---------------------------------------------------------------------------------
 
 
-def find_record(wheel: str, infos: Sequence[zipfile.ZipInfo]) -> zipfile.ZipInfo:
+def find_record(wheel: str, infos: Sequence[ArchiveEntry]) -> ArchiveEntry:
     """The one ``<name>.dist-info/RECORD`` at the top of the wheel (names already checked)."""
     records = [
         info
@@ -270,10 +272,9 @@ data); the wheel input's other reads (its METADATA) catch the same."""
 RECORD_LIMIT = 64 << 20
 
 
-def _read_record(wheel: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str:
+def _read_record(wheel: str, archive: WheelArchive, info: ArchiveEntry) -> str:
     try:
-        with archive.open(info) as stream:
-            raw = stream.read(RECORD_LIMIT + 1)
+        raw = archive.read(info, RECORD_LIMIT + 1)
     except ZIP_ERRORS as error:
         raise _fail(wheel, info.filename, f"cannot read the member: {error}") from None
     if len(raw) > RECORD_LIMIT:
@@ -285,7 +286,7 @@ def _read_record(wheel: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo) ->
 
 
 def _checked_record(
-    wheel: str, archive: zipfile.ZipFile, infos: Sequence[zipfile.ZipInfo]
+    wheel: str, archive: WheelArchive, infos: Sequence[ArchiveEntry]
 ) -> tuple[str, dict[str, RecordEntry]]:
     record_info = find_record(wheel, infos)
     record = parse_record(wheel, _read_record(wheel, archive, record_info))
@@ -307,9 +308,7 @@ class CheckedMember(NamedTuple):
     """Its RECORD row: its size and hash are checked as it is read."""
 
 
-def checked_members(
-    wheel: str, archive: zipfile.ZipFile, limits: WheelLimits
-) -> list[CheckedMember]:
+def checked_members(wheel: str, archive: WheelArchive, limits: WheelLimits) -> list[CheckedMember]:
     """Every check the headers and RECORD allow, before anything else is decompressed; then
     the members to read."""
     infos = archive.infolist()
@@ -370,10 +369,10 @@ def map_wheel(path: Path) -> mmap.mmap:
         raise _fail(str(path), "", f"cannot read the wheel: {error}") from None
 
 
-def open_wheel(path: Path) -> zipfile.ZipFile:
+def open_wheel(path: Path) -> WheelArchive:
     """The wheel's archive; ``InputError`` when it is no readable zip file."""
     try:
-        return zipfile.ZipFile(path)
+        return WheelArchive.open(path)
     except ZIP_ERRORS as error:
         raise _fail(str(path), "", f"not a readable wheel (zip) file: {error}") from None
 
