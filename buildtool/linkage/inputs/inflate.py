@@ -111,13 +111,14 @@ class MemberSpan(NamedTuple):
 
     @classmethod
     def of(cls, info: ArchiveEntry) -> MemberSpan:
-        return cls(
+        fields = (
             info.orig_filename,
             info.header_offset,
             info.compress_type,
             info.compress_size,
             info.file_size,
         )
+        return tuple.__new__(cls, fields)  # without NamedTuple's keyword handling: one per member
 
 
 # One per wheel member (tens of thousands): a NamedTuple is made in a third of the time a

@@ -121,6 +121,11 @@ def _mode_problem(info: ArchiveEntry) -> str | None:
     return None
 
 
+def _is_folder(info: ArchiveEntry) -> bool:
+    """``is_dir``, without a method call (tens of thousands of members, three times each)."""
+    return info.filename.endswith("/")
+
+
 def _add_folders(folders: set[str], name: str) -> None:
     """Add the folders above ``name`` (a checked name: no empty, "." or ".." component)."""
     folder = name.rpartition("/")[0]
@@ -139,7 +144,7 @@ def check_names(wheel: str, infos: Sequence[ArchiveEntry]) -> None:
         if problem:
             raise _fail(wheel, info.filename, f"member is {problem}")
         name = info.filename.rstrip("/")
-        listed = listed_folders if info.is_dir() else files
+        listed = listed_folders if _is_folder(info) else files
         if name in listed:
             raise _fail(wheel, info.filename, "member name appears twice")
         listed.add(name)
@@ -290,10 +295,10 @@ def _checked_record(
 ) -> tuple[str, dict[str, RecordEntry]]:
     record_info = find_record(wheel, infos)
     record = parse_record(wheel, _read_record(wheel, archive, record_info))
-    listed = {info.filename for info in infos if not info.is_dir()}
-    for path in record:
-        if path not in listed:
-            raise _fail(wheel, path, "RECORD lists this member, which the wheel does not hold")
+    listed = {info.filename for info in infos if not _is_folder(info)}
+    if not listed.issuperset(record):
+        path = next(path for path in record if path not in listed)
+        raise _fail(wheel, path, "RECORD lists this member, which the wheel does not hold")
     return record_info.filename, record
 
 
@@ -316,10 +321,11 @@ def checked_members(wheel: str, archive: WheelArchive, limits: WheelLimits) -> l
     check_sizes(wheel, infos, limits)
     record_name, record = _checked_record(wheel, archive, infos)
     unlisted = _unlisted(record_name)
+    new, span_of, row = tuple.__new__, MemberSpan.of, record.get  # once per member: no lookups
     return [
-        CheckedMember(info.filename, MemberSpan.of(info), record.get(info.filename))
+        new(CheckedMember, (info.filename, span_of(info), row(info.filename)))
         for info in infos
-        if not info.is_dir() and info.filename not in unlisted
+        if not _is_folder(info) and info.filename not in unlisted
     ]
 
 
