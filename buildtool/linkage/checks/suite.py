@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 from buildtool.linkage.checks.binding import check_bound_imports
@@ -37,7 +37,12 @@ from buildtool.linkage.checks.symbols import check_undefined_symbols
 from buildtool.linkage.checks.tag_architecture import check_tag_architecture
 from buildtool.linkage.checks.underlinking import check_underlinked_libraries
 
-CHECK_FUNCTIONS: tuple[Callable[[Subject], Iterator[Finding]], ...] = (
+Check = Callable[[Subject], Iterator[Finding]]
+
+Found = dict[Check, list[Finding]]
+"""Each check's findings (a check pickles as its name, for a child to send them back)."""
+
+CHECK_FUNCTIONS: tuple[Check, ...] = (
     check_required_needed,
     check_forbidden_needed,
     check_recipe_libraries_present,
@@ -68,11 +73,30 @@ RUN_LAST: Final = (check_duplicate_object_code, check_owned_initializers, check_
 run first, while it reads."""
 
 
-def run_checks(subject: Subject) -> tuple[Finding, ...]:
+ASIDE: Final = (check_undefined_symbols,)
+"""The check that may run in a child of its own while this process runs the others
+(``checking``): the costliest (torch's wheel: half of the checks' 0.2 s), and one that reads
+nothing a child would take from this process (the initializers read ahead: ``RUN_LAST``)."""
+
+
+def findings_of(subject: Subject, checks: Iterable[Check]) -> Found:
+    """What ``checks`` find, run in that order."""
+    return {check: list(check(subject)) for check in checks}
+
+
+def run_checks(
+    subject: Subject, aside: Callable[[], Found | None] | None = None
+) -> tuple[Finding, ...]:
     """Every finding, duplicates removed, in catalogue order then by path; the findings of one
     cause merged (``causes.one_per_cause``). The checks run in another order (``RUN_LAST``);
-    each one's findings are taken in catalogue order all the same."""
+    each one's findings are taken in catalogue order all the same. ``aside``: the findings of
+    ``ASIDE``, worked out elsewhere meanwhile, asked for once the others are done (None when
+    that failed: they run here then)."""
     first = [check for check in CHECK_FUNCTIONS if check not in RUN_LAST]
-    found = {check: list(check(subject)) for check in (*first, *RUN_LAST)}
+    here = [check for check in (*first, *RUN_LAST) if aside is None or check not in ASIDE]
+    found = findings_of(subject, here)
+    if aside is not None:
+        elsewhere = aside()
+        found.update(findings_of(subject, ASIDE) if elsewhere is None else elsewhere)
     findings = dict.fromkeys(f for check in CHECK_FUNCTIONS for f in found[check])
     return one_per_cause(sorted(findings, key=finding_order))
