@@ -59,12 +59,19 @@ def test_the_library_really_fails_to_load(folder: Path) -> None:
     assert "undefined symbol: missing_fn" in run.stderr
 
 
-def test_a_child_finds_what_this_process_finds(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def alone_then_forced(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Report, list[int]]:
+    """The report of a run in one process; then any run forks a child for the checks set
+    aside, however few undefined symbols (the children counted)."""
     alone = checked(folder, jobs=1)
     monkeypatch.setattr(checking, "ASIDE_MIN_KEYS", 0)
-    started = forks(monkeypatch)
+    return alone, forks(monkeypatch)
+
+
+def test_a_child_finds_what_this_process_finds(
+    folder: Path, alone_then_forced: tuple[Report, list[int]]
+) -> None:
+    alone, started = alone_then_forced
     with_child = checked(folder, jobs=2)
     assert started, "no child was forked"
     assert with_child.findings == alone.findings
@@ -74,11 +81,9 @@ def test_a_child_finds_what_this_process_finds(
 
 
 def test_a_failed_child_leaves_the_checks_to_this_process(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, alone_then_forced: tuple[Report, list[int]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    alone = checked(folder, jobs=1)
-    monkeypatch.setattr(checking, "ASIDE_MIN_KEYS", 0)
-    started = forks(monkeypatch)
+    alone, started = alone_then_forced
     monkeypatch.setattr(Forked, "result", lambda self: self.end())  # as if it died
     assert checked(folder, jobs=2).findings == alone.findings
     assert started
