@@ -88,3 +88,37 @@ def test_meanwhile_runs_once_while_the_workers_read(
     assert calls == ["workers"]
     assert parallel == alone
     assert all(outcome is not None for outcome in alone)
+
+
+DISASSEMBLER_PROGRAM = """
+import os
+import sys
+from pathlib import Path
+
+from buildtool.linkage import verify
+from buildtool.linkage.checks.policy import LinkagePolicy
+from buildtool.linkage.inputs import pool
+
+forks = []
+os.register_at_fork(before=lambda: forks.append("capstone" in sys.modules))
+pool.PARALLEL_MIN_BYTES = 0
+pool.BATCH_FILES = 1
+report = verify.verify_paths([Path({folder!r})], LinkagePolicy.empty(), jobs=2)
+print(sorted(set(forks)), report.files_checked)
+"""
+
+
+@pytest.mark.parametrize(("name", "imported"), [("lib{}.so", True), ("blob{}.bin", False)])
+def test_the_disassembler_is_imported_once_before_workers_fork_for_libraries(
+    tmp_path: Path, name: str, imported: bool
+) -> None:
+    """Named like libraries, the files are walked by the workers: capstone is imported before
+    they fork (each would import it); named otherwise, it is not imported for them."""
+    library = next(system_libraries()).read_bytes()
+    for copy in range(3):
+        (tmp_path / name.format(copy)).write_bytes(library)
+    program = DISASSEMBLER_PROGRAM.format(folder=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.split() == [f"[{imported}]", "3"]

@@ -23,6 +23,7 @@ they (``InitializerReach.callees``): VTK's boilerplate calls each module's own r
 from __future__ import annotations
 
 import hashlib
+import importlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -99,6 +100,13 @@ class CodeView(NamedTuple):
     function_names: Callable[[frozenset[int]], Mapping[int, frozenset[str]]] = no_names
     """The symbol table's names of the library's own functions at these addresses (those it
     names; aliases all), asked once per walk of a file's initializers."""
+
+
+def load_disassembler() -> None:
+    """Import the disassembler now: a process about to fork workers that walk initializers
+    imports it once for all of them (each would take 50 ms: capstone loads every
+    architecture's module)."""
+    importlib.import_module("capstone")
 
 
 def _capstone(machine: str) -> Any:

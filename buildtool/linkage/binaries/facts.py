@@ -91,6 +91,16 @@ EXTENSION_FILE_NAME: Final = re.compile(r"\.(cpython-[^./]+|abi3|pypy[^./]*)\.so
 ``x.abi3.so``."""
 
 
+LIBRARY_NAME: Final = re.compile(r"(\.so(\.[0-9]+)*|\.dylib|\.dll|\.pyd)\Z", re.IGNORECASE)
+"""``libx.so``, ``libx.so.1.2``, ``mod.cpython-311-x86_64-linux-gnu.so``, ``libx.dylib``,
+``x.dll``, ``mod.cp311-win_amd64.pyd``: what loaders open."""
+
+
+def named_as_library(file_name: str) -> bool:
+    """Whether ``file_name`` is named like a shared library or an extension module."""
+    return LIBRARY_NAME.search(file_name) is not None
+
+
 def named_as_extension_module(file_name: str) -> bool:
     """Whether ``file_name`` has an extension module's suffix (what the interpreter imports)."""
     return EXTENSION_FILE_NAME.search(file_name) is not None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder
-from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.binaries.facts import MalformedBinary, named_as_library
 from buildtool.linkage.inputs import pool
 from buildtool.linkage.inputs.decoding import Source, read_source
 from buildtool.linkage.inputs.dll_directories import dll_directories
@@ -355,11 +355,6 @@ def _attribute(
                 owners.setdefault(location, distribution)
 
 
-LIBRARY_NAME = re.compile(r"(\.so(\.[0-9]+)*|\.dylib|\.dll|\.pyd)\Z", re.IGNORECASE)
-"""``libx.so``, ``libx.so.1.2``, ``mod.cpython-311-x86_64-linux-gnu.so``, ``libx.dylib``,
-``x.dll``, ``mod.cp311-win_amd64.pyd``: what loaders open."""
-
-
 def _not_a_library(source: Source, location: PurePosixPath, reason: str) -> BinaryFile:
     malformed = MalformedBinary(source.display, 0, reason)
     return BinaryFile(source.display, location, None, malformed, source)
@@ -371,7 +366,7 @@ def _wheel_binary(
     """A wheel member to check: a loadable binary, a malformed one, or a file named like a shared
     library that no loader can open (malformed too); None for any other member."""
     assert source.member is not None
-    if not _loadable(outcome) and not LIBRARY_NAME.search(source.member.name):
+    if not _loadable(outcome) and not named_as_library(source.member.name):
         return None  # no path object for each of the members that are none (12k in torch's)
     location = PurePosixPath(f"/{source.member.name}")
     if _loadable(outcome):

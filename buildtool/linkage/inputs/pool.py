@@ -28,8 +28,9 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 from buildtool.errors import InputError
 from buildtool.linkage.binaries import BinaryFacts, Decoder, InitializerReach
+from buildtool.linkage.binaries.code_walk import load_disassembler
 from buildtool.linkage.binaries.elf import Ranges, SymtabPart, read_symtab_part, with_symtab
-from buildtool.linkage.binaries.facts import MalformedBinary
+from buildtool.linkage.binaries.facts import MalformedBinary, named_as_library
 from buildtool.linkage.binaries.magic import binary_format
 from buildtool.linkage.binaries.read import read_initializers_again
 from buildtool.linkage.inputs.decoding import (
@@ -293,6 +294,8 @@ def _run_parallel(
 ) -> Iterator[tuple[_Task, _TaskResult]]:
     from concurrent.futures import ProcessPoolExecutor
 
+    if decoder == "fast" and any(named_as_library(source.display) for source in sources):
+        load_disassembler()  # for the workers' initializer walks: imported once, not in each
     threads_before = set(threading.enumerate())
     pool = ProcessPoolExecutor(
         max_workers=jobs,
