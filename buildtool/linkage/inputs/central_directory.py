@@ -5,7 +5,7 @@ seventh of the time ``zipfile`` takes (no object is made per entry). What a head
 (``head_start``); the wheel is read and checked the usual way afterwards, so anything unusual
 here (a prefix before the archive, a broken record) gives no answer rather than an error.
 
-``plain_listing``: every entry, as ``zipfile`` lists it, in a fifth of its time, when the
+``plain_listing``: every entry, as ``zipfile`` lists it, in a third of its time, when the
 directory is plain (what wheel tools write); None for anything else, which ``zipfile`` lists
 then, with its own errors.
 """
