@@ -297,13 +297,17 @@ def peek_head(data: mmap.mmap | bytes, span: MemberSpan) -> bytes:
         return b""
 
 
-def member_bytes(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
+def member_bytes(
+    data: mmap.mmap | bytes, span: MemberSpan, bound: int | None = None
+) -> bytes | None:
     """A small member's bytes in one step, not checked against RECORD (the loader scripts,
     read before the members are: each is checked when it is read with the others); None when
-    its headers or data are broken."""
+    its headers or data are broken, or its data runs past ``bound``."""
     try:
         start = _data_offset(data, span)
     except UnreadableMember:
+        return None
+    if bound is not None and start + span.compress_size > bound:
         return None
     return _whole_content(data[start : start + span.compress_size], span)
 
@@ -314,13 +318,7 @@ def checked_member_bytes(
     """A member's bytes in one step, as ``zipfile`` reads them when they pass its checks: the
     headers agree, the data ends by ``bound``, inflates to exactly the declared size and has
     the declared CRC-32; None otherwise."""
-    try:
-        start = _data_offset(data, span)
-    except UnreadableMember:
-        return None
-    if start + span.compress_size > bound:
-        return None
-    content = _whole_content(data[start : start + span.compress_size], span)
+    content = member_bytes(data, span, bound)
     return content if content is not None and zlib.crc32(content) == crc else None
 
 
