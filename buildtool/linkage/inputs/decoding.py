@@ -137,16 +137,42 @@ class SourceDecoder:
             self._buffer = None
 
     def decode(
-        self, source: Source, decode: Callable[[SourceBytes], _T], into: Handoff | None = None
+        self,
+        source: Source,
+        decode: Callable[[SourceBytes], _T],
+        into: Handoff | None = None,
+        *,
+        plain_checked: bool = False,
     ) -> _T | None:
         """``decode`` over the source's bytes; None when the file is not ELF. ``into``: a wheel
-        member is inflated there, for another process to read too (``Handoff``)."""
+        member is inflated there, for another process to read too (``Handoff``).
+        ``plain_checked``: ``plain`` said False already (a member is not inflated twice)."""
         if source.member is None:
             return self._decode_file(source, decode)
-        kept = KEPT.get((source.path, source.member.name))
+        kept = KEPT.get((source.path, source.member.name)) if KEPT else None
         if kept is not None:  # inflated and checked against RECORD by this read already
             return _released_on_failure(decode, SourceBytes(kept[0], kept[1], file_backed=False))
-        return self._decode_member(source, source.member, decode, into)
+        if not plain_checked and into is None and self.plain(source):
+            return None  # no binary, and it checks out against RECORD: read the short way
+        # a big member is read without its code first; when a fact may come from what was
+        # left out (or the file looks corrupt), it is read again whole
+        read = self._inflate(source, source.member, sparse=self._sparse(source), into=into)
+        if read is None:
+            return None
+        return self.decode_inflated(source, decode, read, into=into)
+
+    def plain(self, source: Source) -> bool:
+        """Whether ``source`` is a wheel member that is small, no binary, and checks out against
+        RECORD (``wheel_archive.plain_member``): nothing to decode. Most of a wheel's tens of
+        thousands of members (headers, sources, data files): a worker asks this first."""
+        member = source.member
+        if member is None or (KEPT and (source.path, member.name) in KEPT):
+            return False
+        if self._plain_member is None:
+            from buildtool.linkage.inputs.wheel_archive import plain_member
+
+            self._plain_member = plain_member
+        return self._plain_member(self._wheel(source.path), member)
 
     def _decode_file(self, source: Source, decode: Callable[[SourceBytes], _T]) -> _T | None:
         try:
@@ -158,26 +184,6 @@ class SourceDecoder:
                     return _released_on_failure(decode, SourceBytes(mapped, size, file_backed=True))
         except OSError as error:
             raise InputError(f"{source.display}: cannot read: {error.strerror or error}") from None
-
-    def _decode_member(
-        self,
-        source: Source,
-        member: CheckedMember,
-        decode: Callable[[SourceBytes], _T],
-        into: Handoff | None = None,
-    ) -> _T | None:
-        """A big member is read without its code first; when a fact may come from what was
-        left out (or the file looks corrupt), it is read again whole."""
-        if self._plain_member is None:
-            from buildtool.linkage.inputs.wheel_archive import plain_member
-
-            self._plain_member = plain_member
-        if into is None and self._plain_member(self._wheel(source.path), member):
-            return None  # no binary, and it checks out against RECORD: read the short way
-        read = self._inflate(source, member, sparse=self._sparse(source), into=into)
-        if read is None:
-            return None
-        return self.decode_inflated(source, decode, read, into=into)
 
     def _sparse(self, source: Source) -> bool:
         """Whether to read the source without its code. Not pyelftools: which bytes no fact
@@ -388,8 +394,11 @@ def read_outcome(
     names: Collection[str],
     symtab: bool,
     into: Handoff | None = None,
+    *,
+    plain_checked: bool = False,
 ) -> Outcome:
-    return reader.decode(source, facts_decoder(reader, source, names, symtab), into)
+    decode = facts_decoder(reader, source, names, symtab)
+    return reader.decode(source, decode, into, plain_checked=plain_checked)
 
 
 def facts_decoder(
