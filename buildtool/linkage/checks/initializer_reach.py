@@ -71,12 +71,15 @@ SHOWN_STRINGS: Final = 4
 """Strings of the duplicated initializers the evidence shows."""
 
 
-def _names(subject: Subject, facts: BinaryFacts) -> frozenset[str]:
-    """Strong dynamic definitions by name (a version suffix dropped); a DLL's every export
-    (its facts call them weak only so that names are no duplicate-code evidence)."""
+def _strongly_defined(
+    subject: Subject, names: frozenset[str], facts: BinaryFacts
+) -> frozenset[str]:
+    """The names among ``names`` with a strong dynamic definition (a version suffix dropped);
+    a DLL's every export (its facts call them weak only so that names are no duplicate-code
+    evidence)."""
     if facts.format == "pe":
-        return facts.defined
-    return subject.definition_names(facts, strong=True)
+        return names & facts.defined
+    return subject.defined_among(names, facts, strong=True)
 
 
 def _is_system(path: str, facts: BinaryFacts) -> bool:
@@ -342,15 +345,17 @@ def registry_callees(subject: Subject, pair: Pair) -> list[str]:
     found: set[str] = set()
     facts = [subject.facts(binary) for binary in pair]
     if not all(binds_own_calls(f) for f in facts) and subject.co_loaded(*pair):
-        exported = reached & _names(subject, facts[0]) & _names(subject, facts[1])
+        exported = _strongly_defined(
+            subject, _strongly_defined(subject, reached, facts[0]), facts[1]
+        )
         found.update(f"{base_name(pair[0])}:{name} (exported by both)" for name in exported)
     for path, other in sorted(_loaded_with(subject, pair).items()):
         if not _is_system(path, other):
             name = posixpath.basename(path)
             # weak definitions too (gflags' ``FlagRegisterer`` constructor is a weak template
             # instance of libgflags): an import binds to one all the same
-            defined = subject.definition_names(other)
-            found.update(f"{name}:{callee}" for callee in reached & defined)
+            defined = subject.defined_among(reached, other)
+            found.update(f"{name}:{callee}" for callee in defined)
     return sorted(found)
 
 

@@ -56,7 +56,7 @@ def _c_api_needed(subject: Subject, binary: BinaryFile) -> set[str]:
     for path in closure.load_order[1:]:
         if not names:
             break
-        names -= subject.definition_names(closure.objects[path])
+        names -= subject.defined_among(names, closure.objects[path])
     return names
 
 
