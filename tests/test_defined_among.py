@@ -27,7 +27,8 @@ C++ library) weak ones."""
 def _facts(path: str) -> BinaryFacts:
     require(Path(path).exists(), f"{path} is not installed")
     facts = read_binary_file(path, path)
-    assert facts is not None and facts.versioned_definitions, path
+    assert facts is not None, path
+    assert facts.versioned_definitions, path
     return facts
 
 

@@ -507,7 +507,7 @@ class Subject:
         if not facts.versioned_definitions:
             found = names & facts.defined
             return frozenset(found - facts.weak_defined if strong else found)
-        suffixes = _version_suffixes(facts)
+        suffixes = self.per_object("version suffixes", facts, _version_suffixes)
         if len(names) * (len(suffixes) + 1) >= len(facts.defined):
             return frozenset(names & self.definition_names(facts, strong=strong))
         weak = facts.weak_defined if strong else frozenset()
@@ -590,7 +590,8 @@ def _defines(
         return False
     if name in defined and name not in weak:
         return True
-    return any(key in defined and key not in weak for key in map(name.__add__, suffixes))
+    keys = defined.intersection(map(name.__add__, suffixes))
+    return bool(keys) and not weak.issuperset(keys)
 
 
 def _compatible(one: Residence, other: Residence) -> bool:
