@@ -14,7 +14,7 @@ is ever written to disk.
 
 from __future__ import annotations
 
-import binascii
+import base64
 import csv
 import dataclasses
 import hashlib
@@ -255,13 +255,8 @@ def _unlisted(record_name: str) -> frozenset[str]:
 
 
 def record_digest(raw: bytes) -> str:
-    """A digest as RECORD writes it: urlsafe base64 without padding. ``base64``'s wrappers
-    cost as much as the rest of a small member's check against RECORD."""
-    encoded = binascii.b2a_base64(raw, newline=False).translate(_URLSAFE)
-    return encoded.rstrip(b"=").decode("ascii")
-
-
-_URLSAFE: Final = bytes.maketrans(b"+/", b"-_")
+    """A digest as RECORD writes it: urlsafe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def check_against_record(wheel: str, name: str, entry: RecordEntry, size: int, digest: str) -> None:
