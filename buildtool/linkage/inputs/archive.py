@@ -80,7 +80,7 @@ class WheelArchive:
         bound = self._data_bound(entry.header_offset, listing)
         if bound is None:
             return None
-        return checked_member_bytes(mapping, MemberSpan.of(entry), entry.CRC, bound)
+        return checked_member_bytes(mapping, MemberSpan.of(entry), bound)
 
     def _data_bound(self, header_offset: int, listing: Listing) -> int | None:
         """Where the member's data must end: the next member's header or the directory, as

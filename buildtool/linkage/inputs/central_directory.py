@@ -131,6 +131,7 @@ def _entry(data: Buffer, at: int) -> zipfile.ZipInfo:
     info.compress_size = compress_size
     info.file_size = file_size
     info.header_offset = offset
+    info.CRC = fields[9]
     return info
 
 

@@ -111,16 +111,20 @@ def release_kept() -> None:
 class SourceDecoder:
     """Opens sources in one process: each wheel mapped once, one growing buffer for its members.
     ``registration_names``: the names the facts search for (a sparse read must keep the data
-    sections then); ``decoder``: what decodes the facts; ``whole``: never a sparse read."""
+    sections then); ``decoder``: what decodes the facts; ``whole``: never a sparse read;
+    ``again``: the members were checked against RECORD by an earlier read
+    (``wheel_archive.read_member_again``)."""
 
     def __init__(
         self,
         registration_names: Collection[str] = (),
         decoder: Decoder = "fast",
         whole: bool = False,
+        again: bool = False,
     ) -> None:
         self._names = registration_names
         self._whole = whole
+        self._again = again
         self.decoder: Decoder = decoder
         self._wheels: dict[str, mmap.mmap] = {}
         self._buffer: mmap.mmap | None = None
@@ -233,14 +237,15 @@ class SourceDecoder:
     def _inflate(
         self, source: Source, member: CheckedMember, sparse: bool, into: Handoff | None = None
     ) -> tuple[SourceBytes, Ranges] | None:
-        """Inflate the member (hashed and checked against RECORD); an ELF member's bytes go to
-        the buffer, taken only once the member shows it is ELF, less its code when ``sparse``.
-        None when it is not ELF."""
-        from buildtool.linkage.inputs.wheel_archive import read_member
+        """Inflate the member (checked: ``read_member``, or ``read_member_again``); an ELF
+        member's bytes go to the buffer, taken only once the member shows it is ELF, less its
+        code when ``sparse``. None when it is not ELF."""
+        from buildtool.linkage.inputs.wheel_archive import read_member, read_member_again
 
         mapping = self._wheel(source.path)
+        read = read_member_again if self._again else read_member
         filled = self._fill(
-            source, sparse, into, lambda sink: read_member(source.path, mapping, member, sink)
+            source, sparse, into, lambda sink: read(source.path, mapping, member, sink)
         )
         head, size = filled.read
         if binary_format(head) is None or filled.target is None:

@@ -40,7 +40,7 @@ class FunctionNameLookup:
     the findings that show them; a wheel is opened once however many of its members are read."""
 
     def __init__(self) -> None:
-        self._reader = SourceDecoder()
+        self._reader = SourceDecoder(again=True)
 
     def __call__(self, source: Source, digests: Collection[int]) -> dict[int, str]:
         """The names whose digests are ``digests``, by digest."""
@@ -62,7 +62,7 @@ class InitializerLookup:
     (``read_ahead``)."""
 
     def __init__(self) -> None:
-        self._reader = SourceDecoder(whole=True)
+        self._reader = SourceDecoder(whole=True, again=True)
         self._ahead: Forked[dict[str, tuple[InitializerReach, ...]]] | None = None
         self._read_ahead: frozenset[str] = frozenset()
 

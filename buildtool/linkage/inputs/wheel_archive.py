@@ -31,6 +31,7 @@ from buildtool.errors import InputError
 from buildtool.linkage.inputs.archive import WheelArchive
 from buildtool.linkage.inputs.central_directory import ArchiveEntry
 from buildtool.linkage.inputs.inflate import (
+    CRC32,
     MemberSpan,
     Sink,
     UnreadableMember,
@@ -349,6 +350,21 @@ def read_member(
     except UnreadableMember as error:
         raise _fail(wheel, member.name, str(error)) from None
     check_against_record(wheel, member.name, entry, content.size, record_digest(content.digest))
+    return content.head, content.size
+
+
+def read_member_again(
+    wheel: str, mapping: mmap.mmap, member: CheckedMember, sink: Sink | None
+) -> tuple[bytes, int]:
+    """``read_member`` for a member that a read checked against RECORD already (the checks and
+    findings read some files again): checked against the zip's CRC-32, which costs a fraction
+    of its hash, so that a wheel changed since is not read as the one checked."""
+    try:
+        content = read_span(mapping, member.span, CRC32, sink)
+    except UnreadableMember as error:
+        raise _fail(wheel, member.name, str(error)) from None
+    if content.digest != member.span.crc.to_bytes(4, "big"):
+        raise _fail(wheel, member.name, "member's CRC-32 differs from the one read before")
     return content.head, content.size
 
 
