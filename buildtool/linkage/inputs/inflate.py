@@ -7,8 +7,9 @@ took (``MemberSpan``). Deflate data is inflated by ISA-L when the ``isal`` packa
 (about twice zlib's speed on x86-64 and arm64), else by zlib. A big member is hashed on a second
 thread while it is inflated: both release the GIL, so it costs about its inflation alone.
 
-There is no CRC-32 check: every member read is checked against its RECORD hash instead, which
-also catches what a CRC would.
+A read is checked against the member's RECORD hash, which also catches what a CRC would; only
+a member read again, whose hash a read checked already, is checked against the zip's CRC-32
+(``CRC32``), a fraction of the cost.
 """
 
 from __future__ import annotations
