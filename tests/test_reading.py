@@ -169,11 +169,11 @@ def test_the_biggest_wheel_member_is_decoded_here(
     decoded_here = hand_offs_decoded(monkeypatch)
     outcome = decoding.read_outcome
 
-    def never_handed(*args: Any, **options: Any) -> object:
+    def never_handed(*args: Any) -> object:
         # a worker only inflates a hand-off: its facts are read by no worker
         into = (*args, None)[4]
         assert into is None, args[1].display
-        return outcome(*args, **options)
+        return outcome(*args)
 
     monkeypatch.setattr(pool, "read_outcome", never_handed)
     here = os.getpid()

@@ -145,18 +145,15 @@ class SourceDecoder:
         source: Source,
         decode: Callable[[SourceBytes], _T],
         into: Handoff | None = None,
-        *,
-        plain_checked: bool = False,
     ) -> _T | None:
         """``decode`` over the source's bytes; None when the file is not ELF. ``into``: a wheel
-        member is inflated there, for another process to read too (``Handoff``).
-        ``plain_checked``: ``plain`` said False already (a member is not inflated twice)."""
+        member is inflated there, for another process to read too (``Handoff``)."""
         if source.member is None:
             return self._decode_file(source, decode)
         kept = KEPT.get((source.path, source.member.name)) if KEPT else None
         if kept is not None:  # inflated and checked against RECORD by this read already
             return _released_on_failure(decode, SourceBytes(kept[0], kept[1], file_backed=False))
-        if not plain_checked and into is None and self.plain(source):
+        if into is None and self.plain(source):
             return None  # no binary, and it checks out against RECORD: read the short way
         # a big member is read without its code first; when a fact may come from what was
         # left out (or the file looks corrupt), it is read again whole
@@ -168,7 +165,7 @@ class SourceDecoder:
     def plain(self, source: Source) -> bool:
         """Whether ``source`` is a wheel member that is small, no binary, and checks out against
         RECORD (``wheel_archive.plain_member``): nothing to decode. Most of a wheel's tens of
-        thousands of members (headers, sources, data files): a worker asks this first."""
+        thousands of members (headers, sources, data files)."""
         member = source.member
         if member is None or (KEPT and (source.path, member.name) in KEPT):
             return False
@@ -399,11 +396,8 @@ def read_outcome(
     names: Collection[str],
     symtab: bool,
     into: Handoff | None = None,
-    *,
-    plain_checked: bool = False,
 ) -> Outcome:
-    decode = facts_decoder(reader, source, names, symtab)
-    return reader.decode(source, decode, into, plain_checked=plain_checked)
+    return reader.decode(source, facts_decoder(reader, source, names, symtab), into)
 
 
 def facts_decoder(

@@ -226,11 +226,7 @@ def _task_result(
     outcomes: list[Outcome | _Failed] = []
     for source in sources:
         try:
-            if into is None and reader.plain(source):
-                outcomes.append(None)  # most members: no binary, checked against RECORD
-                continue
-            symtab = task.parts == 1
-            outcomes.append(read_outcome(reader, source, names, symtab, into, plain_checked=True))
+            outcomes.append(read_outcome(reader, source, names, task.parts == 1, into))
         except InputError as error:
             outcomes.append(_Failed(error))
             break  # the rest of the batch is read by no one: an error is raised anyway
