@@ -30,7 +30,7 @@ from buildtool.linkage.inputs.central_directory import Directory, read_directory
 from buildtool.linkage.inputs.decoding import Handoff, Source, SourceDecoder
 from buildtool.linkage.inputs.forked import Forked
 from buildtool.linkage.inputs.inflate import MemberSpan, peek_head
-from buildtool.linkage.inputs.memory import shared_memory
+from buildtool.linkage.inputs.memory import keep_freed_memory, shared_memory
 from buildtool.linkage.inputs.wheel_archive import (
     CheckedMember,
     RecordEntry,
@@ -143,6 +143,7 @@ def start(wheel: Path, member: CheckedMember) -> HeadStart | None:
 def _inflate(source: Source, handoff: Handoff) -> Inflated:
     """The child's work: when it fails, nothing is sent, and a worker reads the member the
     usual way."""
+    keep_freed_memory()
     reader = SourceDecoder()
     content, left_out = reader.inflate_unchecked(source, handoff, ALGORITHM)
     return Inflated(content.size, record_digest(content.digest), left_out)

@@ -56,3 +56,41 @@ def shared_memory(size: int) -> mmap.mmap:
     """Anonymous memory that forked processes share (pages taken as written)."""
     flags = getattr(mmap, "MAP_SHARED", 1) | getattr(mmap, "MAP_ANONYMOUS", 0x20)
     return mmap.mmap(-1, size, flags=flags)
+
+
+M_TRIM_THRESHOLD: Final = -1
+M_MMAP_THRESHOLD: Final = -3
+"""glibc's ``mallopt`` parameters (malloc.h)."""
+
+KEPT_CHUNK_BYTES: Final = 32 << 20
+"""Allocations up to this big come from the heap (glibc's own ceiling for its sliding mmap
+threshold)."""
+
+KEPT_FREE_BYTES: Final = 128 << 20
+"""Free memory the heap keeps at its top rather than giving it back."""
+
+
+def keep_freed_memory() -> bool:
+    """Have glibc's malloc keep what this process frees for its next allocations: for a
+    process that inflates a big member in chunks (``inflate.OUTPUT_BYTES``), some of them
+    waiting for the hashing thread. By default glibc gives the top of its heap back whenever
+    more than twice its mmap threshold is free there, so the heap shrinks and grows again with
+    the chunks in flight, and each growth faults its pages in again, zeroed. That happens when
+    the CPUs are busy and the hashing thread falls behind: in a whole run on torch's wheel, the
+    head start inflating libtorch_cpu.so took 23k page faults, 4k with this. Called in a forked
+    child, which ends with its work: the process that forked it keeps glibc's own sliding
+    thresholds. True when glibc took both values (musl's ``mallopt`` does nothing; other
+    systems have none)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    mmap_taken = mallopt(M_MMAP_THRESHOLD, KEPT_CHUNK_BYTES)
+    trim_taken = mallopt(M_TRIM_THRESHOLD, KEPT_FREE_BYTES)
+    return bool(mmap_taken and trim_taken)
