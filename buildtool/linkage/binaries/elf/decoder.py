@@ -100,6 +100,16 @@ class _Image(NamedTuple):
     """The original object when it supports ``find(sub, start, end)`` without copying."""
     file_backed: bool
     """``finder`` maps a file read-only: pages read can be dropped and read again later."""
+    texts: dict[tuple[int, int], str]
+    """String tables decoded so far, by (offset, size): ``.dynstr`` is named by the dynamic
+    section and linked from ``.dynsym`` and both version tables, and decoded once."""
+
+    def text(self, offset: int, size: int) -> str:
+        """Bytes ``[offset, offset + size)`` (checked) as latin-1, decoded once."""
+        text = self.texts.get((offset, size))
+        if text is None:
+            text = self.texts[offset, size] = str(self.view[offset : offset + size], "latin-1")
+        return text
 
     def release(self, offset: int, size: int) -> None:
         """Let the kernel drop the mapped pages of ``[offset, offset + size)`` (they stay in the
@@ -154,12 +164,25 @@ class _Section(NamedTuple):
     entsize: int
 
 
-class _StringTable(NamedTuple):
-    """A string table decoded as latin-1, so that a character index is a byte offset."""
+class _StringTable:
+    """A string table, decoded as latin-1 (so that a character index is a byte offset) when its
+    text is first asked for: its extent alone is what some reads need (``sparse``), and a big
+    library's ``.dynstr`` is tens of megabytes."""
 
-    text: str
-    base: int
-    what: str
+    __slots__ = ("_image", "_text", "base", "size", "what")
+
+    def __init__(self, image: _Image, base: int, size: int, what: str) -> None:
+        self._image = image
+        self._text: str | None = None
+        self.base = base
+        self.size = size
+        self.what = what
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._image.text(self.base, self.size)
+        return self._text
 
     def get(self, offset: int) -> str:
         end = self.text.find("\0", offset)
@@ -183,8 +206,8 @@ def _utf8(latin1: str) -> str:
 
 
 def _string_table(img: _Image, offset: int, size: int, what: str) -> _StringTable:
-    raw = img.span(offset, size, what)
-    return _StringTable(str(raw, "latin-1"), offset, what)  # decoded straight from the map
+    img.span(offset, size, what)  # checked at once, decoded when read
+    return _StringTable(img, offset, size, what)
 
 
 def _read_header(img: _Image) -> _Header:
@@ -543,7 +566,7 @@ def _open_image(data: ElfBuffer, size: int | None, file_backed: bool) -> _Image:
         raise _Bad(5, f"unsupported ELF data encoding {view[5]}")
     finder = data if isinstance(data, (bytes, bytearray, mmap.mmap)) else None
     layout = _LAYOUTS[(elf_class, view[5] == 1)]
-    return _Image(view, len(view), layout, finder, file_backed)
+    return _Image(view, len(view), layout, finder, file_backed, {})
 
 
 _DECODE_ERRORS: Final = (struct.error, IndexError, ValueError, OverflowError, MemoryError)

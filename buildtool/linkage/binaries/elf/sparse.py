@@ -127,7 +127,7 @@ def left_out_unused(
         return False
     strings = structure.dynamic.strings if structure.dynamic else None
     # found by its address (DT_STRTAB), not as a section: a hostile file may put it anywhere
-    if strings and _overlaps(strings.base, strings.base + len(strings.text), left_out):
+    if strings and _overlaps(strings.base, strings.base + strings.size, left_out):
         return False
     sections = structure.sections
     needed = {index for index, s in enumerate(sections) if s.type in _FACT_SECTION_TYPES}
