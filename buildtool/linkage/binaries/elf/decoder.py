@@ -105,7 +105,8 @@ class _Image(NamedTuple):
     section and linked from ``.dynsym`` and both version tables, and decoded once."""
 
     def text(self, offset: int, size: int) -> str:
-        """Bytes ``[offset, offset + size)`` (checked) as latin-1, decoded once."""
+        """Bytes ``[offset, offset + size)`` (a span ``_string_table`` checked) as latin-1,
+        decoded once per image."""
         text = self.texts.get((offset, size))
         if text is None:
             text = self.texts[offset, size] = str(self.view[offset : offset + size], "latin-1")
