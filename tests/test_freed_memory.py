@@ -17,7 +17,7 @@ from buildtool.linkage.inputs.inflate import HASH_QUEUE_CHUNKS, OUTPUT_BYTES, Me
 from buildtool.linkage.inputs.wheel_archive import CheckedMember
 
 glibc_only = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION"),
+    "CS_GNU_LIBC_VERSION" not in os.confstr_names or not os.confstr("CS_GNU_LIBC_VERSION"),
     reason="glibc's malloc",
 )
 

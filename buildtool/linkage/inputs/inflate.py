@@ -354,7 +354,7 @@ def checked_member_bytes(data: mmap.mmap | bytes, span: MemberSpan, bound: int) 
     headers agree, the data ends by ``bound``, inflates to exactly the declared size and has
     the declared CRC-32; None otherwise."""
     content = member_bytes(data, span, bound)
-    return content if content is not None and zlib.crc32(content) == span.crc else None
+    return content if content is not None and _crc32(content, 0) == span.crc else None
 
 
 def plain_content(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:

@@ -364,7 +364,8 @@ def read_member_again(
     except UnreadableMember as error:
         raise _fail(wheel, member.name, str(error)) from None
     if content.digest != member.span.crc.to_bytes(4, "big"):
-        raise _fail(wheel, member.name, "member's CRC-32 differs from the one read before")
+        problem = "member's CRC-32 differs from its central directory's (changed since read?)"
+        raise _fail(wheel, member.name, problem)
     return content.head, content.size
 
 
