@@ -26,6 +26,7 @@ from buildtool.linkage.inputs.wheel_archive import (
     read_member,
     record_digest,
 )
+from tests.test_member_crc import flip_crc
 
 TEXT = b"".join(b"line %d of a header file\n" % i for i in range(500))
 PAYLOADS = {
@@ -134,6 +135,12 @@ def _deflate_that_never_ends(path: Path) -> None:
     path.write_bytes(bytes(blob))
 
 
+def _crc_differs(path: Path) -> None:
+    """RECORD's row is right, the headers' CRC-32 is not (pip refuses it)."""
+    _write(path, {"pkg/header.h": (TEXT, 8)}, {"h": _row("pkg/header.h", TEXT)})
+    flip_crc(path, "pkg/header.h")
+
+
 BROKEN: dict[str, Callable[[Path], object]] = {
     "hash differs": lambda p: _write(
         p, {"pkg/header.h": (TEXT, 8)}, {"h": _row("pkg/header.h", TEXT[:-1] + b"!")}
@@ -144,6 +151,7 @@ BROKEN: dict[str, Callable[[Path], object]] = {
     "no hash in RECORD": lambda p: _write(p, {"pkg/header.h": (TEXT, 8)}, {"h": "pkg/header.h,,"}),
     "not in RECORD": lambda p: _write(p, {"pkg/header.h": (TEXT, 8)}, {}),
     "corrupt deflate": _corrupt_deflate,
+    "CRC-32 differs": _crc_differs,
     "deflate never ends": _deflate_that_never_ends,
 }
 

@@ -38,6 +38,7 @@ from buildtool.verification import policy_for_recipe
 from tests.conftest import DEMO_RECIPE
 from tests.macho_builder import MachO
 from tests.test_hostile_wheels import RECORD, Member, write_wheel
+from tests.test_member_crc import flip_crc
 from tests.test_verify import system_libraries
 
 REGISTRATIONS = ("demo.gemm_fp16_int", "rpc.testing.GetShapeElem", "no.such.name")
@@ -527,6 +528,32 @@ def test_a_head_start_that_record_disagrees_with_leaves_the_member_to_a_worker(
     serial, parallel = both_ways(read, pool_for_everything)
     assert parallel == serial
     assert f"{biggest}: member's sha256 hash differs from RECORD's" in serial
+    assert log.results == [None]
+    assert no_child_left()
+
+
+@pytest.mark.integration
+def test_a_head_start_whose_crc_disagrees_leaves_the_member_to_a_worker(
+    good_build: Path,
+    tmp_path: Path,
+    pool_for_everything: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The biggest member's CRC-32 is wrong in its headers, RECORD right: the head start's
+    inflation is not taken, and a worker reads the member again for the error a serial read
+    gives (pip would refuse the wheel)."""
+    wheel, biggest = library_wheel(good_build, tmp_path)
+    flip_crc(wheel, biggest)
+    log = HeadStartLog(monkeypatch)
+
+    def read(jobs: int) -> str:
+        with pytest.raises(InputError) as raised:
+            read_wheel(wheel, REGISTRATIONS, jobs=jobs)
+        return str(raised.value)
+
+    serial, parallel = both_ways(read, pool_for_everything)
+    assert parallel == serial
+    assert f"{biggest}: member's CRC-32 is " in serial
     assert log.results == [None]
     assert no_child_left()
 

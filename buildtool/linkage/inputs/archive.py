@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import IO
 
 from buildtool.linkage.inputs.central_directory import ArchiveEntry, Entry, Listing, plain_listing
-from buildtool.linkage.inputs.inflate import MemberSpan, checked_member_bytes
+from buildtool.linkage.inputs.inflate import MemberSpan, member_bytes
 
 _REFUSED_FLAGS = 0x1 | 0x20 | 0x40
 """Encrypted, compressed patched data, strong encryption: ``zipfile`` refuses or asks for more."""
@@ -80,7 +80,7 @@ class WheelArchive:
         bound = self._data_bound(entry.header_offset, listing)
         if bound is None:
             return None
-        return checked_member_bytes(mapping, MemberSpan.of(entry), bound)
+        return member_bytes(mapping, MemberSpan.of(entry), bound)
 
     def _data_bound(self, header_offset: int, listing: Listing) -> int | None:
         """Where the member's data must end: the next member's header or the directory, as

@@ -6,10 +6,11 @@ the whole read) while the other CPUs wait. The biggest member's inflation is the
 piece of the read that follows (libtorch_cpu.so: 414 MB), so a child forked before all that
 (the member found by ``central_directory``) inflates it meanwhile, into memory the workers
 forked later share (``Handoff``), and hashes it. Its RECORD row is not read yet: the pool
-checks the digest against it (``matches_record``) where a worker would have inflated the
-member. Anything else (the child failed, the row disagrees or names another hash, ``zipfile``
-places the member elsewhere) leaves the member to a worker as if there had been no head start,
-so a broken member gets exactly the finding it always did.
+checks the digest against it, and the CRC-32 against the central directory's (``checks_out``),
+where a worker would have inflated the member. Anything else (the child failed, the row or the
+CRC-32 disagrees, the row names another hash, ``zipfile`` places the member elsewhere) leaves
+the member to a worker as if there had been no head start, so a broken member gets exactly the
+finding it always did.
 
 Only where workers are forked (Linux, several CPUs, no threads yet), for a member that the
 bounds of ``check_sizes`` allow, that the pool would hand off (``pool.SPLIT_MIN_BYTES``, ELF or
@@ -33,7 +34,6 @@ from buildtool.linkage.inputs.inflate import MemberSpan, peek_head
 from buildtool.linkage.inputs.memory import keep_freed_memory, shared_memory
 from buildtool.linkage.inputs.wheel_archive import (
     CheckedMember,
-    RecordEntry,
     WheelLimits,
     member_size_problem,
     record_digest,
@@ -44,19 +44,21 @@ ALGORITHM: Final = "sha256"
 
 
 class Inflated(NamedTuple):
-    """What the child found: the member's size and digest (urlsafe base64 without padding, as
-    RECORD writes it) and the ranges a sparse read left out of the memory."""
+    """What the child found: the member's size, digest (urlsafe base64 without padding, as
+    RECORD writes it) and CRC-32, and the ranges a sparse read left out of the memory."""
 
     size: int
     digest: str
+    crc: int
     left_out: Ranges
 
-    def matches_record(self, entry: RecordEntry | None) -> bool:
-        """Whether the member's RECORD row holds exactly this (else a worker reads it again,
-        for the exact finding)."""
+    def checks_out(self, member: CheckedMember) -> bool:
+        """Whether the member's RECORD row holds exactly this, and its central directory this
+        CRC-32 (else a worker reads it again, for the exact finding)."""
+        entry = member.record
         if entry is None or entry.algorithm != ALGORITHM or entry.digest != self.digest:
             return False
-        return entry.size is None or entry.size == self.size
+        return (entry.size is None or entry.size == self.size) and self.crc == member.span.crc
 
 
 class HeadStart:
@@ -146,4 +148,4 @@ def _inflate(source: Source, handoff: Handoff) -> Inflated:
     keep_freed_memory()
     reader = SourceDecoder()
     content, left_out = reader.inflate_unchecked(source, handoff, ALGORITHM)
-    return Inflated(content.size, record_digest(content.digest), left_out)
+    return Inflated(content.size, record_digest(content.digest), content.crc, left_out)

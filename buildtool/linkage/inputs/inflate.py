@@ -7,9 +7,11 @@ took (``MemberSpan``). Deflate data is inflated by ISA-L when the ``isal`` packa
 (about twice zlib's speed on x86-64 and arm64), else by zlib. A big member is hashed on a second
 thread while it is inflated: both release the GIL, so it costs about its inflation alone.
 
-A read is checked against the member's RECORD hash, which also catches what a CRC would; only
-a member read again, whose hash a read checked already, is checked against the zip's CRC-32
-(``CRC32``), a fraction of the cost.
+Every read also works out the member's CRC-32 (``MemberContent.crc``), which its callers hold
+against the central directory's: a first read checks the RECORD hash too, but a member whose
+CRC-32 disagrees is one that pip and ``zipfile`` refuse to extract, whatever RECORD says. ISA-L
+computes it while it inflates, at no measurable cost; zlib's ``crc32`` is a pass of its own.
+A member read again, whose hash a read checked already, is checked by its CRC-32 alone.
 """
 
 from __future__ import annotations
@@ -33,35 +35,61 @@ if TYPE_CHECKING:
 Sink = Callable[[bytes], object]
 
 
-class _Decompressor(Protocol):
-    @property
-    def unconsumed_tail(self) -> bytes: ...
+class Inflation(Protocol):
+    """A raw-deflate stream being inflated, as ``bz2.BZ2Decompressor`` works: input it cannot
+    give out yet (``max_length``) it keeps; ``crc`` is the CRC-32 of everything given out."""
+
     @property
     def eof(self) -> bool: ...
+    @property
+    def needs_input(self) -> bool: ...
+    @property
+    def crc(self) -> int: ...
 
-    def decompress(self, data: bytes, max_length: int = ..., /) -> bytes: ...
+    def decompress(self, data: bytes, max_length: int, /) -> bytes: ...
 
 
-def _zlib_inflater() -> _Decompressor:
-    return zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate: zip has no zlib header
+class _ZlibInflation:
+    """``Inflation`` over zlib, whose decompressor hands back the input it kept instead."""
+
+    def __init__(self) -> None:
+        self._inflater = zlib.decompressobj(-zlib.MAX_WBITS)  # raw deflate: zip has no header
+        self.crc = 0
+
+    @property
+    def eof(self) -> bool:
+        return self._inflater.eof
+
+    @property
+    def needs_input(self) -> bool:
+        return not self._inflater.unconsumed_tail
+
+    def decompress(self, data: bytes, max_length: int, /) -> bytes:
+        kept = self._inflater.unconsumed_tail
+        chunk = self._inflater.decompress(kept + data if kept else data, max_length)
+        self.crc = zlib.crc32(chunk, self.crc)
+        return chunk
 
 
-def _pick_inflater() -> tuple[Callable[[], _Decompressor], tuple[type[Exception], ...], str]:
+def _pick_inflater() -> tuple[Callable[[], Inflation], tuple[type[Exception], ...], str]:
     try:
-        from isal import isal_zlib
+        from isal import igzip_lib
     except ImportError:
-        return _zlib_inflater, (zlib.error,), "zlib"
+        return _ZlibInflation, (zlib.error,), "zlib"
 
-    def isal_inflater() -> _Decompressor:
-        inflater: _Decompressor = isal_zlib.decompressobj(-zlib.MAX_WBITS)
-        return inflater
+    def isal_inflation() -> Inflation:
+        # raw deflate, its CRC-32 computed as it is inflated (gzip's checksum is the zip's)
+        found: Inflation = igzip_lib.IgzipDecompressor(
+            flag=igzip_lib.DECOMP_GZIP_NO_HDR, hist_bits=zlib.MAX_WBITS
+        )
+        return found
 
-    isal_error = cast("type[Exception]", isal_zlib.error)  # its stub says an instance
-    return isal_inflater, (zlib.error, isal_error), "isal"
+    isal_error = cast("type[Exception]", igzip_lib.IsalError)  # its stub says an instance
+    return isal_inflation, (zlib.error, isal_error), "isal"
 
 
 new_inflater, INFLATE_ERRORS, INFLATER = _pick_inflater()
-"""A raw-deflate decompressor, what it raises on bad data, and which library it comes from."""
+"""A raw-deflate ``Inflation``, what it raises on bad data, and which library it comes from."""
 
 INPUT_BYTES: Final = 256 << 10
 """Compressed bytes handed to the inflater per step."""
@@ -86,11 +114,6 @@ _LOCAL_SIGNATURE: Final = b"PK\x03\x04"
 _UTF8_NAME_FLAG: Final = 0x800
 
 
-CRC32: Final = "crc32"
-"""Not a RECORD algorithm: what a member read again is checked with, the zip's own CRC-32 (its
-RECORD hash was checked by the read that made its facts)."""
-
-
 def _pick_crc32() -> Callable[[bytes, int], int]:
     try:
         from isal import isal_zlib
@@ -103,26 +126,24 @@ def _pick_crc32() -> Callable[[bytes, int], int]:
 _crc32: Final = _pick_crc32()
 
 
-class _Crc32:
-    """The CRC-32 of what it is fed, as a hash object: ``digest`` is its 4 bytes, big-endian."""
-
-    def __init__(self, data: bytes = b"") -> None:
-        self._value = _crc32(data, 0)
+class _NoHash:
+    """What a read that checks no RECORD hash is fed: a member read again, which its CRC-32
+    decides (its hash was checked by the read that made its facts)."""
 
     def update(self, data: bytes) -> None:
-        self._value = _crc32(data, self._value)
+        """Nothing to do."""
 
     def digest(self) -> bytes:
-        return self._value.to_bytes(4, "big")
+        return b""
 
 
-def new_hash(algorithm: str, data: bytes = b"") -> hashlib._Hash | _Crc32:
+def new_hash(algorithm: str | None, data: bytes = b"") -> hashlib._Hash | _NoHash:
     """``hashlib.new``, without its Python-level dispatch for the common algorithm (a wheel's
-    every member is hashed); ``CRC32``: the zip's checksum."""
+    every member is hashed); None: no hash."""
     if algorithm == "sha256":
         return hashlib.sha256(data)
-    if algorithm == CRC32:
-        return _Crc32(data)
+    if algorithm is None:
+        return _NoHash()
     return hashlib.new(algorithm, data)
 
 
@@ -142,7 +163,7 @@ class MemberSpan(NamedTuple):
     compress_size: int
     file_size: int
     crc: int = 0
-    """Its CRC-32 as the central directory gives it (``CRC32``)."""
+    """Its CRC-32 as the central directory gives it."""
 
     @classmethod
     def of(cls, info: ArchiveEntry) -> MemberSpan:
@@ -164,6 +185,18 @@ class MemberContent(NamedTuple):
     """The first four bytes (fewer for a shorter member)."""
     size: int
     digest: bytes
+    """Its hash (b"" when read without one)."""
+    crc: int
+    """The CRC-32 of its bytes: a first read's caller holds it against ``MemberSpan.crc``
+    (``crc_problem``)."""
+
+
+def crc_problem(content: MemberContent, span: MemberSpan) -> str | None:
+    """Why ``zipfile`` (and pip) would refuse the member's bytes as read: their CRC-32 is not
+    the one the central directory gives; None when it is."""
+    if content.crc == span.crc:
+        return None
+    return f"member's CRC-32 is {content.crc:08x}, its central directory's {span.crc:08x}"
 
 
 def _data_offset(data: mmap.mmap | bytes, span: MemberSpan) -> int:
@@ -192,9 +225,9 @@ def _data_offset(data: mmap.mmap | bytes, span: MemberSpan) -> int:
 class _Hasher:
     """A hash fed in order; on a second thread when the member is big."""
 
-    def __init__(self, algorithm: str, threaded: bool) -> None:
+    def __init__(self, algorithm: str | None, threaded: bool) -> None:
         self._hash = new_hash(algorithm)
-        threaded = threaded and algorithm != CRC32  # a CRC costs less than a thread's hand-offs
+        threaded = threaded and algorithm is not None
         self._queue: queue.Queue[bytes | None] | None = None
         self._thread: threading.Thread | None = None
         if threaded:
@@ -259,28 +292,39 @@ class _Output:
         self._early.clear()
 
 
-def _copy_stored(data: mmap.mmap | bytes, start: int, end: int, output: _Output) -> None:
+def _copy_stored(data: mmap.mmap | bytes, start: int, end: int, output: _Output) -> int:
+    """The stored bytes to ``output``; their CRC-32."""
+    crc = 0
     for at in range(start, end, OUTPUT_BYTES):
-        output.add(data[at : min(at + OUTPUT_BYTES, end)])
+        chunk = data[at : min(at + OUTPUT_BYTES, end)]
+        crc = _crc32(chunk, crc)
+        output.add(chunk)
+    return crc
 
 
-def _inflate(data: mmap.mmap | bytes, start: int, end: int, output: _Output) -> None:
+def _inflate(data: mmap.mmap | bytes, start: int, end: int, output: _Output) -> int:
+    """The deflate data inflated to ``output``; its CRC-32."""
     inflater = new_inflater()
     position = start
+    starved = False
     while not inflater.eof:
-        compressed = inflater.unconsumed_tail
-        if not compressed and position < end:
+        compressed = b""
+        # more input when it asks, or when what it kept gave nothing (ISA-L holds back the
+        # last bytes of a few it was given until more come)
+        if (inflater.needs_input or starved) and position < end:
             compressed = data[position : min(position + INPUT_BYTES, end)]
             position += len(compressed)
         chunk = inflater.decompress(compressed, OUTPUT_BYTES)
         if chunk:
             output.add(chunk)
-        elif not compressed:
+        elif not compressed and position >= end and not inflater.eof:
             raise UnreadableMember("member's deflate data ends early (truncated)")
+        starved = not chunk
+    return inflater.crc
 
 
 def _read_whole(
-    compressed: bytes, span: MemberSpan, algorithm: str, sink: Sink | None
+    compressed: bytes, span: MemberSpan, algorithm: str | None, sink: Sink | None
 ) -> MemberContent:
     """A small member in one step: the same checks as the streaming read, less overhead."""
     content = compressed
@@ -291,32 +335,35 @@ def _read_whole(
             raise UnreadableMember("member decompresses past its declared size")
         if not inflater.eof:
             raise UnreadableMember("member's deflate data ends early (truncated)")
+        crc = inflater.crc
+    else:
+        crc = _crc32(content, 0)
     if len(content) != span.file_size:
         declared = span.file_size
         raise UnreadableMember(f"member has {len(content)} bytes, its header declares {declared}")
     head = content[:HEAD_BYTES]
     if binary_format(head) is not None and sink is not None:
         sink(content)
-    return MemberContent(head, len(content), new_hash(algorithm, content).digest())
+    return MemberContent(head, len(content), new_hash(algorithm, content).digest(), crc)
 
 
 def _read_streaming(
-    data: mmap.mmap | bytes, start: int, span: MemberSpan, algorithm: str, sink: Sink | None
+    data: mmap.mmap | bytes, start: int, span: MemberSpan, algorithm: str | None, sink: Sink | None
 ) -> MemberContent:
     end = start + span.compress_size
     hasher = _Hasher(algorithm, threaded=span.file_size >= THREADED_HASH_BYTES)
     output = _Output(span.file_size, hasher, sink)
     try:
         if span.compress_type == zipfile.ZIP_STORED:
-            _copy_stored(data, start, end, output)
+            crc = _copy_stored(data, start, end, output)
         else:
-            _inflate(data, start, end, output)
+            crc = _inflate(data, start, end, output)
     finally:
         hasher.close()
     if output.size != span.file_size:
         declared = span.file_size
         raise UnreadableMember(f"member has {output.size} bytes, its header declares {declared}")
-    return MemberContent(output.head, output.size, hasher.digest())
+    return MemberContent(output.head, output.size, hasher.digest(), crc)
 
 
 def peek_head(data: mmap.mmap | bytes, span: MemberSpan) -> bytes:
@@ -337,9 +384,11 @@ def peek_head(data: mmap.mmap | bytes, span: MemberSpan) -> bytes:
 def member_bytes(
     data: mmap.mmap | bytes, span: MemberSpan, bound: int | None = None
 ) -> bytes | None:
-    """A small member's bytes in one step, not checked against RECORD (the loader scripts,
-    read before the members are: each is checked when it is read with the others); None when
-    its headers or data are broken, or its data runs past ``bound``."""
+    """A small member's bytes in one step, as ``zipfile`` reads them when they pass its checks
+    (the headers agree, the data inflates to exactly the declared size and has the declared
+    CRC-32), but not checked against RECORD (the loader scripts, read before the members are:
+    each is checked when it is read with the others); None when they fail, or when its data
+    runs past ``bound``."""
     try:
         start = _data_offset(data, span)
     except UnreadableMember:
@@ -347,14 +396,6 @@ def member_bytes(
     if bound is not None and start + span.compress_size > bound:
         return None
     return _whole_content(data[start : start + span.compress_size], span)
-
-
-def checked_member_bytes(data: mmap.mmap | bytes, span: MemberSpan, bound: int) -> bytes | None:
-    """A member's bytes in one step, as ``zipfile`` reads them when they pass its checks: the
-    headers agree, the data ends by ``bound``, inflates to exactly the declared size and has
-    the declared CRC-32; None otherwise."""
-    content = member_bytes(data, span, bound)
-    return content if content is not None and _crc32(content, 0) == span.crc else None
 
 
 def plain_content(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
@@ -369,28 +410,34 @@ def plain_content(data: mmap.mmap | bytes, span: MemberSpan) -> bytes | None:
 
 
 def _whole_content(compressed: bytes, span: MemberSpan) -> bytes | None:
-    """``compressed`` inflated (or as stored) when it gives exactly the declared bytes."""
-    content: bytes | None = compressed
-    if span.compress_type == zipfile.ZIP_DEFLATED:
+    """``compressed`` inflated (or as stored) when it gives exactly the declared bytes, of the
+    declared CRC-32."""
+    if span.compress_type == zipfile.ZIP_STORED:
+        content, crc = compressed, _crc32(compressed, 0)
+    elif span.compress_type == zipfile.ZIP_DEFLATED:
         inflater = new_inflater()
         try:
             content = inflater.decompress(compressed, span.file_size + 1)  # 0 would be no limit
         except INFLATE_ERRORS:
             return None
-        content = content if inflater.eof else None
-    elif span.compress_type != zipfile.ZIP_STORED:
+        if not inflater.eof:
+            return None
+        crc = inflater.crc
+    else:
         return None
-    return content if content is not None and len(content) == span.file_size else None
+    return content if len(content) == span.file_size and crc == span.crc else None
 
 
 def read_span(
     data: mmap.mmap | bytes,
     span: MemberSpan,
-    algorithm: str,
+    algorithm: str | None,
     sink: Sink | None = None,
 ) -> MemberContent:
-    """The member's head, size and hash; an ELF member's bytes also go to ``sink``, in order.
-    ``UnreadableMember`` when the bytes disagree with the headers or cannot be inflated.
+    """The member's head, size, hash (``algorithm``; None: none) and CRC-32; an ELF member's
+    bytes also go to ``sink``, in order. ``UnreadableMember`` when the bytes disagree with the
+    local header or the declared size, or cannot be inflated; their CRC-32 is the caller's to
+    hold against the central directory's (``crc_problem``), after its own checks.
 
     Slices of ``data`` are copies (bytes), never views: nothing keeps the mapping exported."""
     if span.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):

@@ -341,10 +341,11 @@ def _submitted(pool: ProcessPoolExecutor, task: _Task) -> Future[tuple[int, _Wor
 
 def _head_started(source: Source, task: _Task) -> _Inflated | None:
     """The hand-off as its head start inflated it, once the child is done and its digest and
-    size agree with RECORD; None: a worker inflates it again (for the exact finding)."""
+    size agree with RECORD, its CRC-32 with the central directory; None: a worker inflates it
+    again (for the exact finding)."""
     assert source.member is not None
     inflated = _HEAD_STARTS[task.sources[0]].result()
-    if inflated is None or not inflated.matches_record(source.member.record):
+    if inflated is None or not inflated.checks_out(source.member):
         return None
     return _Inflated(inflated.left_out)
 

@@ -31,10 +31,10 @@ from buildtool.errors import InputError
 from buildtool.linkage.inputs.archive import WheelArchive
 from buildtool.linkage.inputs.central_directory import ArchiveEntry
 from buildtool.linkage.inputs.inflate import (
-    CRC32,
     MemberSpan,
     Sink,
     UnreadableMember,
+    crc_problem,
     plain_content,
     read_span,
 )
@@ -350,6 +350,9 @@ def read_member(
     except UnreadableMember as error:
         raise _fail(wheel, member.name, str(error)) from None
     check_against_record(wheel, member.name, entry, content.size, record_digest(content.digest))
+    problem = crc_problem(content, member.span)
+    if problem is not None:  # RECORD agrees, but pip cannot extract it: zipfile checks the CRC
+        raise _fail(wheel, member.name, f"{problem}: pip and zipfile refuse to extract it")
     return content.head, content.size
 
 
@@ -360,12 +363,12 @@ def read_member_again(
     findings read some files again): checked against the zip's CRC-32, which costs a fraction
     of its hash, so that a wheel changed since is not read as the one checked."""
     try:
-        content = read_span(mapping, member.span, CRC32, sink)
+        content = read_span(mapping, member.span, None, sink)
     except UnreadableMember as error:
         raise _fail(wheel, member.name, str(error)) from None
-    if content.digest != member.span.crc.to_bytes(4, "big"):
-        problem = "member's CRC-32 differs from its central directory's (changed since read?)"
-        raise _fail(wheel, member.name, problem)
+    problem = crc_problem(content, member.span)
+    if problem is not None:
+        raise _fail(wheel, member.name, f"{problem} (changed since read?)")
     return content.head, content.size
 
 
