@@ -499,16 +499,8 @@ def test_the_biggest_member_is_inflated_while_the_wheel_is_checked(
     assert no_child_left()
 
 
-@pytest.mark.integration
-def test_a_head_start_that_record_disagrees_with_leaves_the_member_to_a_worker(
-    good_build: Path,
-    tmp_path: Path,
-    pool_for_everything: list[int],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """RECORD's hash of the biggest member is wrong: the head start's digest is not taken,
-    and a worker reads the member again for the finding a serial read gives."""
-    wheel, biggest = library_wheel(good_build, tmp_path, record=None)
+def _wrong_record_hash(wheel: Path, biggest: str) -> None:
+    """RECORD's hash of ``biggest`` made wrong (its other rows right)."""
     with zipfile.ZipFile(wheel, "a") as archive:
         rows = [
             f"{name},sha256=AAAA,{info.file_size}"
@@ -518,32 +510,30 @@ def test_a_head_start_that_record_disagrees_with_leaves_the_member_to_a_worker(
             if (name := info.filename)
         ]
         archive.writestr(RECORD, "\n".join([*rows, f"{RECORD},,"]) + "\n")
-    log = HeadStartLog(monkeypatch)
 
-    def read(jobs: int) -> str:
-        with pytest.raises(InputError) as raised:
-            read_wheel(wheel, REGISTRATIONS, jobs=jobs)
-        return str(raised.value)
 
-    serial, parallel = both_ways(read, pool_for_everything)
-    assert parallel == serial
-    assert f"{biggest}: member's sha256 hash differs from RECORD's" in serial
-    assert log.results == [None]
-    assert no_child_left()
+HEAD_START_REFUSALS: dict[str, tuple[Callable[[Path, str], None], str | None, str]] = {
+    "RECORD's hash": (_wrong_record_hash, None, "member's sha256 hash differs from RECORD's"),
+    "the zip's CRC-32": (flip_crc, "auto", "member's CRC-32 is "),  # RECORD right: pip refuses
+}
+"""How the biggest member is made wrong: (the change, ``library_wheel``'s RECORD, the error)."""
 
 
 @pytest.mark.integration
-def test_a_head_start_whose_crc_disagrees_leaves_the_member_to_a_worker(
+@pytest.mark.parametrize("wrong", sorted(HEAD_START_REFUSALS))
+def test_a_head_start_that_disagrees_leaves_the_member_to_a_worker(
     good_build: Path,
     tmp_path: Path,
     pool_for_everything: list[int],
     monkeypatch: pytest.MonkeyPatch,
+    wrong: str,
 ) -> None:
-    """The biggest member's CRC-32 is wrong in its headers, RECORD right: the head start's
-    inflation is not taken, and a worker reads the member again for the error a serial read
-    gives (pip would refuse the wheel)."""
-    wheel, biggest = library_wheel(good_build, tmp_path)
-    flip_crc(wheel, biggest)
+    """The biggest member disagrees with RECORD's hash, or with its headers' CRC-32: the head
+    start's inflation is not taken, and a worker reads the member again for the error a serial
+    read gives."""
+    change, record, error = HEAD_START_REFUSALS[wrong]
+    wheel, biggest = library_wheel(good_build, tmp_path, record=record)
+    change(wheel, biggest)
     log = HeadStartLog(monkeypatch)
 
     def read(jobs: int) -> str:
@@ -553,7 +543,7 @@ def test_a_head_start_whose_crc_disagrees_leaves_the_member_to_a_worker(
 
     serial, parallel = both_ways(read, pool_for_everything)
     assert parallel == serial
-    assert f"{biggest}: member's CRC-32 is " in serial
+    assert f"{biggest}: {error}" in serial
     assert log.results == [None]
     assert no_child_left()
 
