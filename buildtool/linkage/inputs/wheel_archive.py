@@ -360,8 +360,9 @@ def read_member_again(
     wheel: str, mapping: mmap.mmap, member: CheckedMember, sink: Sink | None
 ) -> tuple[bytes, int]:
     """``read_member`` for a member that a read checked against RECORD already (the checks and
-    findings read some files again): checked against the zip's CRC-32, which costs a fraction
-    of its hash, so that a wheel changed since is not read as the one checked."""
+    findings read some files again): checked against the zip's CRC-32 alone (worked out as it
+    is inflated), not hashed again, so that a wheel changed since is not read as the one
+    checked."""
     try:
         content = read_span(mapping, member.span, None, sink)
     except UnreadableMember as error:
