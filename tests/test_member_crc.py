@@ -21,7 +21,7 @@ from buildtool.linkage.inputs.head_start import Inflated
 from buildtool.linkage.inputs.inflate import MemberSpan
 from buildtool.linkage.inputs.wheel_archive import CheckedMember, RecordEntry
 from tests.conftest import require
-from tests.test_hostile_wheels import Member, write_wheel
+from tests.test_hostile_wheels import Member, _central_entry, write_wheel
 
 SMALL = "demo/lib/libdemo_x.so"
 BIG = "demo/lib/libdemo_big.so"
@@ -63,21 +63,12 @@ def _wheel(folder: Path, libraries: dict[str, bytes]) -> Path:
     return write_wheel(folder / "demo-0.1.0-py3-none-any.whl", members)
 
 
-def _entries(blob: bytes, name: str) -> tuple[int, int]:
-    """Offsets of the member's local header and of its central directory entry."""
-    encoded = name.encode()
-    central = blob.index(b"PK\x01\x02")
-    while blob[central + 46 : central + 46 + len(encoded)] != encoded:
-        central = blob.index(b"PK\x01\x02", central + 1)
-    (local,) = struct.unpack_from("<I", blob, central + 42)
-    return local, central
-
-
 def flip_crc(path: Path, name: str) -> None:
     """The member's CRC-32 changed in both of its headers (which agree, as a tool that wrote a
     wrong one would have them); its bytes, and RECORD's hash of them, stay right."""
     blob = bytearray(path.read_bytes())
-    local, central = _entries(bytes(blob), name)
+    central = _central_entry(bytes(blob), name.encode())
+    (local,) = struct.unpack_from("<I", blob, central + 42)
     (crc,) = struct.unpack_from("<I", blob, central + 16)
     for field in (local + 14, central + 16):
         struct.pack_into("<I", blob, field, crc ^ 0x5A5A5A5A)
