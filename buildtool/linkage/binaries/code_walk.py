@@ -43,7 +43,9 @@ MAX_INSTRUCTIONS: Final = 800
 MAX_LIBRARY_INSTRUCTIONS: Final = 120_000
 """Instructions decoded per library, at most (about a second): LLVM's thousands of option
 initializers reach a hundred thousand functions two calls deep. Past it, functions not yet
-decoded read as calling nothing, so a huge library's reach may be incomplete (never wrong)."""
+decoded read as calling nothing: an initializer walked after that has no shape at all, and no
+copy of it is found. A walk of the initializers' own code has a budget that grows with their
+count (``OWN_CODE_INSTRUCTIONS``)."""
 MAX_FUNCTION_INSTRUCTIONS: Final = 300
 """Instructions of one function's sweep, at most."""
 _CHUNK: Final = 512
@@ -391,7 +393,12 @@ def _arm_branch(sweep: _Sweep, mnemonic: str, operands: str, loaded: dict[str, i
 class _Functions:
     """Each function decoded once per library, however many initializers reach it."""
 
-    def __init__(self, view: CodeView, limit: int = MAX_FUNCTION_INSTRUCTIONS) -> None:
+    def __init__(
+        self,
+        view: CodeView,
+        limit: int = MAX_FUNCTION_INSTRUCTIONS,
+        budget: int = MAX_LIBRARY_INSTRUCTIONS,
+    ) -> None:
         self.view = view
         self.limit = limit
         """Instructions of one sweep, at most."""
@@ -399,7 +406,7 @@ class _Functions:
         self.sweep = _x86_function if view.machine == "x86_64" else _arm_function
         self.known: dict[int, _Function] = {}
         self.strings: dict[int, tuple[str, str] | None] = {}
-        self.left = MAX_LIBRARY_INSTRUCTIONS
+        self.left = budget
 
     def at(self, address: int) -> _Function:
         found = self.known.get(address)
@@ -527,6 +534,13 @@ SHAPE_PREFIX: Final = 64
 """Instructions of an initializer's own code a read walks (its shape's digest): enough to tell
 copies from other code, a fraction of what a big library's initializers hold (libtorch_cpu.so's
 376: 95k instructions walked whole)."""
+OWN_CODE_INSTRUCTIONS: Final = 2 * SHAPE_PREFIX
+"""Instructions a walk of the initializers' own code decodes per initializer, at most on average
+(its own code, and each function it calls as far as telling a stub): the walk's budget grows
+with the initializer count, so every initializer of a library with thousands has its shape.
+Measured: 16 per initializer in libtensorflow_framework.so.2, 32 in libtensorflow_cc.so.2
+(4,531 initializers: 146k instructions, past ``MAX_LIBRARY_INSTRUCTIONS``), 79 in
+libtorch_cpu.so, 103 in Debian's libLLVM-14.so.1."""
 PASSED_BYTES: Final = 16
 """Bytes of a passed datum that is not a string that ``InitializerReach.content`` keeps: the
 start of the object (a GUID's 16 bytes; Qt's resource tables differ within them). Further, a
@@ -710,6 +724,13 @@ Depth = bool | Sequence[int] | FirstReaching
 (False), those at some positions whole, or a prefix (``FirstReaching``)."""
 
 
+def _own_code(view: CodeView) -> _Functions:
+    """The functions of a walk of each initializer's own code (``SHAPE_PREFIX``), with a
+    budget for every initializer of the library (``OWN_CODE_INSTRUCTIONS``)."""
+    budget = max(MAX_LIBRARY_INSTRUCTIONS, OWN_CODE_INSTRUCTIONS * len(view.initializers))
+    return _Functions(view, SHAPE_PREFIX, budget)
+
+
 def walk_initializers(view: CodeView, deep: Depth = True) -> tuple[InitializerReach, ...]:
     """Each initializer's reach, in the view's order (empty for other machines). Not ``deep``:
     each initializer's own code and the stubs it calls (what its shape and strings need; a
@@ -719,7 +740,7 @@ def walk_initializers(view: CodeView, deep: Depth = True) -> tuple[InitializerRe
     if view.machine not in WALKED_MACHINES or not view.initializers:
         return ()
     if isinstance(deep, FirstReaching):
-        shallow, walks = _Functions(view, SHAPE_PREFIX), []
+        shallow, walks = _own_code(view), []
         for address in view.initializers:
             walks.append(shallow.reach(address, deep=False))
             if deep.met(walks[-1]):
@@ -730,7 +751,7 @@ def walk_initializers(view: CodeView, deep: Depth = True) -> tuple[InitializerRe
             return ()
         whole = _Functions(view)
         return _results(view, [whole.reach(view.initializers[position]) for position in deep])
-    functions = _Functions(view) if deep else _Functions(view, SHAPE_PREFIX)
+    functions = _Functions(view) if deep else _own_code(view)
     return _results(view, [functions.reach(address, deep) for address in view.initializers])
 
 
