@@ -128,6 +128,16 @@ def test_the_reader_comparison_is_a_paired_ratio(bench: ModuleType) -> None:
     assert "| fast decoder vs pyelftools | pyelftools takes 50.0x as long |" in bench.tables(r)
 
 
+def test_the_wheel_is_set_beside_zipfile_doing_the_reads_work(bench: ModuleType) -> None:
+    quick = series(bench, "quick", 0.4, 0.5, 0.6)
+    fields = {f.name: quick for f in dataclasses.fields(bench.Results) if f.name != "others"}
+    ours = series(bench, "buildtool: wheel", 2.0, 3.0, 2.1)
+    record = series(bench, "zipfile: all members + sha256", 3.0, 3.0, 3.5)  # 0.67x, 1x, 0.6x
+    r = bench.Results(**{**fields, "wheel": ours, "floor_record": record})
+    row = next(line for line in bench.comparisons(r) if "every member" in line)
+    assert row.startswith("| wheel / zlib decompression and sha256 of every member | 0.67x:")
+
+
 def test_the_teardown_saving_is_measured_run_by_run(bench: ModuleType) -> None:
     quick = series(bench, "quick", 0.4, 0.5, 0.6)
     fields = {f.name: quick for f in dataclasses.fields(bench.Results) if f.name != "others"}
