@@ -1,7 +1,9 @@
 """A library with thousands of initializers has each one walked (``code_walk``'s budget grows
 with the initializer count): a copy of a registering object file linked after two thousand
 others is still found. Past the fixed budget of before, the walk gave the late initializers no
-shape at all, and two stripped libraries that abort when loaded together passed.
+shape at all, and two stripped libraries that abort when loaded together passed. The walk of a
+big file's initializers read ahead is split between two processes (``OwnCodePart``), which
+give the walk one process gives.
 
 The libraries are built here (x86-64): the many initializers come from an assembly file (two
 thousand constructors of 61 instructions each, quicker to assemble than to compile from C)."""
@@ -10,12 +12,24 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from buildtool.linkage.binaries.code_walk import MAX_LIBRARY_INSTRUCTIONS
+from buildtool.linkage.binaries import InitializerReach, code_walk
+from buildtool.linkage.binaries.code_walk import (
+    MAX_LIBRARY_INSTRUCTIONS,
+    Depth,
+    OwnCodePart,
+    joined_parts,
+)
 from buildtool.linkage.binaries.elf import read_elf_file
+from buildtool.linkage.binaries.read import read_initializers_again
+from buildtool.linkage.inputs import lookups
+from buildtool.linkage.inputs.decoding import Source
+from buildtool.linkage.inputs.forked import Forked
 from tests.builders import check, ids, lib
 
 FILLERS = 2100
@@ -89,12 +103,19 @@ def _runs(folder: Path) -> bool:
     return subprocess.run([str(folder / "app")], check=False).returncode == 0
 
 
+@pytest.fixture(scope="module")
+def copied(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """``libbig.so`` with the registering object file last, and ``libsmall.so``, built once
+    (read only by the tests)."""
+    return _libraries(tmp_path_factory.mktemp("copied") / "pkg", big_registers=True)
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
-def test_a_copy_past_two_thousand_initializers_is_found(tmp_path: Path) -> None:
-    big, small = _libraries(tmp_path / "pkg", big_registers=True)
-    assert not _runs(tmp_path / "pkg")  # the registry aborts on the second "verbose_logging"
-    assert ids(check(tmp_path / "pkg")) == {("BT103", small.name)}
+def test_a_copy_past_two_thousand_initializers_is_found(copied: tuple[Path, Path]) -> None:
+    big, small = copied
+    assert not _runs(big.parent)  # the registry aborts on the second "verbose_logging"
+    assert ids(check(big.parent)) == {("BT103", small.name)}
     facts = read_elf_file(big, big.name)
     assert facts is not None
     assert facts.initializers is not None
@@ -111,3 +132,72 @@ def test_thousands_of_initializers_and_no_copy_stay_clean(tmp_path: Path) -> Non
     _libraries(tmp_path / "pkg", big_registers=False)
     assert _runs(tmp_path / "pkg")
     assert ids(check(tmp_path / "pkg")) == set()
+
+
+def _own_code(path: Path, deep: Depth) -> tuple[InitializerReach, ...]:
+    return read_initializers_again(path.read_bytes(), path.name, deep=deep)
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+@pytest.mark.parametrize("parts", [2, 3])
+def test_a_walk_in_parts_is_the_whole_walk(copied: tuple[Path, Path], parts: int) -> None:
+    big = copied[0]
+    whole = _own_code(big, False)
+    walked = [_own_code(big, OwnCodePart(part, parts)) for part in range(parts)]
+    assert [len(part) for part in walked] == [
+        len(range(p, len(whole), parts)) for p in range(parts)
+    ]
+    assert joined_parts(walked) == whole
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+def test_a_part_past_its_share_leaves_the_whole_walk_to_one_process(
+    copied: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a budget the whole walk spends (its last initializers then have no shape), a part
+    runs out of its share: the split read gives the whole walk, as one process reads it."""
+    big = copied[0]
+    monkeypatch.setattr(code_walk, "MAX_LIBRARY_INSTRUCTIONS", 20_000)
+    monkeypatch.setattr(code_walk, "OWN_CODE_INSTRUCTIONS", 8)
+    whole = _own_code(big, False)
+    assert not whole[-1].instructions  # the budget ran out
+    with pytest.raises(code_walk.OverBudget):
+        _own_code(big, OwnCodePart(0, 2))
+    monkeypatch.setattr(lookups, "SPLIT_WALK_MIN_BYTES", 0)
+    source = Source(str(big), big.name, big.stat().st_size)
+    lookup = lookups.InitializerLookup(split=True)
+    try:
+        assert lookup(source) == whole
+    finally:
+        lookup.close()
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+def test_a_big_files_initializers_read_ahead_are_walked_in_two_processes(
+    copied: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = copied[0]
+    source = Source(str(big), big.name, big.stat().st_size)
+    alone = lookups.InitializerLookup()
+    try:
+        whole = alone(source)
+    finally:
+        alone.close()
+    monkeypatch.setattr(lookups, "SPLIT_WALK_MIN_BYTES", 0)
+    forks: list[object] = []
+    start = Forked.start
+
+    def counted(work: Callable[[], Any], kind: type[Any]) -> Any:
+        forks.append(kind)
+        return start(work, kind)
+
+    monkeypatch.setattr(Forked, "start", counted)
+    split = lookups.InitializerLookup(split=True)
+    try:
+        assert split(source) == whole
+    finally:
+        split.close()
+    assert forks == [tuple]  # the second half's child

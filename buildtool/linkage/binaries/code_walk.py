@@ -719,16 +719,55 @@ class FirstReaching:
         return not reach.guarded and not reach.reaches <= self.known
 
 
-Depth = bool | Sequence[int] | FirstReaching
+@dataclass(frozen=True)
+class OwnCodePart:
+    """A ``walk_initializers`` depth: each initializer's own code, as ``False`` walks it, for
+    part ``part`` (from 0) of ``parts`` of the initializer array (every ``parts``th initializer
+    from the ``part``th: parts of like cost), on that share of the walk's budget (the parts can
+    be walked by several processes; ``joined_parts`` puts them in order). The parts together
+    are the whole walk: a function's walk is the same wherever it is decoded, and parts that
+    each stay within their share decode less than the budget together, so the whole walk never
+    runs out of it either. A part that spends its share raises ``OverBudget``: take the whole
+    walk then."""
+
+    part: int
+    parts: int
+
+
+class OverBudget(Exception):
+    """A part of a walk (``OwnCodePart``) spent its share of the budget."""
+
+
+Depth = bool | Sequence[int] | FirstReaching | OwnCodePart
 """How far ``walk_initializers`` walks: every initializer whole (True), or its own code
-(False), those at some positions whole, or a prefix (``FirstReaching``)."""
+(False), those at some positions whole, a prefix (``FirstReaching``), or its own code for a
+part of the array (``OwnCodePart``)."""
 
 
-def _own_code(view: CodeView) -> _Functions:
+def _own_code(view: CodeView, parts: int = 1) -> _Functions:
     """The functions of a walk of each initializer's own code (``SHAPE_PREFIX``), with a
-    budget for every initializer of the library (``OWN_CODE_INSTRUCTIONS``)."""
+    budget for every initializer of the library (``OWN_CODE_INSTRUCTIONS``), or a ``parts``th
+    of it."""
     budget = max(MAX_LIBRARY_INSTRUCTIONS, OWN_CODE_INSTRUCTIONS * len(view.initializers))
-    return _Functions(view, SHAPE_PREFIX, budget)
+    return _Functions(view, SHAPE_PREFIX, budget // parts)
+
+
+def _own_code_part(view: CodeView, depth: OwnCodePart) -> tuple[InitializerReach, ...]:
+    """The part's initializers, each walked in its own code (see ``OwnCodePart``)."""
+    part, parts = depth.part, depth.parts
+    functions = _own_code(view, parts)
+    walks = [functions.reach(address, deep=False) for address in view.initializers[part::parts]]
+    if functions.left <= 0:
+        raise OverBudget(f"part {part} of {parts} of {len(view.initializers)} initializers")
+    return _results(view, walks)
+
+
+def joined_parts(parts: Sequence[tuple[InitializerReach, ...]]) -> tuple[InitializerReach, ...]:
+    """The whole walk from its parts (``OwnCodePart``), each given in order."""
+    joined: list[InitializerReach] = []
+    for index in range(max(map(len, parts), default=0)):
+        joined += (part[index] for part in parts if index < len(part))
+    return tuple(joined)
 
 
 def walk_initializers(view: CodeView, deep: Depth = True) -> tuple[InitializerReach, ...]:
@@ -746,6 +785,8 @@ def walk_initializers(view: CodeView, deep: Depth = True) -> tuple[InitializerRe
             if deep.met(walks[-1]):
                 break
         return _results(view, walks)
+    if isinstance(deep, OwnCodePart):
+        return _own_code_part(view, deep)
     if not isinstance(deep, bool):
         if any(not 0 <= position < len(view.initializers) for position in deep):
             return ()
