@@ -30,22 +30,11 @@ from buildtool.linkage.binaries.read import read_initializers_again
 from buildtool.linkage.inputs import lookups
 from buildtool.linkage.inputs.decoding import Source
 from buildtool.linkage.inputs.forked import Forked
-from tests.builders import check, ids, lib
+from tests.builders import check, gcc, ids, refusing_registry
 
 FILLERS = 2100
 """Constructors before the registering one: their own code alone is past the old budget."""
 STORES = 60
-
-REGISTRY = """
-#include <stdlib.h>
-#include <string.h>
-static const char* names[16];
-static int count;
-void reg(const char* name) {
-    for (int i = 0; i < count; ++i) if (!strcmp(names[i], name)) abort();
-    names[count++] = name;
-}
-"""
 
 REGISTERING = """
 void reg(const char*);
@@ -80,7 +69,7 @@ def _libraries(folder: Path, big_registers: bool) -> tuple[Path, Path]:
     ``libsmall.so``: the registering object file alone (both stripped); ``app``, which needs
     both."""
     folder.mkdir()
-    lib(folder, "registry", REGISTRY)
+    gcc(folder, folder / "libregistry.so", refusing_registry("reg"), cxx=True)
     fillers, registering = folder / "fillers.s", folder / "registering.c"
     fillers.write_text(_fillers(FILLERS))
     registering.write_text(REGISTERING)
