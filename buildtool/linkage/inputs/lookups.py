@@ -132,20 +132,22 @@ class InitializerLookup:
 def _walked_in_two(
     read: Callable[[Depth], tuple[InitializerReach, ...]],
 ) -> tuple[InitializerReach, ...]:
-    """A file's initializers, each walked in its own code (``read(False)``), the second half by
-    a child while this process walks the first (``code_walk.OwnCodePart``): the same walks.
+    """A file's initializers, each walked in its own code (``read(False)``), every other one
+    by a child while this process walks the rest (``code_walk.OwnCodePart``): the same walks.
     A half that spends its share of the budget, or a child that fails, leaves the whole walk to
     this process."""
     second = Forked.start(lambda: read(OwnCodePart(1, 2)), tuple)
     if second is None:
         return read(False)
+    first: tuple[InitializerReach, ...] | None = None
+    rest: tuple[InitializerReach, ...] | None = None
     try:
-        first = read(OwnCodePart(0, 2))
+        first, rest = read(OwnCodePart(0, 2)), second.result()
     except OverBudget:
-        second.end()
-        return read(False)
-    rest = second.result()
-    return joined_parts((first, rest)) if rest is not None else read(False)
+        pass  # this half spent its share: the whole walk below
+    finally:
+        second.end()  # whatever this process's half raised (once reaped, nothing is left)
+    return read(False) if first is None or rest is None else joined_parts((first, rest))
 
 
 def _initializers_of(sources: Sequence[Source]) -> dict[str, tuple[InitializerReach, ...]]:
