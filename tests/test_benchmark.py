@@ -136,6 +136,7 @@ def test_the_wheel_is_set_beside_zipfile_doing_the_reads_work(bench: ModuleType)
     r = bench.Results(**{**fields, "wheel": ours, "floor_record": record})
     row = next(line for line in bench.comparisons(r) if "every member" in line)
     assert row.startswith("| wheel / zlib decompression and sha256 of every member | 0.67x:")
+    assert "it takes 0.67x as long." in bench.performance_section(r)[-2]
 
 
 def test_the_teardown_saving_is_measured_run_by_run(bench: ModuleType) -> None:
