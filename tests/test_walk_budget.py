@@ -10,6 +10,7 @@ thousand constructors of 61 instructions each, quicker to assemble than to compi
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
 from collections.abc import Callable
@@ -31,6 +32,11 @@ from buildtool.linkage.inputs import lookups
 from buildtool.linkage.inputs.decoding import Source
 from buildtool.linkage.inputs.forked import Forked
 from tests.builders import check, gcc, ids, refusing_registry
+
+X86_64_LINUX = pytest.mark.skipif(
+    sys.platform != "linux" or platform.machine() != "x86_64",
+    reason="builds x86-64 ELF libraries with gcc (the fillers are x86-64 assembly)",
+)
 
 FILLERS = 2100
 """Constructors before the registering one: their own code alone is past the old budget."""
@@ -100,7 +106,7 @@ def copied(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+@X86_64_LINUX
 def test_a_copy_past_two_thousand_initializers_is_found(copied: tuple[Path, Path]) -> None:
     big, small = copied
     assert not _runs(big.parent)  # the registry aborts on the second "verbose_logging"
@@ -116,7 +122,7 @@ def test_a_copy_past_two_thousand_initializers_is_found(copied: tuple[Path, Path
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+@X86_64_LINUX
 def test_thousands_of_initializers_and_no_copy_stay_clean(tmp_path: Path) -> None:
     _libraries(tmp_path / "pkg", big_registers=False)
     assert _runs(tmp_path / "pkg")
@@ -128,7 +134,7 @@ def _own_code(path: Path, deep: Depth) -> tuple[InitializerReach, ...]:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+@X86_64_LINUX
 @pytest.mark.parametrize("parts", [2, 3])
 def test_a_walk_in_parts_is_the_whole_walk(copied: tuple[Path, Path], parts: int) -> None:
     big = copied[0]
@@ -141,7 +147,7 @@ def test_a_walk_in_parts_is_the_whole_walk(copied: tuple[Path, Path], parts: int
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+@X86_64_LINUX
 def test_a_part_past_its_share_leaves_the_whole_walk_to_one_process(
     copied: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -164,7 +170,7 @@ def test_a_part_past_its_share_leaves_the_whole_walk_to_one_process(
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(sys.platform != "linux", reason="builds ELF libraries with gcc")
+@X86_64_LINUX
 def test_a_big_files_initializers_read_ahead_are_walked_in_two_processes(
     copied: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
