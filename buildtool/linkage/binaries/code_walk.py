@@ -535,12 +535,11 @@ SHAPE_PREFIX: Final = 64
 copies from other code, a fraction of what a big library's initializers hold (libtorch_cpu.so's
 376: 95k instructions walked whole)."""
 OWN_CODE_INSTRUCTIONS: Final = 2 * SHAPE_PREFIX
-"""Instructions a walk of the initializers' own code decodes per initializer, at most on average
-(its own code, and each function it calls as far as telling a stub): the walk's budget grows
-with the initializer count, so every initializer of a library with thousands has its shape.
-Measured: 16 per initializer in libtensorflow_framework.so.2, 32 in libtensorflow_cc.so.2
-(4,531 initializers: 146k instructions, past ``MAX_LIBRARY_INSTRUCTIONS``), 79 in
-libtorch_cpu.so, 103 in Debian's libLLVM-14.so.1."""
+"""Instructions a walk of the initializers' own code (and of what they call, as far as telling
+a stub) decodes per initializer, on average at most: its budget grows with their count, so each
+initializer of a library with thousands has its shape. Measured: 16 an initializer in
+libtensorflow_framework.so.2, 32 in libtensorflow_cc.so.2 (4,531: 146k instructions, past
+``MAX_LIBRARY_INSTRUCTIONS``), 79 in libtorch_cpu.so, 103 in Debian's libLLVM-14.so.1."""
 PASSED_BYTES: Final = 16
 """Bytes of a passed datum that is not a string that ``InitializerReach.content`` keeps: the
 start of the object (a GUID's 16 bytes; Qt's resource tables differ within them). Further, a
@@ -722,13 +721,11 @@ class FirstReaching:
 @dataclass(frozen=True)
 class OwnCodePart:
     """A ``walk_initializers`` depth: each initializer's own code, as ``False`` walks it, for
-    part ``part`` (from 0) of ``parts`` of the initializer array (every ``parts``th initializer
-    from the ``part``th: parts of like cost), on that share of the walk's budget (the parts can
-    be walked by several processes; ``joined_parts`` puts them in order). The parts together
-    are the whole walk: a function's walk is the same wherever it is decoded, and parts that
-    each stay within their share decode less than the budget together, so the whole walk never
-    runs out of it either. A part that spends its share raises ``OverBudget``: take the whole
-    walk then."""
+    every ``parts``th initializer from the ``part``th, on that share of the budget (the parts
+    may be walked by several processes; ``joined_parts`` orders them). Together they are the
+    whole walk: a function's walk is the same wherever it is decoded, and parts within their
+    shares decode less than the budget together, so the whole walk would not run out of it
+    either. A part that spends its share raises ``OverBudget``: take the whole walk then."""
 
     part: int
     parts: int
@@ -745,9 +742,8 @@ part of the array (``OwnCodePart``)."""
 
 
 def _own_code(view: CodeView, parts: int = 1) -> _Functions:
-    """The functions of a walk of each initializer's own code (``SHAPE_PREFIX``), with a
-    budget for every initializer of the library (``OWN_CODE_INSTRUCTIONS``), or a ``parts``th
-    of it."""
+    """A walk of each initializer's own code, budgeted for every initializer of the library
+    (``OWN_CODE_INSTRUCTIONS``), or a ``parts``th of that."""
     budget = max(MAX_LIBRARY_INSTRUCTIONS, OWN_CODE_INSTRUCTIONS * len(view.initializers))
     return _Functions(view, SHAPE_PREFIX, budget // parts)
 
