@@ -64,7 +64,7 @@ class FunctionNameLookup:
 
 SPLIT_WALK_MIN_BYTES: Final = 64 << 20
 """Files at least this big have their initializers walked in two processes when read ahead
-(``InitializerLookup``'s ``split``): tensorflow-cpu's libtensorflow_cc.so.2 (788 MB, 4,531
+(``InitializerLookup``'s ``split``): tensorflow-cpu's libtensorflow_cc.so.2 (751 MB, 4,531
 initializers) took 1.6 s to walk on one CPU while the other waited."""
 
 
