@@ -97,3 +97,33 @@ def refusing_registry(function: str) -> str:
     name is registered twice (``count`` holds how many it has); no headers, so any SDK builds
     it."""
     return REFUSING_REGISTRY.replace("FUNCTION", function)
+
+
+def constructor_fillers(count: int, stores: int, coff: bool = False) -> str:
+    """x86-64 assembly (GNU as) of ``count`` constructors, each storing ``stores`` numbers:
+    many initializers, quicker to assemble than to compile from C. ELF: local functions listed
+    in ``.init_array`` (gone once stripped); ``coff`` (mingw-w64): functions named as g++ names
+    a file's static initializer (``_GLOBAL__sub_I_``, what the PE reader finds them by), listed
+    in ``.ctors``."""
+    lines = (
+        ["\t.lcomm fill_cell,256,32"]
+        if coff
+        else ["\t.local fill_cell", "\t.comm fill_cell,256,32"]
+    )
+    lines.append("\t.text")
+    for index in range(count):
+        name = f"_GLOBAL__sub_I_fill_{index}" if coff else f"fill_{index}"
+        if coff:
+            lines.append(f"\t.def\t{name};\t.scl\t3;\t.type\t32;\t.endef")
+        else:
+            lines.append(f"\t.type {name}, @function")
+        lines.append(f"{name}:")
+        lines += [f"\tmovl ${index + k}, fill_cell+{4 * k}(%rip)" for k in range(stores)]
+        lines.append("\tret")
+        if not coff:
+            lines.append(f"\t.size {name}, .-{name}")
+        table = '\t.section .ctors,"w"' if coff else '\t.section .init_array,"aw"'
+        lines += [table, "\t.align 8", f"\t.quad {name}", "\t.text"]
+    if not coff:
+        lines.append('\t.section .note.GNU-stack,"",@progbits')
+    return "\n".join(lines) + "\n"

@@ -31,7 +31,7 @@ from buildtool.linkage.binaries.read import read_initializers_again
 from buildtool.linkage.inputs import lookups
 from buildtool.linkage.inputs.decoding import Source
 from buildtool.linkage.inputs.forked import Forked
-from tests.builders import check, gcc, ids, refusing_registry
+from tests.builders import check, constructor_fillers, gcc, ids, refusing_registry
 
 X86_64_LINUX = pytest.mark.skipif(
     sys.platform != "linux" or platform.machine() != "x86_64",
@@ -46,19 +46,6 @@ REGISTERING = """
 void reg(const char*);
 __attribute__((constructor)) static void register_flag(void) { reg("verbose_logging"); }
 """
-
-
-def _fillers(count: int) -> str:
-    """Assembly of ``count`` constructors, each storing ``STORES`` numbers (static: local
-    symbols, gone once stripped)."""
-    lines = ["\t.local fill_cell", "\t.comm fill_cell,256,32", "\t.text"]
-    for index in range(count):
-        lines += [f"\t.type fill_{index}, @function", f"fill_{index}:"]
-        lines += [f"\tmovl ${index + k}, fill_cell+{4 * k}(%rip)" for k in range(STORES)]
-        lines += ["\tret", f"\t.size fill_{index}, .-fill_{index}"]
-        lines += ['\t.section .init_array,"aw"', "\t.align 8", f"\t.quad fill_{index}", "\t.text"]
-    lines.append('\t.section .note.GNU-stack,"",@progbits')
-    return "\n".join(lines) + "\n"
 
 
 def _stripped_library(folder: Path, name: str, *objects: Path) -> Path:
@@ -77,7 +64,7 @@ def _libraries(folder: Path, big_registers: bool) -> tuple[Path, Path]:
     folder.mkdir()
     gcc(folder, folder / "libregistry.so", refusing_registry("reg"), cxx=True)
     fillers, registering = folder / "fillers.s", folder / "registering.c"
-    fillers.write_text(_fillers(FILLERS))
+    fillers.write_text(constructor_fillers(FILLERS, STORES))
     registering.write_text(REGISTERING)
     objects = []
     for source in (fillers, registering):

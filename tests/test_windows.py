@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from buildtool.linkage.binaries.code_walk import MAX_LIBRARY_INSTRUCTIONS
 from buildtool.linkage.binaries.pe.decoder import MalformedPE, read_pe_facts
-from tests.builders import write_wheel
+from buildtool.linkage.binaries.read import read_initializers_again
+from tests.builders import constructor_fillers, write_wheel
 from tests.conftest import DEMO_RECIPE, DUPLICATE_GEMM, CliRunner, edited_example, require
 from tests.cross import (
     TOOLCHAINS,
@@ -423,6 +425,74 @@ def test_a_two_instruction_registration_in_two_dlls_aborts_and_is_bt103(
     assert [(f["id"], f["path"].rsplit("/", 1)[-1]) for f in findings] == [("BT103", "two.dll")]
     assert "both register through registry.dll:registry_add" in findings[0]["evidence"]
     assert "'gemm'" in findings[0]["evidence"]
+
+
+# --- a registration past two thousand initializers in a DLL -----------------------------------
+
+FILLERS = 2100
+"""Initializers of 61 instructions before the registering one: more than the fixed budget
+(``MAX_LIBRARY_INSTRUCTIONS``) that every one walked whole once shared."""
+LATE_REGISTRATION = """extern "C" __declspec(dllimport) void registry_add(const char*);
+namespace { struct Registerer { Registerer() { registry_add("verbose_logging"); } } registerer; }
+"""
+ANSWER = 'extern "C" __declspec(dllexport) int LIBRARY() { return 1; }\n'
+
+
+def _late_registration_dlls(folder: Path, big_registers: bool) -> Path:
+    """``big.dll``: the fillers, then (``big_registers``) the registering file; ``small.dll``:
+    the registering file alone; ``main.exe``, which imports from both."""
+    folder.mkdir()
+    static = ("-static-libgcc", "-static-libstdc++")
+    _mingw_cxx(folder, "registry.dll", REGISTRY_DLL, "-shared", *static)
+    (folder / "fillers.s").write_text(constructor_fillers(FILLERS, 60, coff=True))
+    for name, source in (("registering", LATE_REGISTRATION), ("fillers", None)):
+        if source is not None:
+            (folder / f"{name}.cc").write_text(source)
+        suffix = ".s" if source is None else ".cc"
+        subprocess.run([f"{TRIPLE}-g++-win32", "-O2", "-c", f"{name}{suffix}"], cwd=folder,
+                       check=True, capture_output=True)  # fmt: skip
+    own = ["registering.o"] if big_registers else []
+    for name, objects in (("big", ["fillers.o", *own]), ("small", ["registering.o"])):
+        flags = [*(str(folder / o) for o in objects), "-lregistry", *static]
+        _mingw_cxx(folder, f"{name}.dll", ANSWER.replace("LIBRARY", name), "-shared", *flags)
+    both = BOTH_DLLS.replace("one", "big").replace("two", "small")
+    _mingw_cxx(folder, "main.exe", both, "-lbig", "-lsmall", *static)
+    return folder
+
+
+def test_a_registration_past_two_thousand_initializers_in_a_dll_aborts_and_is_bt103(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    folder = _late_registration_dlls(tmp_path / "late", big_registers=True)
+    completed = _run_under_wine(wine_env, folder / "main.exe")
+    assert completed.returncode != 0
+    assert "duplicate verbose_logging" in completed.stderr
+    code, report = _verify_json(run_cli, folder)
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    assert code == 1
+    assert [(f["id"], f["path"].rsplit("/", 1)[-1]) for f in findings] == [("BT103", "small.dll")]
+    assert "'verbose_logging'" in findings[0]["evidence"]
+    data = (folder / "big.dll").read_bytes()
+    facts = read_pe_facts(data, "big.dll")
+    assert facts is not None
+    assert facts.initializers is not None
+    own = [init.instructions for init in facts.initializers]
+    assert len(own) > FILLERS
+    assert sum(own) > MAX_LIBRARY_INSTRUCTIONS
+    assert all(own), "an initializer was left without a shape"
+    registering = facts.static_initializers.index("_GLOBAL__sub_I_registering.cc")
+    whole = read_initializers_again(data, "big.dll", deep=[registering])
+    assert [(init.whole, init.strings) for init in whole] == [(True, ("verbose_logging",))]
+
+
+def test_two_thousand_initializers_in_a_dll_and_no_copy_stay_clean(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    folder = _late_registration_dlls(tmp_path / "late", big_registers=False)
+    assert _run_under_wine(wine_env, folder / "main.exe").returncode == 0
+    code, report = _verify_json(run_cli, folder)
+    assert (code, report["findings"]) == (0, [])
 
 
 # --- a DLL of a fresh Windows that the curated list lacked ------------------------------------

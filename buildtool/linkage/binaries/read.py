@@ -111,7 +111,7 @@ def read_initializers_again(
     deep: Depth = True,
 ) -> tuple[InitializerReach, ...]:
     """Only a file's initializers, read again (``deep``: as ``code_walk.walk_initializers``
-    takes it); none for a format whose facts always hold them whole (PE)."""
+    takes it); none for a file of no format read here."""
     kind = binary_format(bytes(data[:HEAD_BYTES]))
     if kind == "elf":
         from buildtool.linkage.binaries.elf import read_elf_initializers
@@ -123,4 +123,8 @@ def read_initializers_again(
         from buildtool.linkage.binaries.macho.decoder import read_macho_initializers
 
         return read_macho_initializers(data, display_path, size=size, deep=deep)
+    if kind == "pe":
+        from buildtool.linkage.binaries.pe.decoder import read_pe_initializers
+
+        return read_pe_initializers(data, display_path, size=size, deep=deep)
     return ()

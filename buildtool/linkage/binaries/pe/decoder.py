@@ -21,11 +21,17 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from buildtool.linkage.binaries.bounded import Bounded, Buffer, find_names
-from buildtool.linkage.binaries.code_walk import WALKED_MACHINES, CodeView, walk_initializers
+from buildtool.linkage.binaries.code_walk import (
+    WALKED_MACHINES,
+    CodeView,
+    Depth,
+    walk_initializers,
+)
 from buildtool.linkage.binaries.facts import (
     NO_NAMES,
     STATIC_INIT_PREFIX,
     BinaryFacts,
+    InitializerReach,
     MalformedBinary,
 )
 from buildtool.linkage.binaries.magic import DOS_MAGIC
@@ -396,10 +402,19 @@ def pe_facts(image: Image, names: Collection[str]) -> BinaryFacts:
         format="pe",
         bound_imports=tuple(sorted(set(bound))),
         # only shared libraries are paired as copies: an executable's are read by no check
-        initializers=walk_initializers(view)
+        initializers=walk_initializers(view, deep=False)
         if view and _file_type(image.characteristics) == "shared"
         else (),
         weak_needed=frozenset(dll for dll in delayed if dll not in direct),
+    )
+
+
+def _image(data: Buffer, display_path: str, size: int | None) -> Image | None:
+    """The image of a PE file's bytes (the first ``size`` of ``data``); None without ``MZ``."""
+    if not is_pe(bytes(data[:2])):
+        return None
+    return parse_image(
+        Bounded(data, display_path, MalformedPE, 0, len(data) if size is None else size)
     )
 
 
@@ -408,7 +423,17 @@ def read_pe_facts(
 ) -> BinaryFacts | None:
     """Facts of a PE file's bytes (the first ``size`` of ``data``); None when it does not start
     with ``MZ``; ``MalformedPE`` naming the offset when it is corrupt."""
-    if not is_pe(bytes(data[:2])):
-        return None
-    image = Bounded(data, display_path, MalformedPE, 0, len(data) if size is None else size)
-    return pe_facts(parse_image(image), names)
+    image = _image(data, display_path, size)
+    return None if image is None else pe_facts(image, names)
+
+
+def read_pe_initializers(
+    data: Buffer, display_path: str, *, size: int | None = None, deep: Depth = True
+) -> tuple[InitializerReach, ...]:
+    """Only a PE library's initializers (``BinaryFacts.initializers``), read again: ``deep``
+    as ``code_walk.walk_initializers`` takes it (a read holds each walked in its own code)."""
+    image = _image(data, display_path, size)
+    if image is None or _file_type(image.characteristics) != "shared":
+        return ()
+    view = _code_view(image, _coff_symbols(image), _imports(image))
+    return walk_initializers(view, deep) if view else ()
