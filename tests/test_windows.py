@@ -415,16 +415,26 @@ def test_a_two_instruction_registration_in_two_dlls_aborts_and_is_bt103(
         source = SHORT_REGISTRATION.replace("LIBRARY", name)
         _mingw_cxx(folder, f"{name}.dll", source, "-shared", "-lregistry", *static)
     main = _mingw_cxx(folder, "main.exe", BOTH_DLLS, "-lone", "-ltwo", *static)
+    file, evidence = _aborts_and_is_bt103(wine_env, run_cli, main, "gemm")
+    assert file == "two.dll"
+    assert "both register through registry.dll:registry_add" in evidence
+    assert "'gemm'" in evidence
+
+
+def _aborts_and_is_bt103(
+    wine_env: dict[str, str], run_cli: CliRunner, main: Path, registered: str
+) -> tuple[str, str]:
+    """``main`` aborts on registering ``registered`` twice, and ``verify-linkage`` finds exactly
+    one BT103 in its folder: (the file it names, its evidence)."""
     completed = _run_under_wine(wine_env, main)
     assert completed.returncode != 0
-    assert "duplicate gemm" in completed.stderr
-    code, report = _verify_json(run_cli, folder)
+    assert f"duplicate {registered}" in completed.stderr
+    code, report = _verify_json(run_cli, main.parent)
     findings = report["findings"]
     assert isinstance(findings, list)
     assert code == 1
-    assert [(f["id"], f["path"].rsplit("/", 1)[-1]) for f in findings] == [("BT103", "two.dll")]
-    assert "both register through registry.dll:registry_add" in findings[0]["evidence"]
-    assert "'gemm'" in findings[0]["evidence"]
+    assert [f["id"] for f in findings] == ["BT103"]
+    return findings[0]["path"].rsplit("/", 1)[-1], findings[0]["evidence"]
 
 
 # --- a registration past two thousand initializers in a DLL -----------------------------------
@@ -464,15 +474,9 @@ def test_a_registration_past_two_thousand_initializers_in_a_dll_aborts_and_is_bt
     wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
 ) -> None:
     folder = _late_registration_dlls(tmp_path / "late", big_registers=True)
-    completed = _run_under_wine(wine_env, folder / "main.exe")
-    assert completed.returncode != 0
-    assert "duplicate verbose_logging" in completed.stderr
-    code, report = _verify_json(run_cli, folder)
-    findings = report["findings"]
-    assert isinstance(findings, list)
-    assert code == 1
-    assert [(f["id"], f["path"].rsplit("/", 1)[-1]) for f in findings] == [("BT103", "small.dll")]
-    assert "'verbose_logging'" in findings[0]["evidence"]
+    file, evidence = _aborts_and_is_bt103(wine_env, run_cli, folder / "main.exe", "verbose_logging")
+    assert file == "small.dll"
+    assert "'verbose_logging'" in evidence
     data = (folder / "big.dll").read_bytes()
     facts = read_pe_facts(data, "big.dll")
     assert facts is not None
