@@ -10,10 +10,19 @@ import struct
 import subprocess
 from pathlib import Path
 
+import pefile  # type: ignore[import-untyped]
 import pytest
 
+from buildtool.linkage.binaries.bounded import Bounded
 from buildtool.linkage.binaries.pe import MalformedPE, read_pe_facts
+from buildtool.linkage.binaries.pe.decoder import parse_image
 from buildtool.linkage.binaries.pe.reference import read_pe_reference
+from buildtool.linkage.binaries.pe.relocations import (
+    BASE_RELOCATION_DIRECTORY,
+    BaseRelocations,
+    parse_blocks,
+    string_before,
+)
 from buildtool.linkage.binaries.read import read_binary_file
 from buildtool.linkage.checks.policy import LinkagePolicy
 from buildtool.linkage.inputs.dll_directories import add_dll_directories, dll_directories
@@ -204,3 +213,60 @@ def test_add_dll_directory_as_delvewheel_writes_it() -> None:
 
     folders = dll_directories([(PurePosixPath("/numpy/__init__.py"), DELVEWHEEL_PATCH)], [])
     assert folders == (PurePosixPath("/numpy.libs"),)
+
+
+# --- base relocations: what the initializer walk compares of a DLL's read-only data -----------
+
+
+def _block(page: int, *entries: int) -> bytes:
+    return struct.pack("<II", page, 8 + 2 * len(entries)) + struct.pack(
+        f"<{len(entries)}H", *entries
+    )
+
+
+def _every_relocated(relocations: BaseRelocations, end: int) -> list[int]:
+    found: list[int] = []
+    while (rva := relocations.first_within(found[-1] + 1 if found else 0, end)) is not None:
+        found.append(rva)
+    return found
+
+
+def test_base_relocation_blocks_are_read_page_by_page() -> None:
+    # DIR64 (type 10) and HIGHLOW (3) entries count; type 0 pads a block; a page may have two
+    table = _block(0x1000, 0xA010, 0xA008, 0, 0x3FF0) + _block(0x2000, 0xA004)
+    relocations = parse_blocks(table + _block(0x1000, 0xA100))
+    assert relocations is not None
+    assert _every_relocated(relocations, 0x10000) == [0x1008, 0x1010, 0x1100, 0x1FF0, 0x2004]
+    assert relocations.first_within(0x1009, 0x1011) == 0x1010
+    assert relocations.first_within(0x1011, 0x1100) is None
+    assert relocations.first_within(0x1FF1, 0x3000) == 0x2004
+    assert parse_blocks(table[:-2]) is None  # the last block runs past the table
+    assert parse_blocks(struct.pack("<II", 0x1000, 4)) is None  # shorter than its header
+
+
+def test_a_string_before_a_relocated_pointer_is_kept_and_other_bytes_are_not() -> None:
+    assert string_before(b"gemm\0\x10\x20\x30\x40", 5) == b"gemm\0"
+    assert string_before(b"gemm\0\x10\x20\x30\x40", 4) == b""  # the pointer cuts the string
+    assert string_before(b"\x01\0\0\0\0\0\0\0\x10\x20", 8) == b""  # a structure's head
+    assert string_before(b"\x10\x20\x30", 0) == b""
+
+
+def test_base_relocations_agree_with_pefile(built: Path) -> None:
+    for path in (built / "liba.dll", built / "main.exe"):
+        data = path.read_bytes()
+        image = parse_image(Bounded(data, path.name, MalformedPE, 0, len(data)))
+        rva, size = image.directory(BASE_RELOCATION_DIRECTORY)
+        relocations = parse_blocks(data[image.offset(rva, "base relocations") :][:size])
+        assert relocations is not None
+        reference = pefile.PE(data=data, fast_load=True)
+        reference.parse_data_directories(
+            directories=[pefile.DIRECTORY_ENTRY["IMAGE_DIRECTORY_ENTRY_BASERELOC"]]
+        )
+        expected = sorted(
+            entry.rva
+            for block in reference.DIRECTORY_ENTRY_BASERELOC
+            for entry in block.entries
+            if entry.type
+        )
+        assert len(expected) > 10, path.name  # static libstdc++: vtables, type_info
+        assert _every_relocated(relocations, 1 << 32) == expected, path.name

@@ -386,6 +386,16 @@ extern "C" __declspec(dllexport) int LIBRARY() { return 1; }
 """
 """-O2 makes the initializer two instructions: the name's address in rcx and a jump through
 the import address table (``jmp *__imp_registry_add``)."""
+HELPER_REGISTRATION = """extern "C" __declspec(dllimport) void registry_add(const char*);
+namespace {
+__attribute__((noinline)) void add(const char* name) { registry_add(name); }
+struct Registerer { Registerer() { add("NAME"); } } registerer;
+}
+extern "C" __declspec(dllexport) int LIBRARY() { return 1; }
+"""
+"""-O2 makes the initializer one instruction, a jump to a copy of ``add`` that holds the name
+(``add.constprop.0``: its address in rcx, then ``jmp *__imp_registry_add``): only the data
+that copy hands on tells two registrations apart."""
 BOTH_DLLS = """extern "C" __declspec(dllimport) int one();
 extern "C" __declspec(dllimport) int two();
 int main() { return one() + two() == 2 ? 0 : 1; }
@@ -404,21 +414,50 @@ def _mingw_cxx(folder: Path, out: str, source: str, *flags: str) -> Path:
     return folder / out
 
 
-def test_a_two_instruction_registration_in_two_dlls_aborts_and_is_bt103(
-    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
-) -> None:
-    folder = tmp_path / "short"
+def _registering_dlls(folder: Path, sources: dict[str, str]) -> Path:
+    """``registry.dll``, a DLL built from each source (by name) registering through it, and
+    ``main.exe``, which loads ``one.dll`` and ``two.dll``."""
     folder.mkdir()
     static = ("-static-libgcc", "-static-libstdc++")
     _mingw_cxx(folder, "registry.dll", REGISTRY_DLL, "-shared", *static)
-    for name in ("one", "two"):
-        source = SHORT_REGISTRATION.replace("LIBRARY", name)
-        _mingw_cxx(folder, f"{name}.dll", source, "-shared", "-lregistry", *static)
-    main = _mingw_cxx(folder, "main.exe", BOTH_DLLS, "-lone", "-ltwo", *static)
+    for name, source in sources.items():
+        library = source.replace("LIBRARY", name)
+        _mingw_cxx(folder, f"{name}.dll", library, "-shared", "-lregistry", *static)
+    return _mingw_cxx(folder, "main.exe", BOTH_DLLS, "-lone", "-ltwo", *static)
+
+
+def test_a_two_instruction_registration_in_two_dlls_aborts_and_is_bt103(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    sources = dict.fromkeys(("one", "two"), SHORT_REGISTRATION)
+    main = _registering_dlls(tmp_path / "short", sources)
     file, evidence = _aborts_and_is_bt103(wine_env, run_cli, main, "gemm")
     assert file == "two.dll"
     assert "both register through registry.dll:registry_add" in evidence
     assert "'gemm'" in evidence
+
+
+def test_a_registration_handed_on_by_a_helper_in_two_dlls_aborts_and_is_bt103(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    """The name is read-only data the helper passes to the registry: without reading it, the
+    one-instruction initializers told nothing, and the pair passed."""
+    sources = dict.fromkeys(("one", "two"), HELPER_REGISTRATION.replace("NAME", "gemm"))
+    main = _registering_dlls(tmp_path / "helper", sources)
+    file, evidence = _aborts_and_is_bt103(wine_env, run_cli, main, "gemm")
+    assert file == "two.dll"
+    assert "both register through registry.dll:registry_add" in evidence
+
+
+def test_two_names_handed_on_by_one_helper_run_and_stay_clean(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    names = {"one": "gemm", "two": "conv"}
+    sources = {dll: HELPER_REGISTRATION.replace("NAME", name) for dll, name in names.items()}
+    main = _registering_dlls(tmp_path / "helper", sources)
+    assert _run_under_wine(wine_env, main).returncode == 0
+    code, report = _verify_json(run_cli, main.parent)
+    assert (code, report["findings"]) == (0, [])
 
 
 def _aborts_and_is_bt103(

@@ -15,6 +15,7 @@ past finding without symbols: ``init_array_size`` counts the bytes of a ``.CRT``
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,12 @@ from buildtool.linkage.binaries.facts import (
     MalformedBinary,
 )
 from buildtool.linkage.binaries.magic import DOS_MAGIC
+from buildtool.linkage.binaries.pe.relocations import (
+    BASE_RELOCATION_DIRECTORY,
+    BaseRelocations,
+    parse_blocks,
+    string_before,
+)
 
 
 class MalformedPE(MalformedBinary):
@@ -58,6 +65,7 @@ IMAGE_FILE_EXECUTABLE: Final = 0x0002
 SCN_CODE: Final = 0x20
 SCN_EXECUTE: Final = 0x20000000
 SCN_UNINITIALIZED: Final = 0x80
+SCN_WRITE: Final = 0x80000000
 EXPORT_DIRECTORY: Final = 0
 IMPORT_DIRECTORY: Final = 1
 DELAY_IMPORT_DIRECTORY: Final = 13
@@ -297,9 +305,9 @@ def _coff_symbols(image: Image) -> CoffSymbols:
     return CoffSymbols(tuple(sorted(initializers)), True, tuple(rvas))
 
 
-def _reader(image: Image, code_only: bool) -> Callable[[int, int], bytes]:
-    """Bytes at a virtual address in the sections' file data (code sections only, or all)."""
-    sections = [s for s in image.sections if s.raw_size and (s.is_code or not code_only)]
+def _reader(image: Image, keep: Callable[[Section], bool]) -> Callable[[int, int], bytes]:
+    """Bytes at a virtual address in the file data of the sections ``keep`` takes."""
+    sections = [s for s in image.sections if s.raw_size and keep(s)]
     data = image.data
 
     def read(address: int, size: int) -> bytes:
@@ -314,9 +322,54 @@ def _reader(image: Image, code_only: bool) -> Callable[[int, int], bytes]:
     return read
 
 
+def _is_code(section: Section) -> bool:
+    return section.is_code
+
+
+def _any(_section: Section) -> bool:
+    return True
+
+
+def _is_read_only(section: Section) -> bool:
+    return not section.is_code and not section.flags & SCN_WRITE
+
+
+def _base_relocations(image: Image) -> BaseRelocations | None:
+    """The image's base relocations; None when its table cannot be read (a damaged table
+    leaves the facts as they were: only what the walk compares of its data is unknown)."""
+    rva, size = image.directory(BASE_RELOCATION_DIRECTORY)
+    if not rva or not size:
+        return parse_blocks(b"")
+    try:
+        table = image.data.bytes_at(image.offset(rva, "base relocations"), size, "base relocations")
+    except MalformedPE:
+        return None
+    return parse_blocks(table)
+
+
+def _read_only(image: Image) -> Callable[[int, int], bytes]:
+    """``CodeView.read_only``: bytes of a section neither writable nor executable, short of the
+    first pointer the loader relocates (``relocations``), whose table is read when first asked."""
+    read = _reader(image, _is_read_only)
+    width = 8 if image.wide else 4
+    relocations = functools.cache(functools.partial(_base_relocations, image))
+
+    def read_only(address: int, size: int) -> bytes:
+        known = relocations()
+        if known is None:
+            return b""
+        data = read(address, size)
+        rva = address - image.image_base
+        cut = known.first_within(rva - width + 1, rva + len(data))
+        return data if cut is None else string_before(data, cut - rva)
+
+    return read_only
+
+
 def _code_view(image: Image, symbols: CoffSymbols, imports: _Imports) -> CodeView | None:
     """What the initializer walk reads: the static initializers the COFF symbol table names
-    (mingw-w64; MSVC images keep none) and calls through the import address table."""
+    (mingw-w64; MSVC images keep none), calls through the import address table, and the
+    read-only data the code hands on."""
     machine = MACHINES.get(image.machine, "")
     if not symbols.initializer_rvas or machine not in WALKED_MACHINES:
         return None
@@ -327,14 +380,15 @@ def _code_view(image: Image, symbols: CoffSymbols, imports: _Imports) -> CodeVie
         return (name, 0) if name is not None else None
 
     starts = tuple(base + rva for rva in symbols.initializer_rvas)
-    data = _reader(image, False)
+    data = _reader(image, _any)
 
     def pointer(address: int) -> int | None:
         # a PE file stores absolute addresses (the base relocations move them when rebased)
         value = data(address, 8)
         return int.from_bytes(value, "little") or None if len(value) == 8 else None
 
-    return CodeView(machine, _reader(image, True), starts, slot, data, pointer)
+    code = _reader(image, _is_code)
+    return CodeView(machine, code, starts, slot, data, pointer, read_only=_read_only(image))
 
 
 def _data_regions(image: Image) -> list[tuple[int, int]]:
