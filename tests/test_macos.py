@@ -417,6 +417,37 @@ def test_a_short_constructor_registering_one_name_in_two_dylibs_is_bt103(
     assert _errors_without_recipe(run_cli, other) == []
 
 
+HELPER_CONSTRUCTOR = """void registry_add(const char*);
+__attribute__((noinline)) static void add(const char* name) { registry_add(name); }
+__attribute__((constructor)) static void registration(void) { add(NAME); }
+int LIBRARY(void) { return 1; }
+"""
+"""At ``-O2`` the constructor is one branch to a copy of ``add`` that holds the name (its address
+in x0, then a branch to the registry's stub): only the data that copy hands on tells two
+registrations apart (PE's form of it aborts under wine: tests/test_windows.py)."""
+
+
+def _helper_pair(sdk: Path, folder: Path, names: tuple[str, str]) -> Path:
+    registered = dict(zip(("one", "two"), names, strict=True))
+
+    def source_of(library: str) -> str:
+        source = HELPER_CONSTRUCTOR.replace("LIBRARY", library)
+        return source.replace("NAME", f'"{registered[library]}"')
+
+    return _dylib_pair(sdk, folder, ("registry", REGISTRY_C), source_of)
+
+
+def test_a_name_handed_on_by_a_helper_in_two_dylibs_is_bt103(
+    macos_toolchain: Path, run_cli: CliRunner, tmp_path: Path
+) -> None:
+    sdk = macos_toolchain.parent
+    errors = _errors_without_recipe(run_cli, _helper_pair(sdk, tmp_path / "same", ("gemm",) * 2))
+    assert [(check_id, name) for check_id, name, _ in errors] == [("BT103", "libtwo.dylib")]
+    assert "libregistry.dylib:_registry_add" in errors[0][2]
+    other = _helper_pair(sdk, tmp_path / "other", ("gemm", "conv"))
+    assert _errors_without_recipe(run_cli, other) == []
+
+
 # --- a registry that takes a second registration alike, as Mach-O names it ------------------------
 
 RESOURCE_REGISTRIES_C = """int memcmp(const void*, const void*, unsigned long);

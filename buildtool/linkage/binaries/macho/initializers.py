@@ -172,5 +172,13 @@ def macho_code_view(
         slots,
         data,
         pointer,
+        read_only=_reader(image, [s for s in sections if _is_read_only(s)]),
         function_names=function_names,
     )
+
+
+def _is_read_only(section: Section) -> bool:
+    """Data of ``__TEXT`` (``__cstring``, ``__const``): dyld writes nothing there, so the
+    copies of an object file in two libraries hold the same bytes (pointers it rebinds or
+    rebases lie in ``__DATA_CONST`` and ``__DATA``)."""
+    return section.name.startswith("__TEXT,") and not section.is_code
