@@ -39,7 +39,9 @@ class BaseRelocations:
         if page not in self._decoded:
             entries = self._pages.get(page, b"")
             # type 0 (IMAGE_REL_BASED_ABSOLUTE) pads a block: nothing is relocated there
-            found = (page + (entry & 0xFFF) for (entry,) in _ENTRY.iter_unpack(entries) if entry)
+            found = (
+                page + (entry & 0xFFF) for (entry,) in _ENTRY.iter_unpack(entries) if entry >> 12
+            )
             self._decoded[page] = sorted(found)
         return self._decoded[page]
 
