@@ -396,6 +396,20 @@ extern "C" __declspec(dllexport) int LIBRARY() { return 1; }
 """-O2 makes the initializer one instruction, a jump to a copy of ``add`` that holds the name
 (``add.constprop.0``: its address in rcx, then ``jmp *__imp_registry_add``): only the data
 that copy hands on tells two registrations apart."""
+CALLED_REGISTRATION = """extern "C" __declspec(dllimport) void registry_add(const char*);
+namespace {
+__attribute__((noinline)) void add(const char* name) {
+  static volatile int seen[4];
+  for (int i = 0; i < 4; ++i) seen[i] += i * name[0];
+  registry_add(name);
+}
+struct Registerer { Registerer() { add("NAME"); add("NAME.cpu"); } } registerer;
+}
+extern "C" __declspec(dllexport) int LIBRARY() { return 1; }
+"""
+"""The initializer calls ``add`` (no stub: a loop first) and then jumps to it: a read walks its
+own code only, and the registry it reaches is known once the checks read the DLL again and
+walk it whole (``read_pe_initializers``)."""
 BOTH_DLLS = """extern "C" __declspec(dllimport) int one();
 extern "C" __declspec(dllimport) int two();
 int main() { return one() + two() == 2 ? 0 : 1; }
@@ -455,6 +469,32 @@ def test_two_names_handed_on_by_one_helper_run_and_stay_clean(
     names = {"one": "gemm", "two": "conv"}
     sources = {dll: HELPER_REGISTRATION.replace("NAME", name) for dll, name in names.items()}
     main = _registering_dlls(tmp_path / "helper", sources)
+    assert _run_under_wine(wine_env, main).returncode == 0
+    code, report = _verify_json(run_cli, main.parent)
+    assert (code, report["findings"]) == (0, [])
+
+
+def test_a_registration_a_call_deep_in_two_dlls_aborts_and_is_bt103(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    sources = dict.fromkeys(("one", "two"), CALLED_REGISTRATION.replace("NAME", "gemm"))
+    main = _registering_dlls(tmp_path / "called", sources)
+    facts = read_pe_facts((main.parent / "one.dll").read_bytes(), "one.dll")
+    assert facts is not None
+    assert [(init.complete, init.reaches) for init in facts.initializers or ()] == [
+        (False, frozenset())
+    ]  # the read's walk: its own code, the call to add left unfollowed
+    file, evidence = _aborts_and_is_bt103(wine_env, run_cli, main, "gemm")
+    assert file == "two.dll"
+    assert "both register through registry.dll:registry_add" in evidence
+
+
+def test_two_names_registered_a_call_deep_run_and_stay_clean(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+) -> None:
+    names = {"one": "gemm", "two": "conv"}
+    sources = {dll: CALLED_REGISTRATION.replace("NAME", name) for dll, name in names.items()}
+    main = _registering_dlls(tmp_path / "called", sources)
     assert _run_under_wine(wine_env, main).returncode == 0
     code, report = _verify_json(run_cli, main.parent)
     assert (code, report["findings"]) == (0, [])
