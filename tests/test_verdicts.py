@@ -104,6 +104,35 @@ def test_a_dependency_is_found_through_its_loaders_rpath(tmp_path: Path) -> None
     assert run.stdout == "2\n", run.stderr
 
 
+@pytest.mark.parametrize("tags", ["--disable-new-dtags", "--enable-new-dtags"])
+def test_a_library_without_soname_is_judged_where_its_loader_loads_it(
+    tmp_path: Path, tags: str
+) -> None:
+    """A vendored library without SONAME (a Rust cdylib, a bare ``-shared`` link) that an
+    extension module names in DT_NEEDED: ld.so finds it by file name and loads it there, so
+    the module's DT_RPATH finds its dependency too, and the module loads. Through the
+    module's DT_RUNPATH (not inherited) the dependency is not found, and loading fails:
+    BT112 on the library."""
+    libs = tmp_path / "site" / "pkg.libs"
+    lib(libs, "dep2", "int dep2(void) { return 2; }\n")
+    gcc(libs, libs / "libdep.so", "int dep2(void);\nint dep(void) { return dep2(); }\n",
+        "-ldep2")  # fmt: skip
+    module = tmp_path / "site" / "pkg" / f"_mod.{EXT}"
+    gcc(libs, module, "int dep(void);\nint mod(void) { return dep(); }\n", "-ldep",
+        f"-Wl,{tags},-rpath,$ORIGIN/../pkg.libs")  # fmt: skip
+    loads = f"import ctypes; print(ctypes.CDLL({str(module)!r}).mod())"
+    env = {**os.environ, "LD_LIBRARY_PATH": ""}
+    command = [sys.executable, "-c", loads]
+    run = subprocess.run(command, check=False, capture_output=True, text=True, env=env)
+    report = check(tmp_path / "site" / "pkg")
+    if tags == "--disable-new-dtags":
+        assert run.stdout == "2\n", run.stderr
+        assert ids(report) == {("BT111", module.name)}
+    else:
+        assert "libdep2.so: cannot open shared object file" in run.stderr
+        assert ids(report) == {("BT112", "libdep.so")}
+
+
 def test_a_dependency_with_a_symbol_nothing_defines_stays_bt106(tmp_path: Path) -> None:
     libs = tmp_path / "site" / "pkg.libs"
     lib(libs, "dep", "int nowhere(void);\nint dep(void) { return nowhere(); }\n")

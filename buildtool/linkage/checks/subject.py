@@ -256,16 +256,24 @@ class Subject:
 
     def is_root(self, binary: BinaryFile) -> bool:
         """Whether ld.so starts a load context at ``binary``: an executable, a Python extension
-        module (a shared object without SONAME), a library the recipe's loader opens, or a
-        library nothing in the inputs loads."""
+        module, a library the recipe's loader opens, or a library nothing in the inputs loads.
+        A library without SONAME that another file names in DT_NEEDED is no root: ld.so finds
+        NEEDED entries by file name, and loads it there with its loader's inherited DT_RPATH."""
         facts = self.facts(binary)
         return (
             facts.file_type != "shared"
-            or facts.soname is None
+            or self._is_module(binary)
             or self.policy.is_project_library(binary.location.name)
             or str(binary.location) in self._plugin_at
             or str(binary.location) not in self.loaded_by_others
         )
+
+    def _is_module(self, binary: BinaryFile) -> bool:
+        """A shared object without SONAME that the interpreter imports (by entry point or by
+        name): a load context of its own, whatever else loads it."""
+        facts = self.facts(binary)
+        named = named_as_extension_module(binary.location.name)
+        return facts.soname is None and (named or is_extension_module(facts))
 
     @cached_property
     def roots(self) -> tuple[BinaryFile, ...]:
