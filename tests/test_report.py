@@ -59,7 +59,7 @@ def test_text_groups_findings_under_their_input_and_file() -> None:
     ]
     # a recipe's size budget brings the table along
     assert "  lib/libx.so: 2.50 MB file, 1.00 MB code, 12 exported (budget 5.00 MB)" in text
-    assert text.endswith("3 ELF files checked, 33 checks: 1 errors, 1 warnings\n")
+    assert text.endswith("3 ELF files checked, 34 checks: 1 errors, 1 warnings\n")
 
 
 def test_text_lists_errors_first_and_sizes_only_when_asked() -> None:

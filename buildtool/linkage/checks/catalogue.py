@@ -247,6 +247,19 @@ CHECKS: tuple[Check, ...] = (
         per_cause=True,
     ),
     Check(
+        "BT119",
+        "needed-is-path",
+        "error",
+        "A DT_NEEDED entry that is a path, not a name (it holds a '/' and does not start at "
+        "$ORIGIN): ld.so opens exactly that path and never searches for it. Absolute, it loads "
+        "only where that file exists (a build folder: on the machine that built it); relative, "
+        "only when the process runs in a folder it resolves from. The link writes a path when "
+        "it is given a library without SONAME by its path (gcc main.o lib/libfoo.so, or a CMake "
+        "imported library without SONAME), whatever RUNPATH says.",
+        "Give the library a SONAME (-Wl,-soname,libfoo.so) and link again, or link it by name "
+        "(-L<dir> -lfoo; CMake: IMPORTED_NO_SONAME on the imported target).",
+    ),
+    Check(
         "BT120",
         "libraries-not-together",
         "error",

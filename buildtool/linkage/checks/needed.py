@@ -16,6 +16,7 @@ from buildtool.linkage.checks.policy import LibraryRule, PluginRule, recipe_spel
 from buildtool.linkage.checks.subject import Subject
 from buildtool.linkage.inputs.collect import BinaryFile
 from buildtool.linkage.inputs.python_imports import ModuleImports
+from buildtool.linkage.loaders.glibc import NeededPath, needed_path
 from buildtool.linkage.loaders.platform import (
     DRIVER_LIBRARIES,
     Platform,
@@ -411,6 +412,8 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
     no_runpath: dict[str, tuple[BinaryFile, list[str], list[BinaryFile]]] = {}
     for (location, name), (binary, roots) in _missing_in_contexts(subject).items():
         facts = subject.facts(binary)
+        if facts.format == "elf" and needed_path(name) is not None:
+            continue  # BT119: a path, where it is found or not
         no_search_path = facts.runpath is None and facts.rpath is None and facts.format == "elf"
         if subject.ships(binary, name) and no_search_path:
             entry = no_runpath.setdefault(location, (binary, [], []))
@@ -428,6 +431,53 @@ def check_needed_found(subject: Subject) -> Iterator[Finding]:
             + _context(binary, roots)
             + subject.undeclared_module(binary),
         )
+
+
+def check_needed_paths(subject: Subject) -> Iterator[Finding]:
+    for binary in subject.files:
+        facts = subject.facts(binary)
+        if facts.format != "elf":
+            continue  # Mach-O install names are paths by design; PE names are file names
+        for name in facts.needed:
+            kind = needed_path(name)
+            if kind is not None:
+                yield Finding(
+                    "BT119",
+                    binary.display,
+                    _path_message(subject, name, kind),
+                    _path_evidence(subject, name),
+                    needed=name,
+                )
+
+
+def _path_message(subject: Subject, name: str, kind: NeededPath) -> str:
+    if kind == "absolute" and any(str(other.location) == name for other in subject.files):
+        return (
+            f"needs {name} by its absolute path, a file of this input: ld.so opens that very "
+            "path, so loading fails once the files are installed or copied anywhere else"
+        )
+    if kind == "absolute":
+        return (
+            f"needs {name} by its absolute path: ld.so opens that very file, so loading fails "
+            "wherever it is not there"
+        )
+    return (
+        f"needs {name} by a relative path: ld.so opens it from the process's working "
+        "directory, so loading fails from any other"
+    )
+
+
+def _path_evidence(subject: Subject, name: str) -> str:
+    """Which input file the path names, when one is named so and has no SONAME (why the link
+    wrote a path)."""
+    file_name = posixpath.basename(name)
+    for other in subject.files:
+        if other.location.name == file_name and subject.facts(other).soname is None:
+            return (
+                f"DT_NEEDED {name}, never searched for (RUNPATH and RPATH do not apply); "
+                f"{other.display} has no SONAME, so the link wrote the path it was given"
+            )
+    return f"DT_NEEDED {name}, never searched for (RUNPATH and RPATH do not apply)"
 
 
 def _runpath_that_finds(subject: Subject, binary: BinaryFile, names: Sequence[str]) -> str:

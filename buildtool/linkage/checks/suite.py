@@ -20,6 +20,7 @@ from buildtool.linkage.checks.macos_tag import check_macos_tag
 from buildtool.linkage.checks.needed import (
     check_forbidden_needed,
     check_needed_found,
+    check_needed_paths,
     check_recipe_libraries_present,
     check_required_needed,
     check_symbol_versions,
@@ -53,6 +54,7 @@ CHECK_FUNCTIONS: tuple[Check, ...] = (
     check_undefined_symbols,
     check_bound_imports,
     check_needed_found,
+    check_needed_paths,
     check_symbol_versions,
     check_python_abi,
     check_underlinked_libraries,

@@ -18,6 +18,7 @@ from buildtool.linkage.loaders.glibc import (
     default_system_dirs,
     effective_rpath,
     expand_entries,
+    needed_path,
     search_steps,
 )
 from buildtool.linkage.loaders.loaded import Closure, NeededEdge
@@ -108,6 +109,8 @@ def _candidates(walk: _Walk, path: str, name: str, env: Environment) -> Iterable
 def _find(
     walk: _Walk, path: str, name: str, env: Environment, read: FactsLookup
 ) -> tuple[str, str, BinaryFacts] | None:
+    if needed_path(name) == "relative":
+        return None  # opened from the process's working directory: unknown here
     if "/" in name:
         facts = walk.objects[path]
         target = posixpath.normpath(expand_entries((name,), facts, posixpath.dirname(path))[0])

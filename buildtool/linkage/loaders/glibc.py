@@ -29,7 +29,7 @@ import struct
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 from buildtool.linkage.binaries import BinaryFacts
 
@@ -90,6 +90,19 @@ def expand_dst(entry: str, origin_dir: str, lib: str = "lib", platform: str = ""
     """Expand ``$ORIGIN``/``${ORIGIN}``, ``$LIB`` and ``$PLATFORM`` in one path entry."""
     values = {"ORIGIN": origin_dir, "LIB": lib, "PLATFORM": platform}
     return _DST.sub(lambda m: values[m.group(1) or m.group(2)], entry)
+
+
+NeededPath = Literal["absolute", "relative"]
+
+
+def needed_path(name: str) -> NeededPath | None:
+    """How ld.so opens a DT_NEEDED entry holding a "/": as that very path, never searched for;
+    absolute, or relative to the process's working directory (a ``$LIB`` at its start expands
+    to a relative folder too). None for a name it searches for, and for a path from the file's
+    own folder (``$ORIGIN``), which goes where the file goes."""
+    if "/" not in name or name.startswith(("$ORIGIN/", "${ORIGIN}/")):
+        return None
+    return "absolute" if name.startswith("/") else "relative"
 
 
 def _lib_token(facts: BinaryFacts) -> str:
