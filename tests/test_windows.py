@@ -463,12 +463,17 @@ def test_a_registration_handed_on_by_a_helper_in_two_dlls_aborts_and_is_bt103(
     assert "both register through registry.dll:registry_add" in evidence
 
 
-def test_two_names_handed_on_by_one_helper_run_and_stay_clean(
-    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
+@pytest.mark.parametrize(
+    "registration", [HELPER_REGISTRATION, CALLED_REGISTRATION], ids=["helper", "called"]
+)
+def test_two_names_registered_through_one_function_run_and_stay_clean(
+    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path, registration: str
 ) -> None:
+    """The working side of the helper and the call-deep pairs: "gemm" and "conv" through the
+    same function run under wine, and no finding."""
     names = {"one": "gemm", "two": "conv"}
-    sources = {dll: HELPER_REGISTRATION.replace("NAME", name) for dll, name in names.items()}
-    main = _registering_dlls(tmp_path / "helper", sources)
+    sources = {dll: registration.replace("NAME", name) for dll, name in names.items()}
+    main = _registering_dlls(tmp_path / "dlls", sources)
     assert _run_under_wine(wine_env, main).returncode == 0
     code, report = _verify_json(run_cli, main.parent)
     assert (code, report["findings"]) == (0, [])
@@ -487,17 +492,6 @@ def test_a_registration_a_call_deep_in_two_dlls_aborts_and_is_bt103(
     file, evidence = _aborts_and_is_bt103(wine_env, run_cli, main, "gemm")
     assert file == "two.dll"
     assert "both register through registry.dll:registry_add" in evidence
-
-
-def test_two_names_registered_a_call_deep_run_and_stay_clean(
-    wine_env: dict[str, str], run_cli: CliRunner, tmp_path: Path
-) -> None:
-    names = {"one": "gemm", "two": "conv"}
-    sources = {dll: CALLED_REGISTRATION.replace("NAME", name) for dll, name in names.items()}
-    main = _registering_dlls(tmp_path / "called", sources)
-    assert _run_under_wine(wine_env, main).returncode == 0
-    code, report = _verify_json(run_cli, main.parent)
-    assert (code, report["findings"]) == (0, [])
 
 
 def _aborts_and_is_bt103(
